@@ -1,0 +1,115 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: clock.hpp
+// -----------------------------------------------------------------------------
+//
+// Every time-based component in degrade (breakers, windows, hysteresis holds,
+// refresh periods) reads time through a `Clock` it was given, never from a
+// global. Production code passes nothing and gets `RealClock`; tests pass a
+// `FakeClock` and move time by hand, so no test ever sleeps:
+//
+//   degrade::FakeClock clock;
+//   degrade::BreakerSettings settings;
+//   settings.clock = &clock;
+//   degrade::CircuitBreaker<int> breaker(settings);
+//   ...                                  // trip it
+//   clock.Advance(absl::Seconds(61));    // the open timeout has now passed
+//
+// The clock must outlive every component that holds a pointer to it.
+
+#ifndef DEGRADE_CLOCK_HPP_
+#define DEGRADE_CLOCK_HPP_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace degrade {
+
+// Clock
+//
+// The source of time for everything in degrade. Implementations must be
+// thread-safe: `Now()` is called concurrently from every thread that uses a
+// component holding the clock.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+
+  // Returns the current time. Successive calls on one clock never go
+  // backwards unless the clock is a `FakeClock` that a test `Set()` back.
+  virtual absl::Time Now() const = 0;
+};
+
+// RealClock
+//
+// Monotonic time expressed as an `absl::Time`. It starts at the wall-clock
+// time of its construction and then advances with `std::chrono::steady_clock`,
+// so a wall-clock step (NTP, an operator) can neither reopen a breaker early
+// nor hold it open for an hour, while log lines still show plausible times.
+//
+// Thread-safe; immutable after construction.
+class RealClock final : public Clock {
+ public:
+  RealClock()
+      : wall_anchor_(absl::Now()),
+        steady_anchor_(std::chrono::steady_clock::now()) {}
+
+  absl::Time Now() const override {
+    const auto elapsed = std::chrono::steady_clock::now() - steady_anchor_;
+    return wall_anchor_ +
+           absl::Nanoseconds(
+               std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed)
+                   .count());
+  }
+
+  // The process-wide instance components use when given no clock.
+  static const RealClock& Instance() {
+    static const RealClock clock;
+    return clock;
+  }
+
+ private:
+  absl::Time wall_anchor_;
+  std::chrono::steady_clock::time_point steady_anchor_;
+};
+
+// FakeClock
+//
+// A clock that moves only when told to. Thread-safe: `Now()`, `Advance()` and
+// `Set()` may race; each is a single atomic operation, so a reader sees either
+// the old or the new time, never a torn one.
+class FakeClock final : public Clock {
+ public:
+  // Starts at an arbitrary fixed instant far from the Unix epoch, so that
+  // "zero time" sentinels in the code under test can't be confused with now.
+  explicit FakeClock(absl::Time start = absl::FromUnixSeconds(1'700'000'000))
+      : nanos_(absl::ToUnixNanos(start)) {}
+
+  absl::Time Now() const override {
+    return absl::FromUnixNanos(nanos_.load(std::memory_order_acquire));
+  }
+
+  // Moves time forward by `d`.
+  // REQUIRES: `d >= absl::ZeroDuration()`; a negative `d` is ignored, because
+  // time that runs backwards is a `Set()` and should read like one in a test.
+  void Advance(absl::Duration d) {
+    if (d < absl::ZeroDuration()) return;
+    nanos_.fetch_add(absl::ToInt64Nanoseconds(d), std::memory_order_acq_rel);
+  }
+
+  // Jumps to `t`, forwards or backwards.
+  void Set(absl::Time t) {
+    nanos_.store(absl::ToUnixNanos(t), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<int64_t> nanos_;
+};
+
+}  // namespace degrade
+
+#endif  // DEGRADE_CLOCK_HPP_

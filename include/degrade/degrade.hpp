@@ -1,0 +1,17 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: degrade.hpp
+// -----------------------------------------------------------------------------
+//
+// The umbrella header: includes every public header of degrade. Prefer the
+// specific header in code that cares about compile time.
+
+#ifndef DEGRADE_DEGRADE_HPP_
+#define DEGRADE_DEGRADE_HPP_
+
+#include "degrade/circuit_breaker.hpp"  // IWYU pragma: export
+#include "degrade/clock.hpp"            // IWYU pragma: export
+#include "degrade/status.hpp"           // IWYU pragma: export
+
+#endif  // DEGRADE_DEGRADE_HPP_

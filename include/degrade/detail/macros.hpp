@@ -1,0 +1,24 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// Build-mode switches shared by the headers. The library never throws; these
+// let it catch what user callables throw when exceptions are on, and compile
+// cleanly with -fno-exceptions when they are off.
+
+#ifndef DEGRADE_DETAIL_MACROS_HPP_
+#define DEGRADE_DETAIL_MACROS_HPP_
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define DEGRADE_HAS_EXCEPTIONS 1
+#else
+#define DEGRADE_HAS_EXCEPTIONS 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DEGRADE_LIKELY(x) (__builtin_expect(!!(x), 1))
+#define DEGRADE_UNLIKELY(x) (__builtin_expect(!!(x), 0))
+#else
+#define DEGRADE_LIKELY(x) (x)
+#define DEGRADE_UNLIKELY(x) (x)
+#endif
+
+#endif  // DEGRADE_DETAIL_MACROS_HPP_

@@ -1,0 +1,274 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// Concurrency invariants of CircuitBreaker, checked after (or during) many
+// threads driving it through its transitions. Built for ThreadSanitizer: the
+// tsan preset runs this file. No timing is asserted: the FakeClock is moved
+// by one of the threads, and every thread uses a fixed seed.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/status.hpp"
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+constexpr int kWorkers = 4;
+
+struct Recorded {
+  State from;
+  State to;
+};
+
+TEST(CircuitBreakerConcurrencyTest, InvariantsHoldThroughTransitions) {
+  constexpr uint32_t kMaxRequests = 3;
+  constexpr int kOpsPerWorker = 20000;
+
+  FakeClock clock;
+  std::mutex events_mu;
+  std::vector<Recorded> events;
+  std::atomic<int> callbacks_in_flight{0};
+  std::atomic<bool> callbacks_overlapped{false};
+
+  BreakerSettings s;
+  s.name = "stress";
+  s.clock = &clock;
+  s.max_requests = kMaxRequests;
+  s.timeout = absl::Milliseconds(1);
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  s.on_state_change = [&](const std::string&, State from, State to) {
+    if (callbacks_in_flight.fetch_add(1) != 0) callbacks_overlapped = true;
+    {
+      std::lock_guard<std::mutex> lock(events_mu);
+      events.push_back({from, to});
+    }
+    callbacks_in_flight.fetch_sub(1);
+  };
+  CircuitBreaker<int> cb(s);
+
+  // Trials in flight per half-open generation, as seen by the callers.
+  std::mutex trials_mu;
+  std::map<uint64_t, int> trials_in_flight;
+  std::map<uint64_t, int> trials_admitted;
+  std::atomic<bool> too_many_trials{false};
+
+  std::atomic<uint64_t> admitted{0}, rejected_open{0}, rejected_too_many{0};
+  std::atomic<bool> stop_clock{false};
+
+  std::thread ticker([&] {
+    std::mt19937 rng(12345);
+    while (!stop_clock.load()) {
+      clock.Advance(absl::Microseconds(100 + rng() % 900));
+      std::this_thread::yield();
+    }
+  });
+
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      std::mt19937 rng(1000 + w);
+      for (int i = 0; i < kOpsPerWorker; ++i) {
+        // Phases of mostly-failing and mostly-healthy traffic, so the
+        // breaker keeps moving through every state.
+        const bool sick = (i / 500) % 2 == 0;
+        const bool fail = (rng() % 100) < (sick ? 70u : 5u);
+        absl::StatusOr<Permit> p = cb.Allow();
+        if (!p.ok()) {
+          if (IsBreakerOpen(p.status())) {
+            rejected_open.fetch_add(1);
+          } else if (IsTooManyRequests(p.status())) {
+            rejected_too_many.fetch_add(1);
+          } else {
+            ADD_FAILURE() << p.status();
+          }
+          continue;
+        }
+        admitted.fetch_add(1);
+        const bool trial = p->admitted_state() == State::kHalfOpen;
+        const uint64_t gen = p->generation();
+        if (trial) {
+          std::lock_guard<std::mutex> lock(trials_mu);
+          if (++trials_in_flight[gen] > static_cast<int>(kMaxRequests)) {
+            too_many_trials = true;
+          }
+          ++trials_admitted[gen];
+        }
+        const unsigned action = rng() % 20;
+        if (trial) {
+          std::lock_guard<std::mutex> lock(trials_mu);
+          --trials_in_flight[gen];
+        }
+        if (action == 0) {
+          continue;  // abandoned: the permit is destroyed unreported
+        }
+        p->Done(fail ? absl::UnavailableError("down") : absl::OkStatus());
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  stop_clock = true;
+  ticker.join();
+
+  EXPECT_FALSE(too_many_trials) << "half-open admitted more than max_requests";
+  EXPECT_FALSE(callbacks_overlapped) << "on_state_change ran concurrently";
+
+  // Without abandonment a half-open generation admits at most max_requests;
+  // each abandoned trial gives its slot back, so allow for those.
+  const BreakerTotals t = cb.totals();
+  EXPECT_EQ(t.admitted, admitted.load());
+  EXPECT_EQ(t.rejected_open, rejected_open.load());
+  EXPECT_EQ(t.rejected_too_many, rejected_too_many.load());
+  EXPECT_EQ(t.admitted,
+            t.successes + t.failures + t.exclusions + t.abandoned + t.stale);
+  EXPECT_EQ(admitted.load() + rejected_open.load() + rejected_too_many.load(),
+            static_cast<uint64_t>(kWorkers) * kOpsPerWorker);
+
+  // Every transition reported exactly once: the reports form an unbroken
+  // chain from closed to the current state, one per generation change.
+  const State final_state = cb.state();
+  std::lock_guard<std::mutex> lock(events_mu);
+  ASSERT_FALSE(events.empty());
+  EXPECT_GT(rejected_open.load(), 0u);
+  State at = State::kClosed;
+  int opens = 0;
+  for (const Recorded& e : events) {
+    ASSERT_EQ(e.from, at) << "a transition was lost or reported twice";
+    ASSERT_NE(e.from, e.to);
+    at = e.to;
+    if (e.to == State::kOpen) ++opens;
+  }
+  EXPECT_EQ(at, final_state);
+  EXPECT_EQ(cb.generation(), 1 + events.size());
+  EXPECT_GT(opens, 2) << "the stress did not exercise the transitions";
+}
+
+TEST(CircuitBreakerConcurrencyTest, ClosedCountsAreExactWithoutTransitions) {
+  constexpr int kCallsPerWorker = 50000;
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "closed-stress";
+  s.clock = &clock;
+  s.ready_to_trip = trip::ConsecutiveFailures(1u << 30);
+  CircuitBreaker<int> cb(s);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&cb, w] {
+      for (int i = 0; i < kCallsPerWorker; ++i) {
+        const bool fail = (i % 10) == w;  // 10% failures, staggered
+        (void)cb.Execute([fail]() -> absl::StatusOr<int> {
+          if (fail) return absl::InternalError("x");
+          return 1;
+        });
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  const Counts c = cb.counts();
+  const uint64_t total = static_cast<uint64_t>(kWorkers) * kCallsPerWorker;
+  EXPECT_EQ(c.requests, total);
+  EXPECT_EQ(c.total_failures, total / 10);
+  EXPECT_EQ(c.total_successes, total - total / 10);
+  EXPECT_EQ(c.window_calls, total);
+  EXPECT_EQ(cb.state(), State::kClosed);
+}
+
+TEST(CircuitBreakerConcurrencyTest, CallbacksThatCallBackDoNotDeadlock) {
+  FakeClock clock;
+  std::atomic<int> calls_from_callback{0};
+  CircuitBreaker<int>* self = nullptr;
+  BreakerSettings s;
+  s.name = "reentrant";
+  s.clock = &clock;
+  s.timeout = absl::Microseconds(50);
+  s.ready_to_trip = trip::ConsecutiveFailures(2);
+  s.on_state_change = [&](const std::string&, State, State) {
+    (void)self->state();
+    (void)self->counts();
+    (void)self->Execute([]() -> absl::StatusOr<int> { return 0; });
+    calls_from_callback.fetch_add(1);
+  };
+  CircuitBreaker<int> cb(s);
+  self = &cb;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&cb, &clock, w] {
+      std::mt19937 rng(7 + w);
+      for (int i = 0; i < 5000; ++i) {
+        if (w == 0 && i % 10 == 0) clock.Advance(absl::Microseconds(60));
+        const bool fail = rng() % 2 == 0;
+        (void)cb.Execute([fail]() -> absl::StatusOr<int> {
+          if (fail) return absl::InternalError("x");
+          return 1;
+        });
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  EXPECT_GT(calls_from_callback.load(), 0);
+}
+
+TEST(CircuitBreakerConcurrencyTest, ManualControlRacesWithTraffic) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "manual";
+  s.clock = &clock;
+  std::atomic<int> transitions{0};
+  s.on_state_change = [&](const std::string&, State, State) {
+    transitions.fetch_add(1);
+  };
+  CircuitBreaker<int> cb(s);
+  std::atomic<bool> done{false};
+  std::thread operator_thread([&] {
+    int i = 0;
+    while (!done.load()) {
+      switch (i++ % 3) {
+        case 0:
+          cb.ForceOpen();
+          break;
+        case 1:
+          cb.Disable();
+          break;
+        default:
+          cb.Reset();
+          break;
+      }
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers - 1; ++w) {
+    workers.emplace_back([&cb, w] {
+      for (int i = 0; i < 20000; ++i) {
+        (void)cb.Execute([i, w]() -> absl::StatusOr<int> {
+          if ((i + w) % 3 == 0) return absl::InternalError("x");
+          return 1;
+        });
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  done = true;
+  operator_thread.join();
+  const BreakerTotals t = cb.totals();
+  EXPECT_EQ(t.admitted,
+            t.successes + t.failures + t.exclusions + t.abandoned + t.stale);
+  EXPECT_EQ(t.admitted + t.rejected_open + t.rejected_too_many,
+            static_cast<uint64_t>(kWorkers - 1) * 20000);
+  cb.Reset();
+  EXPECT_EQ(cb.state(), State::kClosed);
+  EXPECT_FALSE(cb.forced_open());
+  EXPECT_FALSE(cb.disabled());
+}
+
+}  // namespace
+}  // namespace degrade

@@ -1,0 +1,78 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+
+#include "degrade/clock.hpp"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+TEST(FakeClockTest, StandsStillUntilAdvanced) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  EXPECT_EQ(clock.Now(), t0);
+  clock.Advance(absl::Milliseconds(1500));
+  EXPECT_EQ(clock.Now(), t0 + absl::Milliseconds(1500));
+}
+
+TEST(FakeClockTest, StartsWhereItIsTold) {
+  const absl::Time start = absl::FromUnixSeconds(42);
+  FakeClock clock(start);
+  EXPECT_EQ(clock.Now(), start);
+}
+
+TEST(FakeClockTest, SetMovesEitherWay) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  clock.Set(t0 + absl::Hours(2));
+  EXPECT_EQ(clock.Now(), t0 + absl::Hours(2));
+  clock.Set(t0 - absl::Hours(1));
+  EXPECT_EQ(clock.Now(), t0 - absl::Hours(1));
+}
+
+TEST(FakeClockTest, NegativeAdvanceIsIgnored) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  clock.Advance(-absl::Seconds(5));
+  EXPECT_EQ(clock.Now(), t0);
+}
+
+TEST(FakeClockTest, ConcurrentAdvancesAreNotLost) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 10000;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&clock] {
+      for (int j = 0; j < kPerThread; ++j) {
+        clock.Advance(absl::Nanoseconds(1));
+        (void)clock.Now();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(clock.Now(), t0 + absl::Nanoseconds(kThreads * kPerThread));
+}
+
+TEST(RealClockTest, NeverGoesBackwardsAndTracksWallTime) {
+  const RealClock& clock = RealClock::Instance();
+  absl::Time prev = clock.Now();
+  for (int i = 0; i < 1000; ++i) {
+    const absl::Time now = clock.Now();
+    ASSERT_GE(now, prev);
+    prev = now;
+  }
+  // Anchored to the wall clock, so log lines carry plausible times.
+  EXPECT_LT(absl::AbsDuration(clock.Now() - absl::Now()), absl::Minutes(1));
+}
+
+TEST(RealClockTest, InstanceIsShared) {
+  EXPECT_EQ(&RealClock::Instance(), &RealClock::Instance());
+}
+
+}  // namespace
+}  // namespace degrade

@@ -1,0 +1,49 @@
+# Install rules for the header-only degrade library.
+#
+# Produces, under the install prefix:
+#   include/degrade/...                                    the headers
+#   share/cmake/degrade/degradeConfig.cmake                find_package(degrade CONFIG)
+#   share/cmake/degrade/degradeConfigVersion.cmake         SameMajorVersion, arch independent
+#   share/cmake/degrade/degradeTargets.cmake               imported target degrade::degrade
+include_guard(GLOBAL)
+
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(DEGRADE_INSTALL_CMAKEDIR
+    "${CMAKE_INSTALL_DATADIR}/cmake/degrade"
+    CACHE STRING "Install directory for degrade's CMake package files, relative to the prefix")
+mark_as_advanced(DEGRADE_INSTALL_CMAKEDIR)
+
+install(
+  DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+  COMPONENT degrade_Development
+  FILES_MATCHING
+  PATTERN "*.hpp"
+  PATTERN "*.h")
+
+install(TARGETS degrade EXPORT degradeTargets)
+
+install(
+  EXPORT degradeTargets
+  NAMESPACE degrade::
+  DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+  COMPONENT degrade_Development)
+
+configure_package_config_file(
+  "${PROJECT_SOURCE_DIR}/cmake/degradeConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/degradeConfig.cmake"
+  INSTALL_DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}")
+
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/degradeConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}"
+  COMPATIBILITY SameMajorVersion
+  ARCH_INDEPENDENT)
+
+install(
+  FILES "${PROJECT_BINARY_DIR}/degradeConfig.cmake"
+        "${PROJECT_BINARY_DIR}/degradeConfigVersion.cmake"
+  DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+  COMPONENT degrade_Development)

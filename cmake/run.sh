@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# run.sh: degrade's one-command entry points (used by the README and .ci/run).
+#
+# Usage: cmake/run.sh <command>
+#
+#   demo    install missing Debian packages, configure + build the `dev` preset's
+#           example, run build/dev/examples/breaker_basics (about 4 s)
+#   test    install missing Debian packages, `cmake --workflow --preset dev`
+#           (configure, build, ctest --output-on-failure)
+#   asan    same with the `asan-ubsan` workflow (clang++, ASan + UBSan)
+#   tsan    same with the `tsan` workflow (clang++, ThreadSanitizer)
+#   bench   `cmake --workflow --preset bench` (configure + build benchmarks)
+#
+# The sanitizer commands first compile and run a tiny probe program. If the
+# sanitizer runtime cannot start on this kernel (clang 14 TSan/ASan with
+# vm.mmap_rnd_bits > 28: "FATAL: ThreadSanitizer: unexpected memory mapping"),
+# the workflow is run under `setarch <arch> -R` (ASLR off for that process
+# tree). If LeakSanitizer cannot run (e.g. ptrace is forbidden in a
+# container), leak detection is switched off with a warning.
+#
+# Environment: DEGRADE_SKIP_DEPS=1 skips the package check.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$(pwd)"
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+die() {
+  printf 'run.sh: ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+usage() {
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+check_cmake() {
+  local v
+  v="$(cmake --version | head -n1 | sed 's/[^0-9.]*\([0-9.]*\).*/\1/')"
+  local major="${v%%.*}" rest="${v#*.}"
+  local minor="${rest%%.*}"
+  if ((major < 3 || (major == 3 && minor < 25))); then
+    die "CMake >= 3.25 is required for workflow presets (found $v)"
+  fi
+}
+
+ensure_deps() {
+  log "checking Debian packages"
+  "$root/cmake/ensure-debian-deps.sh" "$@"
+  check_cmake
+}
+
+# Sanitizer runtime probe -----------------------------------------------------
+# Sets the global array `wrapper` to the command prefix the sanitizer workflow
+# must run under (empty, or setarch ... -R).
+wrapper=()
+probe_dirs=()
+cleanup() { ((${#probe_dirs[@]} == 0)) || rm -rf "${probe_dirs[@]}"; }
+trap cleanup EXIT
+
+probe_sanitizer() {
+  local kind="$1" flags="$2"
+  local dir
+  dir="$(mktemp -d "${TMPDIR:-/tmp}/degrade-${kind}-probe.XXXXXX")"
+  probe_dirs+=("$dir")
+  cat >"$dir/probe.cpp" <<'CPP'
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+int main() {
+  std::atomic<int> n{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; ++i) ts.emplace_back([&n] { auto p = std::make_unique<int>(1); n += *p; });
+  for (auto& t : ts) t.join();
+  return n == 2 ? 0 : 1;
+}
+CPP
+  log "probing the ${kind} runtime (clang++ ${flags})"
+  # shellcheck disable=SC2086
+  if ! clang++ -std=c++17 -g $flags "$dir/probe.cpp" -o "$dir/probe" >"$dir/build.log" 2>&1; then
+    cat "$dir/build.log" >&2
+    die "clang++ cannot build a ${kind} program; is libclang-rt-14-dev installed? (cmake/ensure-debian-deps.sh --sanitizers)"
+  fi
+  if timeout 60 "$dir/probe" >"$dir/run.log" 2>&1; then
+    echo "    ${kind} runtime works as is" >&2
+    wrapper=()
+  else
+    echo "    ${kind} probe failed:" >&2
+    sed 's/^/      /' "$dir/run.log" 2>/dev/null | head -n 20 >&2 || true
+    local arch
+    arch="$(uname -m)"
+    if setarch "$arch" -R true 2>/dev/null && timeout 60 setarch "$arch" -R "$dir/probe" >"$dir/run2.log" 2>&1; then
+      echo "    works with ASLR disabled: running the workflow under 'setarch $arch -R'" >&2
+      echo "    (kernel vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo '?'); clang 14 sanitizers need <= 28)" >&2
+      wrapper=(setarch "$arch" -R)
+    else
+      sed 's/^/      /' "$dir/run2.log" 2>/dev/null | head -n 20 >&2 || true
+      die "the ${kind} runtime does not start on this machine, even under 'setarch $arch -R'.
+If the message above is 'unexpected memory mapping', lower ASLR entropy as root:
+  sysctl -w vm.mmap_rnd_bits=28
+(in a container, setarch needs the personality() syscall, which some seccomp profiles forbid)."
+    fi
+  fi
+
+  if [[ "$kind" == asan ]]; then
+    # LeakSanitizer needs ptrace-like thread suspension; some sandboxes forbid it.
+    cat >"$dir/leak.cpp" <<'CPP'
+#include <cstdlib>
+void* volatile sink;
+int main() { sink = std::malloc(7); sink = nullptr; return 0; }
+CPP
+    # shellcheck disable=SC2086
+    clang++ -g $flags "$dir/leak.cpp" -o "$dir/leak" >/dev/null 2>&1 || die "cannot build the LSan probe"
+    ASAN_OPTIONS=detect_leaks=1 timeout 60 "${wrapper[@]}" "$dir/leak" >"$dir/leak.log" 2>&1 || true
+    if grep -q "detected memory leaks" "$dir/leak.log"; then
+      echo "    LeakSanitizer works" >&2
+    else
+      echo "    WARNING: LeakSanitizer does not work here; running with detect_leaks=0:" >&2
+      sed 's/^/      /' "$dir/leak.log" | head -n 5 >&2
+      export DEGRADE_ASAN_OPTIONS="detect_leaks=0${DEGRADE_ASAN_OPTIONS:+:$DEGRADE_ASAN_OPTIONS}"
+    fi
+  fi
+}
+
+timed() {
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  echo "    ($* took $((SECONDS - start)) s)" >&2
+  return $rc
+}
+
+cmd="${1:-}"
+case "$cmd" in
+  demo)
+    ensure_deps
+    log "configuring and building the demo (preset dev)"
+    timed cmake --preset dev
+    timed cmake --build --preset dev --target breaker_basics
+    log "running build/dev/examples/breaker_basics"
+    exec "$root/build/dev/examples/breaker_basics"
+    ;;
+  test)
+    ensure_deps
+    log "cmake --workflow --preset dev"
+    timed cmake --workflow --preset dev
+    ;;
+  asan)
+    ensure_deps --sanitizers
+    probe_sanitizer asan "-fsanitize=address,undefined -fno-omit-frame-pointer"
+    log "${wrapper[*]:+${wrapper[*]} }cmake --workflow --preset asan-ubsan"
+    timed "${wrapper[@]}" cmake --workflow --preset asan-ubsan
+    ;;
+  tsan)
+    ensure_deps --sanitizers
+    probe_sanitizer tsan "-fsanitize=thread"
+    log "${wrapper[*]:+${wrapper[*]} }cmake --workflow --preset tsan"
+    timed "${wrapper[@]}" cmake --workflow --preset tsan
+    ;;
+  bench)
+    ensure_deps
+    log "cmake --workflow --preset bench"
+    timed cmake --workflow --preset bench
+    ;;
+  -h | --help | help)
+    usage
+    ;;
+  *)
+    usage >&2
+    [[ -n "$cmd" ]] && die "unknown command: $cmd"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,21 @@
+# degrade_set_warnings(<target>)
+#
+# Strict warnings for degrade's OWN targets (tests, examples, benchmarks, the
+# header self-containment checks). Never call this on the INTERFACE library
+# target: INTERFACE compile options would leak into every consumer's build.
+include_guard(GLOBAL)
+
+function(degrade_set_warnings target)
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "degrade_set_warnings: '${target}' is not a target")
+  endif()
+  get_target_property(type "${target}" TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    message(FATAL_ERROR "degrade_set_warnings: refusing to put warnings on INTERFACE target '${target}'")
+  endif()
+  if(MSVC)
+    target_compile_options("${target}" PRIVATE /W4 /WX /permissive-)
+  else()
+    target_compile_options("${target}" PRIVATE -Wall -Wextra -Wpedantic -Werror)
+  endif()
+endfunction()

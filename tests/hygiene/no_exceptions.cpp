@@ -1,0 +1,33 @@
+// Hygiene check: the public headers compile, and a breaker works, with
+// -fno-exceptions (DESIGN.md: "the headers also compile with -fno-exceptions").
+// Built by tests/CMakeLists.txt as degrade_no_exceptions; ctest runs it.
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "degrade/degrade.hpp"
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#error "this file must be compiled with -fno-exceptions"
+#endif
+
+int main() {
+  degrade::FakeClock clock;
+  degrade::BreakerSettings settings;
+  settings.name = "no-exceptions";
+  settings.clock = &clock;
+  degrade::CircuitBreaker<int> cb(settings);
+
+  absl::StatusOr<int> r =
+      cb.Execute([]() -> absl::StatusOr<int> { return 42; });
+  if (!r.ok() || *r != 42) {
+    std::fprintf(stderr, "Execute returned %s\n",
+                 r.status().ToString().c_str());
+    return 1;
+  }
+  if (cb.counts().total_successes != 1) {
+    std::fprintf(stderr, "expected one success\n");
+    return 1;
+  }
+  return 0;
+}

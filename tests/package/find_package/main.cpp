@@ -1,0 +1,80 @@
+// Consumer of an installed degrade (find_package). Exits 0 only if the breaker
+// behaves as documented with default settings.
+#include <cstdio>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "degrade/degrade.hpp"
+
+namespace {
+
+int failures = 0;
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+}  // namespace
+
+int main() {
+  degrade::FakeClock clock;
+  degrade::BreakerSettings settings;
+  settings.name = "consumer";
+  settings.clock = &clock;
+  int transitions = 0;
+  settings.on_state_change = [&transitions](const std::string&, degrade::State,
+                                            degrade::State) { ++transitions; };
+  degrade::CircuitBreaker<std::string> cb(settings);
+
+  Check(cb.state() == degrade::State::kClosed, "starts closed");
+
+  int calls = 0;
+  auto fail = [&calls]() -> absl::StatusOr<std::string> {
+    ++calls;
+    return absl::UnavailableError("backend down");
+  };
+  auto succeed = [&calls]() -> absl::StatusOr<std::string> {
+    ++calls;
+    return std::string("ok");
+  };
+
+  // Default ready_to_trip: more than 5 consecutive failures.
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<std::string> r = cb.Execute(fail);
+    Check(!r.ok() && !degrade::IsBreakerOpen(r.status()),
+          "failures 1-5 are the callable's own errors");
+  }
+  Check(cb.state() == degrade::State::kClosed, "still closed after 5 failures");
+  Check(cb.counts().consecutive_failures == 5,
+        "5 consecutive failures counted");
+
+  (void)cb.Execute(fail);
+  Check(cb.state() == degrade::State::kOpen, "open after the 6th failure");
+  Check(calls == 6, "callable ran 6 times");
+
+  absl::StatusOr<std::string> rejected = cb.Execute(succeed);
+  Check(!rejected.ok() && degrade::IsBreakerOpen(rejected.status()),
+        "open breaker rejects with IsBreakerOpen");
+  Check(!degrade::IsTooManyRequests(rejected.status()),
+        "an open rejection is not too-many-requests");
+  Check(calls == 6, "open breaker does not run the callable");
+
+  // Default timeout (60 s) later the breaker lets a probe through.
+  clock.Advance(absl::Seconds(61));
+  absl::StatusOr<std::string> probe = cb.Execute(succeed);
+  Check(probe.ok() && *probe == "ok", "half-open probe succeeds");
+  Check(cb.state() == degrade::State::kClosed,
+        "closed after a successful half-open probe");
+  Check(transitions == 3, "closed->open->half-open->closed reported");
+  Check(degrade::StateName(degrade::State::kHalfOpen) == "half-open",
+        "StateName");
+
+  if (failures != 0) return 1;
+  std::printf("find_package consumer: OK\n");
+  return 0;
+}

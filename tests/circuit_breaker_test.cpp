@@ -531,6 +531,36 @@ TEST_F(CircuitBreakerTest, RealClockIsTheDefault) {
   EXPECT_EQ(cb.state(), State::kClosed);
 }
 
+TEST_F(CircuitBreakerTest, CapBelowTheTimeoutIsRefusedOrRaised) {
+  BreakerSettings s = Settings();
+  s.timeout = absl::Seconds(10);
+  s.max_timeout = absl::Seconds(5);
+  s.backoff_multiplier = 2;
+  const absl::Status v = ValidateBreakerSettings(s);
+  EXPECT_EQ(v.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(v.message(), HasSubstr("'max_timeout'"));
+  EXPECT_THAT(v.message(), HasSubstr("feature-service"));
+  EXPECT_FALSE(CircuitBreaker<int>::Create(s).ok());
+  // The constructor raises the cap to the timeout: backoff never shortens.
+  CircuitBreaker<int> cb(s);
+  Trip(cb);
+  clock_.Advance(absl::Seconds(10) + absl::Nanoseconds(1));
+  (void)cb.Execute(Fail);  // the trial fails
+  EXPECT_EQ(cb.current_open_duration(), absl::Seconds(10));
+}
+
+TEST_F(CircuitBreakerTest, InfiniteTimeoutStaysOpenUntilReset) {
+  BreakerSettings s = Settings();
+  s.timeout = absl::InfiniteDuration();
+  ASSERT_TRUE(ValidateBreakerSettings(s).ok());
+  CircuitBreaker<int> cb(s);
+  Trip(cb);
+  clock_.Advance(absl::Hours(24 * 365 * 100));
+  EXPECT_EQ(cb.state(), State::kOpen);
+  cb.Reset();
+  EXPECT_EQ(cb.state(), State::kClosed);
+}
+
 TEST(StateNameTest, NamesEveryState) {
   EXPECT_EQ(StateName(State::kClosed), "closed");
   EXPECT_EQ(StateName(State::kHalfOpen), "half-open");

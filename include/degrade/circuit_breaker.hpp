@@ -229,7 +229,8 @@ struct BreakerSettings {
   uint32_t max_requests = 0;
   // Closed-state period after which `Counts` are cleared. 0 means never.
   absl::Duration interval = absl::ZeroDuration();
-  // How long the breaker stays open before trying half-open. 0 means 60 s.
+  // How long the breaker stays open before trying half-open. 0 means 60 s;
+  // `absl::InfiniteDuration()` keeps it open until `Reset()`.
   absl::Duration timeout = absl::ZeroDuration();
   // Called with the counts after each closed-state failure (and slow call);
   // returning true opens the breaker. Unset means "more than 5 consecutive
@@ -261,7 +262,8 @@ struct BreakerSettings {
   // Each failed half-open trial multiplies the open duration by this factor;
   // a close resets it to `timeout`. 1 means no backoff.
   double backoff_multiplier = 1.0;
-  // Cap on the backed-off open duration. 0 means no cap.
+  // Cap on the backed-off open duration. 0 means no cap; otherwise at least
+  // `timeout`.
   absl::Duration max_timeout = absl::ZeroDuration();
   // Each open duration is multiplied by a factor drawn uniformly from
   // [1 - jitter, 1 + jitter], so that many instances don't retry in step.
@@ -294,6 +296,12 @@ inline absl::Status ValidateBreakerSettings(const BreakerSettings& s) {
   if (s.max_timeout < absl::ZeroDuration()) {
     return bad("max_timeout", absl::FormatDuration(s.max_timeout),
                "must be >= 0 (0 means no cap)");
+  }
+  if (s.max_timeout > absl::ZeroDuration() &&
+      s.max_timeout < (s.timeout == absl::ZeroDuration() ? absl::Seconds(60)
+                                                         : s.timeout)) {
+    return bad("max_timeout", absl::FormatDuration(s.max_timeout),
+               "must be 0 (no cap) or at least the timeout");
   }
   if (s.half_open_max_wait < absl::ZeroDuration()) {
     return bad("half_open_max_wait", absl::FormatDuration(s.half_open_max_wait),
@@ -662,15 +670,19 @@ class BreakerCore {
         s.interval == absl::InfiniteDuration()) {
       s.interval = absl::ZeroDuration();
     }
-    if (s.timeout < absl::ZeroDuration() ||
-        s.timeout == absl::InfiniteDuration()) {
-      s.timeout = absl::ZeroDuration();
-    }
+    // An infinite timeout is kept: the breaker then stays open until Reset().
+    if (s.timeout < absl::ZeroDuration()) s.timeout = absl::ZeroDuration();
     if (s.slow_call_duration < absl::ZeroDuration() ||
         s.slow_call_duration == absl::InfiniteDuration()) {
       s.slow_call_duration = absl::ZeroDuration();
     }
     if (s.max_timeout < absl::ZeroDuration()) s.max_timeout = absl::ZeroDuration();
+    const absl::Duration base = s.timeout == absl::ZeroDuration()
+                                    ? absl::Seconds(60)
+                                    : s.timeout;
+    if (s.max_timeout > absl::ZeroDuration() && s.max_timeout < base) {
+      s.max_timeout = base;  // a cap below the base would shorten the backoff
+    }
     if (s.half_open_max_wait < absl::ZeroDuration() ||
         s.half_open_max_wait == absl::InfiniteDuration()) {
       s.half_open_max_wait = absl::ZeroDuration();
@@ -910,6 +922,10 @@ class BreakerCore {
     {
       MutexLock lock(&mu_);
       const int64_t now = NowNanos();
+      // As gobreaker's afterRequest: expiries due by now happen first, so a
+      // trial reporting after the half-open wait, or a failure reporting
+      // after its interval ended, belongs to a generation that is over.
+      AdvanceLocked(now);
       const uint64_t w = word_.load(std::memory_order_relaxed);
       Shard& shard = LocalShard();
       if (GenOf(w) != t.generation || StateOf(w) == State::kOpen) {

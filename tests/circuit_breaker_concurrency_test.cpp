@@ -182,6 +182,73 @@ TEST(CircuitBreakerConcurrencyTest, ClosedCountsAreExactWithoutTransitions) {
   EXPECT_EQ(cb.state(), State::kClosed);
 }
 
+// Windows are written lock-free by every completing call and read by the
+// failure path; under TSan this checks those paths race-free, and afterwards
+// that the window never reports more calls than it can hold.
+class WindowedConcurrencyTest
+    : public ::testing::TestWithParam<SlidingWindow> {};
+
+TEST_P(WindowedConcurrencyTest, WindowsStayConsistentUnderContention) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "windowed";
+  s.clock = &clock;
+  s.window = GetParam();
+  s.timeout = absl::Milliseconds(5);
+  s.slow_call_duration = absl::Milliseconds(2);
+  s.ready_to_trip = trip::AnyOf(trip::FailureRate(0.5, 20),
+                                trip::SlowCallRate(0.9, 20));
+  std::atomic<int> opens{0};
+  s.on_state_change = [&opens](const std::string&, State, State to) {
+    if (to == State::kOpen) opens.fetch_add(1);
+  };
+  CircuitBreaker<int> cb(s);
+  std::atomic<bool> stop{false};
+  std::thread ticker([&] {
+    while (!stop.load()) {
+      clock.Advance(absl::Milliseconds(1));
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&cb, w] {
+      std::mt19937 rng(99 + w);
+      for (int i = 0; i < 20000; ++i) {
+        const bool sick = (i / 1000) % 2 == 1;
+        const bool fail = rng() % 100 < (sick ? 80u : 10u);
+        (void)cb.Execute([fail]() -> absl::StatusOr<int> {
+          if (fail) return absl::InternalError("x");
+          return 1;
+        });
+        if (i % 97 == 0) (void)cb.counts();
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  stop = true;
+  ticker.join();
+  const Counts c = cb.counts();
+  if (GetParam().kind == SlidingWindow::Kind::kCount) {
+    EXPECT_LE(c.window_calls, GetParam().size);
+  }
+  EXPECT_LE(c.window_failures, c.window_calls);
+  EXPECT_LE(c.window_slow_calls, c.window_calls);
+  const BreakerTotals t = cb.totals();
+  EXPECT_EQ(t.admitted,
+            t.successes + t.failures + t.exclusions + t.abandoned + t.stale);
+  EXPECT_GT(opens.load(), 0) << "the sick phases never tripped the breaker";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Windows, WindowedConcurrencyTest,
+    ::testing::Values(SlidingWindow::Count(50),
+                      SlidingWindow::Time(absl::Milliseconds(50), 5)),
+    [](const ::testing::TestParamInfo<SlidingWindow>& info) {
+      return info.param.kind == SlidingWindow::Kind::kCount ? "Count"
+                                                            : "Time";
+    });
+
 TEST(CircuitBreakerConcurrencyTest, CallbacksThatCallBackDoNotDeadlock) {
   FakeClock clock;
   std::atomic<int> calls_from_callback{0};

@@ -1,4 +1,5 @@
-// Consumer of an installed degrade (find_package). Exits 0 only if the breaker
+// The consumer program of both package tests (find_package and
+// add_subdirectory; DEGRADE_CONSUMER_KIND names which). Exits 0 only if the breaker
 // behaves as documented with default settings.
 #include <cstdio>
 #include <string>
@@ -75,6 +76,6 @@ int main() {
         "StateName");
 
   if (failures != 0) return 1;
-  std::printf("find_package consumer: OK\n");
+  std::printf("%s consumer: OK\n", DEGRADE_CONSUMER_KIND);
   return 0;
 }

@@ -1,0 +1,310 @@
+// Benchmarks of degrade::CircuitBreaker against a mutex-based baseline that
+// implements gobreaker's algorithm (benchmarks/baseline/mutex_breaker.hpp).
+//
+// Workloads (each at 1 and 2 threads, wall-clock time per call):
+//   BM_BareCall                           the protected function called
+//   directly BM_<Impl>_ClosedSuccess               closed breaker, every call
+//   succeeds BM_<Impl>_ClosedSuccessInterval60s    the same with a 60 s
+//   closed-state interval BM_<Impl>_ClosedSuccessTimeWindow     the same with a
+//   10 s / 10-bucket time window BM_<Impl>_OpenReject                  open
+//   breaker rejecting every call
+// where <Impl> is Degrade or Baseline. All threads of a run share one breaker.
+//
+// Every benchmark reports `allocs_per_call`: heap allocations made by the
+// benchmark threads inside the timed loop, divided by the number of calls.
+// benchmarks/ratios.py turns the output into the comparison table.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "baseline/mutex_breaker.hpp"
+#include "degrade/circuit_breaker.hpp"
+
+// ---------------------------------------------------------------------------
+// Allocation counting: every replaceable global operator new counts into a
+// per-thread counter. Thread-local rather than one shared atomic so that a
+// thread's count covers exactly its own timed loop, with no cross-thread
+// traffic and no double counting when several benchmark threads run at once.
+// ---------------------------------------------------------------------------
+namespace {
+
+thread_local std::uint64_t t_allocations = 0;
+
+void* CountedAlloc(std::size_t size) noexcept {
+  ++t_allocations;
+  return std::malloc(size == 0 ? 1 : size);
+}
+
+void* CountedAlignedAlloc(std::size_t size, std::align_val_t align) noexcept {
+  ++t_allocations;
+  std::size_t alignment = static_cast<std::size_t>(align);
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  void* p = nullptr;
+  if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) return nullptr;
+  return p;
+}
+
+// Out of line so that GCC does not pair the free() with an inlined operator
+// new and report -Wmismatched-new-delete.
+__attribute__((noinline)) void Release(void* p) noexcept { std::free(p); }
+
+void* OrThrow(void* p) {
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) { return OrThrow(CountedAlloc(size)); }
+void* operator new[](std::size_t size) { return OrThrow(CountedAlloc(size)); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return CountedAlloc(size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return CountedAlloc(size);
+}
+void* operator new(std::size_t size, std::align_val_t align) {
+  return OrThrow(CountedAlignedAlloc(size, align));
+}
+void* operator new[](std::size_t size, std::align_val_t align) {
+  return OrThrow(CountedAlignedAlloc(size, align));
+}
+void* operator new(std::size_t size, std::align_val_t align,
+                   const std::nothrow_t&) noexcept {
+  return CountedAlignedAlloc(size, align);
+}
+void* operator new[](std::size_t size, std::align_val_t align,
+                     const std::nothrow_t&) noexcept {
+  return CountedAlignedAlloc(size, align);
+}
+
+void operator delete(void* p) noexcept { Release(p); }
+void operator delete[](void* p) noexcept { Release(p); }
+void operator delete(void* p, std::size_t) noexcept { Release(p); }
+void operator delete[](void* p, std::size_t) noexcept { Release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { Release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { Release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { Release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { Release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  Release(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  Release(p);
+}
+void operator delete(void* p, std::align_val_t,
+                     const std::nothrow_t&) noexcept {
+  Release(p);
+}
+void operator delete[](void* p, std::align_val_t,
+                       const std::nothrow_t&) noexcept {
+  Release(p);
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// The protected function: trivial, out of line, and opaque to the optimizer.
+// ---------------------------------------------------------------------------
+__attribute__((noinline)) absl::StatusOr<int> Work() {
+  absl::StatusOr<int> result{42};
+  benchmark::DoNotOptimize(result);
+  return result;
+}
+
+__attribute__((noinline)) absl::StatusOr<int> FailingWork() {
+  return absl::UnavailableError("backend down");
+}
+
+// Runs `body` once per iteration and reports the allocations made by this
+// thread inside the loop. Counters are summed over threads and divided by the
+// total number of iterations (calls).
+template <typename Body>
+void RunCounted(benchmark::State& state, Body body) {
+  const std::uint64_t before = t_allocations;
+  for (auto _ : state) {
+    body();
+  }
+  const std::uint64_t allocations = t_allocations - before;
+  state.counters["allocs_per_call"] = benchmark::Counter(
+      static_cast<double>(allocations), benchmark::Counter::kAvgIterations);
+}
+
+// ---------------------------------------------------------------------------
+// Breaker configurations. Both implementations get the same settings.
+// ---------------------------------------------------------------------------
+enum class Config { kDefault, kInterval60s, kTimeWindow, kOpen };
+
+// Long enough that a tripped breaker stays open for the whole run.
+constexpr int kOpenTimeoutHours = 24;
+
+degrade::BreakerSettings DegradeSettings(Config config) {
+  degrade::BreakerSettings s;
+  s.name = "bench";
+  switch (config) {
+    case Config::kDefault:
+      break;
+    case Config::kInterval60s:
+      s.interval = absl::Seconds(60);
+      break;
+    case Config::kTimeWindow:
+      s.window = degrade::SlidingWindow::Time(absl::Seconds(10), 10);
+      break;
+    case Config::kOpen:
+      s.timeout = absl::Hours(kOpenTimeoutHours);
+      break;
+  }
+  return s;
+}
+
+degrade_baseline::Settings BaselineSettings(Config config) {
+  degrade_baseline::Settings s;
+  s.name = "bench";
+  switch (config) {
+    case Config::kDefault:
+      break;
+    case Config::kInterval60s:
+      s.interval = std::chrono::seconds(60);
+      break;
+    case Config::kTimeWindow:  // gobreaker v2: Interval 10 s, BucketPeriod 1 s
+      s.interval = std::chrono::seconds(10);
+      s.bucket_period = std::chrono::seconds(1);
+      break;
+    case Config::kOpen:
+      s.timeout = std::chrono::hours(kOpenTimeoutHours);
+      break;
+  }
+  return s;
+}
+
+using DegradeBreaker = degrade::CircuitBreaker<int>;
+using BaselineBreaker = degrade_baseline::MutexBreaker<int>;
+
+DegradeBreaker* MakeBreaker(Config config, DegradeBreaker*) {
+  return new DegradeBreaker(DegradeSettings(config));
+}
+BaselineBreaker* MakeBreaker(Config config, BaselineBreaker*) {
+  return new BaselineBreaker(BaselineSettings(config));
+}
+
+// Trips `breaker` the same way for both implementations: by failing calls
+// (the default ready_to_trip opens after more than 5 consecutive failures).
+// Returns whether it now rejects calls without running them.
+template <typename Breaker>
+bool TripByFailures(Breaker& breaker) {
+  for (int i = 0; i < 100; ++i) {
+    bool called = false;
+    auto result = breaker.Execute([&called] {
+      called = true;
+      return FailingWork();
+    });
+    benchmark::DoNotOptimize(result);
+    if (!called) return !result.ok();
+  }
+  return false;
+}
+
+// One breaker per (implementation, configuration), created on first use and
+// shared by all threads and by the 1- and 2-thread runs. Never destroyed.
+template <typename Breaker, Config kConfig>
+Breaker& Shared() {
+  static Breaker* const breaker = [] {
+    Breaker* b = MakeBreaker(kConfig, static_cast<Breaker*>(nullptr));
+    if (kConfig == Config::kOpen && !TripByFailures(*b)) {
+      std::fprintf(stderr, "breaker_benchmark: could not trip the breaker\n");
+      std::abort();
+    }
+    return b;
+  }();
+  return *breaker;
+}
+
+// ---------------------------------------------------------------------------
+// Benchmarks
+// ---------------------------------------------------------------------------
+void BM_BareCall(benchmark::State& state) {
+  RunCounted(state, [] {
+    auto result = Work();
+    benchmark::DoNotOptimize(result);
+  });
+}
+
+template <typename Breaker, Config kConfig>
+void ClosedSuccess(benchmark::State& state) {
+  Breaker& breaker = Shared<Breaker, kConfig>();
+  RunCounted(state, [&breaker] {
+    auto result = breaker.Execute([] { return Work(); });
+    benchmark::DoNotOptimize(result);
+  });
+  if (!breaker.Execute([] { return Work(); }).ok()) {
+    state.SkipWithError("closed breaker rejected or failed a call");
+  }
+}
+
+template <typename Breaker>
+void OpenReject(benchmark::State& state) {
+  Breaker& breaker = Shared<Breaker, Config::kOpen>();
+  RunCounted(state, [&breaker] {
+    auto result = breaker.Execute([] { return Work(); });
+    benchmark::DoNotOptimize(result);
+  });
+  bool called = false;
+  auto result = breaker.Execute([&called] {
+    called = true;
+    return Work();
+  });
+  if (called || result.ok())
+    state.SkipWithError("open breaker let a call through");
+}
+
+void BM_Degrade_ClosedSuccess(benchmark::State& state) {
+  ClosedSuccess<DegradeBreaker, Config::kDefault>(state);
+}
+void BM_Baseline_ClosedSuccess(benchmark::State& state) {
+  ClosedSuccess<BaselineBreaker, Config::kDefault>(state);
+}
+void BM_Degrade_ClosedSuccessInterval60s(benchmark::State& state) {
+  ClosedSuccess<DegradeBreaker, Config::kInterval60s>(state);
+}
+void BM_Baseline_ClosedSuccessInterval60s(benchmark::State& state) {
+  ClosedSuccess<BaselineBreaker, Config::kInterval60s>(state);
+}
+void BM_Degrade_ClosedSuccessTimeWindow(benchmark::State& state) {
+  ClosedSuccess<DegradeBreaker, Config::kTimeWindow>(state);
+}
+void BM_Baseline_ClosedSuccessTimeWindow(benchmark::State& state) {
+  ClosedSuccess<BaselineBreaker, Config::kTimeWindow>(state);
+}
+void BM_Degrade_OpenReject(benchmark::State& state) {
+  OpenReject<DegradeBreaker>(state);
+}
+void BM_Baseline_OpenReject(benchmark::State& state) {
+  OpenReject<BaselineBreaker>(state);
+}
+
+}  // namespace
+
+#define DEGRADE_BREAKER_BENCHMARK(fn) \
+  BENCHMARK(fn)->UseRealTime()->Threads(1)->Threads(2)
+
+DEGRADE_BREAKER_BENCHMARK(BM_BareCall);
+DEGRADE_BREAKER_BENCHMARK(BM_Degrade_ClosedSuccess);
+DEGRADE_BREAKER_BENCHMARK(BM_Baseline_ClosedSuccess);
+DEGRADE_BREAKER_BENCHMARK(BM_Degrade_ClosedSuccessInterval60s);
+DEGRADE_BREAKER_BENCHMARK(BM_Baseline_ClosedSuccessInterval60s);
+DEGRADE_BREAKER_BENCHMARK(BM_Degrade_ClosedSuccessTimeWindow);
+DEGRADE_BREAKER_BENCHMARK(BM_Baseline_ClosedSuccessTimeWindow);
+DEGRADE_BREAKER_BENCHMARK(BM_Degrade_OpenReject);
+DEGRADE_BREAKER_BENCHMARK(BM_Baseline_OpenReject);
+
+BENCHMARK_MAIN();

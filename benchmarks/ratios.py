@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Compare degrade with the mutex baseline from one run of breaker_benchmark.
+
+Runs the benchmark binary (or reads its --benchmark_format=json output) and
+prints, for each workload and thread count, the median wall-clock ns per call
+of degrade, the baseline and the bare call, each breaker's overhead over the
+bare call, their ratio, the target, and the heap allocations per call.
+
+    benchmarks/ratios.py build/benchmarks/breaker_benchmark
+    benchmarks/ratios.py --json results.json
+
+Targets (degrade overhead / baseline overhead, same run), from the issue:
+    ClosedSuccess                       <= 1/3 at 1 thread, <= 1/5 at 2 threads
+    ClosedSuccessInterval60s/TimeWindow <= 1/2 at 1 thread
+and degrade makes no heap allocations per call on any of these paths. The
+open-state rejection is reported with its ratio as "info": its allocation
+count must be zero, but the issue sets its speed no ratio. For OpenReject the
+function is not called, so "overhead over the bare call" is the rejection
+cost minus the cost of the call it replaces.
+
+Exits 1 if any target fails, 2 on a usage or input error.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from fractions import Fraction
+
+WORKLOADS = [
+    "ClosedSuccess",
+    "ClosedSuccessInterval60s",
+    "ClosedSuccessTimeWindow",
+    "OpenReject",
+]
+
+# (workload, threads) -> maximum ratio of degrade's overhead to the baseline's.
+TARGETS = {
+    ("ClosedSuccess", 1): Fraction(1, 3),
+    ("ClosedSuccess", 2): Fraction(1, 5),
+    ("ClosedSuccessInterval60s", 1): Fraction(1, 2),
+    ("ClosedSuccessTimeWindow", 1): Fraction(1, 2),
+}
+
+NAME_RE = re.compile(r"^BM_(?:(Degrade|Baseline)_(\w+)|BareCall)/")
+TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def run_benchmark(binary, repetitions, min_time, extra):
+    cmd = [
+        binary,
+        "--benchmark_format=json",
+        f"--benchmark_repetitions={repetitions}",
+        "--benchmark_report_aggregates_only=true",
+        f"--benchmark_min_time={min_time}",
+        "--benchmark_enable_random_interleaving=true",
+    ] + extra
+    print("running:", " ".join(cmd), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out)
+
+
+def collect(data):
+    """Returns {(impl, workload, threads): (ns_per_call, allocs_per_call)}."""
+    results = {}
+    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
+    for b in data["benchmarks"]:
+        if b.get("error_occurred"):
+            sys.exit(f"benchmark {b['name']} failed: {b.get('error_message')}")
+        if have_aggregates and b.get("aggregate_name") != "median":
+            continue
+        m = NAME_RE.match(b.get("run_name", b["name"]))
+        if not m:
+            continue
+        impl, workload = (m.group(1), m.group(2)) if m.group(1) else ("Bare", None)
+        ns = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
+        allocs = b.get("allocs_per_call", float("nan"))
+        results[(impl, workload, int(b["threads"]))] = (ns, allocs)
+    return results
+
+
+def fmt_fraction(f):
+    return f"<= {f.numerator}/{f.denominator}" if f is not None else "-"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("binary", nargs="?", help="path to breaker_benchmark")
+    parser.add_argument("--json", help="read this JSON output instead of running")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--min-time", default="0.5",
+                        help="seconds per repetition (benchmark_min_time)")
+    parser.add_argument("--save", help="also write the raw JSON here")
+    parser.add_argument("extra", nargs="*", help="extra benchmark flags (after --)")
+    args = parser.parse_args()
+
+    if args.json:
+        with open(args.json) as f:
+            data = json.load(f)
+    elif args.binary:
+        if not os.access(args.binary, os.X_OK):
+            print(f"not an executable: {args.binary}", file=sys.stderr)
+            return 2
+        data = run_benchmark(args.binary, args.repetitions, args.min_time, args.extra)
+        if args.save:
+            with open(args.save, "w") as f:
+                json.dump(data, f, indent=1)
+    else:
+        parser.print_usage(sys.stderr)
+        return 2
+
+    results = collect(data)
+    ctx = data.get("context", {})
+    print(f"{ctx.get('host_name', '?')}: {ctx.get('num_cpus', '?')} CPUs @ "
+          f"{ctx.get('mhz_per_cpu', '?')} MHz, library built as "
+          f"{ctx.get('library_build_type', '?')}; medians of "
+          f"{args.repetitions if not args.json else '?'} repetitions, wall time per call")
+
+    header = ("workload", "thr", "bare", "degrade", "baseline", "deg ovh",
+              "base ovh", "ratio", "target", "result", "deg allocs", "base allocs")
+    rows = []
+    failed = False
+    threads_seen = sorted({t for (_, _, t) in results})
+    for workload in WORKLOADS:
+        for threads in threads_seen:
+            deg = results.get(("Degrade", workload, threads))
+            base = results.get(("Baseline", workload, threads))
+            bare = results.get(("Bare", None, threads))
+            if not (deg and base and bare):
+                continue
+            deg_ovh = deg[0] - bare[0]
+            base_ovh = base[0] - bare[0]
+            ratio = deg_ovh / base_ovh if base_ovh > 0 else float("nan")
+            target = TARGETS.get((workload, threads))
+            result = "info"
+            if target is not None:
+                ok_time = base_ovh > 0 and ratio <= float(target)
+                ok_allocs = deg[1] == 0
+                result = "PASS" if ok_time and ok_allocs else "FAIL"
+                if not ok_allocs:
+                    result += " (allocs)"
+                failed |= result != "PASS"
+            elif deg[1] != 0:
+                result = "FAIL (allocs)"
+                failed = True
+            rows.append((workload, str(threads), f"{bare[0]:.1f}", f"{deg[0]:.1f}",
+                         f"{base[0]:.1f}", f"{deg_ovh:.1f}", f"{base_ovh:.1f}",
+                         f"{ratio:.3f}", fmt_fraction(target), result,
+                         f"{deg[1]:.3g}", f"{base[1]:.3g}"))
+
+    if not rows:
+        print("no matching benchmarks found", file=sys.stderr)
+        return 2
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+    print("times in ns/call; ovh = time - bare; ratio = deg ovh / base ovh")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

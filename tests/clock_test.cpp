@@ -70,6 +70,36 @@ TEST(RealClockTest, NeverGoesBackwardsAndTracksWallTime) {
   EXPECT_LT(absl::AbsDuration(clock.Now() - absl::Now()), absl::Minutes(1));
 }
 
+TEST(RealClockTest, CoarseReadingNeverRunsAheadAndLagsLittle) {
+  const RealClock& clock = RealClock::Instance();
+  absl::Time prev_coarse = clock.CoarseNow();
+  for (int i = 0; i < 1000; ++i) {
+    const absl::Time coarse = clock.CoarseNow();
+    const absl::Time precise = clock.Now();
+    ASSERT_GE(coarse, prev_coarse);
+    ASSERT_LE(coarse, precise);
+    // A kernel tick is at most 10 ms (HZ=100); allow for a descheduled
+    // thread between the two reads without asserting wall-clock timing.
+    ASSERT_LT(precise - coarse, absl::Seconds(1));
+    prev_coarse = coarse;
+  }
+}
+
+TEST(RealClockTest, NanosecondReadingsMatchTheTimeReadings) {
+  const RealClock& clock = RealClock::Instance();
+  const int64_t before = clock.UnixNanos();
+  const absl::Time t = clock.Now();
+  const int64_t after = clock.UnixNanos();
+  EXPECT_LE(before, absl::ToUnixNanos(t));
+  EXPECT_LE(absl::ToUnixNanos(t), after);
+}
+
+TEST(FakeClockTest, CoarseNowIsNow) {
+  FakeClock clock;
+  clock.Advance(absl::Nanoseconds(7));
+  EXPECT_EQ(clock.CoarseNow(), clock.Now());
+}
+
 TEST(RealClockTest, InstanceIsShared) {
   EXPECT_EQ(&RealClock::Instance(), &RealClock::Instance());
 }

@@ -4,9 +4,12 @@
 
 #include "degrade/circuit_breaker.hpp"
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -559,6 +562,94 @@ TEST_F(CircuitBreakerTest, InfiniteTimeoutStaysOpenUntilReset) {
   EXPECT_EQ(cb.state(), State::kOpen);
   cb.Reset();
   EXPECT_EQ(cb.state(), State::kClosed);
+}
+
+// A clock that parks one chosen thread inside Now() until released, to
+// stop a call between reading the breaker's state and counting itself.
+class GatedClock final : public Clock {
+ public:
+  explicit GatedClock(const FakeClock* time) : time_(time) {}
+  absl::Time Now() const override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (gated_ == std::this_thread::get_id() && !released_) {
+      parked_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return released_; });
+    }
+    return time_->Now();
+  }
+  void Gate(std::thread::id id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gated_ = id;
+  }
+  void WaitUntilParked() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return parked_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  const FakeClock* time_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::thread::id gated_;
+  mutable bool parked_ = false;
+  bool released_ = false;
+};
+
+TEST_F(CircuitBreakerTest, StragglerFromAnEarlierGenerationCannotTakeATrialSlot) {
+  // Regression: a closed-state call that stalled between reading the state
+  // and counting its admission used to land in the half-open generation and
+  // hold its only trial slot forever.
+  GatedClock gated(&clock_);
+  BreakerSettings s = Settings();
+  s.clock = &gated;
+  s.interval = absl::Seconds(60);  // makes the fast path read the clock
+  s.timeout = absl::Seconds(1);
+  CircuitBreaker<int> cb(s);
+  std::thread straggler([&] {
+    gated.Gate(std::this_thread::get_id());
+    (void)cb.Execute(Succeed);
+  });
+  gated.WaitUntilParked();
+  Trip(cb);
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_EQ(cb.state(), State::kHalfOpen);
+  gated.Release();
+  straggler.join();
+  EXPECT_EQ(cb.counts().requests, 0u);
+  absl::StatusOr<Permit> trial = cb.Allow();
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  trial->Done(absl::OkStatus());
+  EXPECT_EQ(cb.state(), State::kClosed);
+}
+
+TEST_F(CircuitBreakerTest, HalfOpenWaitIgnoresAQuietPeriodWithNoTrialOut) {
+  BreakerSettings s = Settings();
+  s.max_requests = 3;
+  s.timeout = absl::Seconds(1);
+  s.half_open_max_wait = absl::Seconds(5);
+  s.backoff_multiplier = 2;
+  CircuitBreaker<int> cb(s);
+  Trip(cb);
+  clock_.Advance(absl::Seconds(2));
+  (void)cb.Execute(Succeed);
+  (void)cb.Execute(Succeed);
+  clock_.Advance(absl::Seconds(60));  // no traffic; nothing outstanding
+  EXPECT_EQ(cb.state(), State::kHalfOpen);
+  EXPECT_EQ(cb.current_open_duration(), absl::Seconds(1));
+  // A trial admitted now has its own full wait.
+  absl::StatusOr<Permit> late = cb.Allow();
+  ASSERT_TRUE(late.ok());
+  clock_.Advance(absl::Seconds(5));
+  EXPECT_EQ(cb.state(), State::kHalfOpen);
+  clock_.Advance(absl::Nanoseconds(1));
+  EXPECT_EQ(cb.state(), State::kOpen);
+  EXPECT_EQ(cb.current_open_duration(), absl::Seconds(2));
 }
 
 TEST(StateNameTest, NamesEveryState) {

@@ -40,6 +40,17 @@ TEST(FakeClockTest, NegativeAdvanceIsIgnored) {
   EXPECT_EQ(clock.Now(), t0);
 }
 
+TEST(FakeClockTest, HugeAdvanceSaturatesInsteadOfWrapping) {
+  FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  clock.Advance(absl::Hours(24 * 365 * 300));
+  EXPECT_GT(clock.Now(), t0);
+  clock.Advance(absl::InfiniteDuration());
+  EXPECT_GT(clock.Now(), t0 + absl::Hours(24 * 365 * 200));
+  clock.Advance(absl::Seconds(1));
+  EXPECT_GT(clock.Now(), t0);
+}
+
 TEST(FakeClockTest, ConcurrentAdvancesAreNotLost) {
   FakeClock clock;
   const absl::Time t0 = clock.Now();

@@ -268,8 +268,11 @@ struct BreakerSettings {
   // Each open duration is multiplied by a factor drawn uniformly from
   // [1 - jitter, 1 + jitter], so that many instances don't retry in step.
   double backoff_jitter = 0.0;
-  // If the half-open trials have not all reported within this, the breaker
-  // reopens (a failed trial) instead of waiting forever. 0 means no limit.
+  // If a half-open trial has been outstanding this long (the clock starts
+  // when a trial is admitted while none is outstanding, and stops when the
+  // last one reports), the breaker reopens as if a trial had failed instead
+  // of waiting forever. A quiet half-open breaker with no trial out never
+  // times out. 0 means no limit.
   absl::Duration half_open_max_wait = absl::ZeroDuration();
 };
 
@@ -578,6 +581,10 @@ class BreakerCore {
   }
 
   void Abandon(const Ticket& t) {
+    if (t.state == State::kHalfOpen) {
+      AbandonTrial(t);
+      return;
+    }
     const uint64_t w = word_.load(std::memory_order_acquire);
     Shard& s = LocalShard();
     if (GenOf(w) != t.generation) {
@@ -666,6 +673,16 @@ class BreakerCore {
   struct Event {
     State from;
     State to;
+  };
+
+  // What happened to the trials of the current half-open generation.
+  struct TrialLedger {
+    uint64_t admitted = 0;
+    uint64_t abandoned = 0;
+    uint64_t excluded = 0;
+    uint64_t succeeded = 0;
+    uint64_t slots_used() const { return admitted - abandoned - excluded; }
+    uint64_t outstanding() const { return slots_used() - succeeded; }
   };
 
   static std::size_t ShardCount() {
@@ -780,16 +797,30 @@ class BreakerCore {
   }
 
   Counts CountsLocked(int64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // The shards are summed field by field while other threads add to them,
+    // so a difference can momentarily come out negative: clamp at zero.
+    const auto diff = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
     const BreakerTotals t = SumShards();
     Counts c;
-    c.requests = (t.admitted - base_.admitted) - (t.abandoned - base_.abandoned);
-    c.total_successes = t.successes - base_.successes;
-    c.total_failures = t.failures - base_.failures;
-    c.total_exclusions = t.exclusions - base_.exclusions;
+    c.requests = diff(diff(t.admitted, base_.admitted),
+                      diff(t.abandoned, base_.abandoned));
+    c.total_successes = diff(t.successes, base_.successes);
+    c.total_failures = diff(t.failures, base_.failures);
+    c.total_exclusions = diff(t.exclusions, base_.exclusions);
     c.consecutive_failures =
         consecutive_failures_.load(std::memory_order_relaxed);
     c.consecutive_successes =
-        t.successes - std::max(successes_at_last_failure_, base_.successes);
+        diff(t.successes, std::max(successes_at_last_failure_, base_.successes));
+    if (StateOf(word_.load(std::memory_order_relaxed)) == State::kHalfOpen) {
+      // Half-open figures come from the exact per-generation trial ledger,
+      // which a straggling call from an earlier generation cannot touch.
+      c.requests = trials_.admitted - trials_.abandoned;
+      c.total_successes = trials_.succeeded;
+      c.consecutive_successes = trials_.succeeded;
+      c.total_failures = 0;  // the first failure ends half-open
+      c.consecutive_failures = 0;
+      c.total_exclusions = trials_.excluded;
+    }
     if (window_kind_ == SlidingWindow::Kind::kCount) {
       const WindowStats ws = count_window_->Read();
       c.window_calls = ws.calls;
@@ -803,7 +834,7 @@ class BreakerCore {
     } else {
       c.window_calls = c.total_successes + c.total_failures;
       c.window_failures = c.total_failures;
-      c.window_slow_calls = t.slow_calls - base_.slow_calls;
+      c.window_slow_calls = diff(t.slow_calls, base_.slow_calls);
     }
     return c;
   }
@@ -814,6 +845,7 @@ class BreakerCore {
   void StartGenerationLocked(State to, int64_t now, Mode mode = kNormal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     base_ = SumShards();
+    trials_ = TrialLedger{};
     successes_at_last_failure_ = base_.successes;
     consecutive_failures_.store(0, std::memory_order_relaxed);
     if (count_window_) count_window_->Reset();
@@ -830,11 +862,9 @@ class BreakerCore {
                                        current_open_))),
           std::memory_order_release);
     }
-    half_open_deadline_.store(
-        to == State::kHalfOpen && half_open_wait_nanos_ > 0
-            ? SaturatingAdd(now, half_open_wait_nanos_)
-            : kNever,
-        std::memory_order_release);
+    // Armed when a trial is admitted and none was outstanding, disarmed
+    // when the last outstanding trial reports (see UpdateDeadlineLocked).
+    half_open_deadline_.store(kNever, std::memory_order_release);
     const uint64_t old = word_.load(std::memory_order_relaxed);
     word_.store(Pack(to, mode, GenOf(old) + 1), std::memory_order_release);
   }
@@ -894,7 +924,8 @@ class BreakerCore {
         }
         break;
       case State::kHalfOpen:
-        if (now > half_open_deadline_.load(std::memory_order_relaxed)) {
+        if (now > half_open_deadline_.load(std::memory_order_relaxed) &&
+            trials_.outstanding() > 0) {
           ReopenLocked(now);
         }
         break;
@@ -915,15 +946,15 @@ class BreakerCore {
           rejection = &shard.open_status;
           break;
         case State::kHalfOpen: {
-          const Counts c = CountsLocked(now);
-          const uint64_t trials = c.requests > c.total_exclusions
-                                      ? c.requests - c.total_exclusions
-                                      : 0;
-          if (trials >= max_requests_) {
+          // As gobreaker: excluded trials give their slot back; successful
+          // ones keep it (only max_requests trials per half-open period).
+          if (trials_.slots_used() >= max_requests_) {
             shard.rejected_too_many.fetch_add(1, std::memory_order_relaxed);
             rejection = &shard.too_many_status;
             break;
           }
+          ++trials_.admitted;
+          UpdateDeadlineLocked(now);
           [[fallthrough]];
         }
         case State::kClosed:
@@ -936,6 +967,35 @@ class BreakerCore {
     }
     DispatchEvents();
     return rejection;
+  }
+
+  // A half-open trial's slot is given back under the lock, and only to the
+  // generation that issued it.
+  void AbandonTrial(const Ticket& t) {
+    MutexLock lock(&mu_);
+    const uint64_t w = word_.load(std::memory_order_relaxed);
+    Shard& shard = LocalShard();
+    if (GenOf(w) != t.generation) {
+      shard.stale.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    shard.abandoned.fetch_add(1, std::memory_order_relaxed);
+    ++trials_.abandoned;
+    UpdateDeadlineLocked(NowNanos());
+  }
+
+  // Keeps the half-open deadline running exactly while a trial is
+  // outstanding: it starts when the first one is admitted.
+  void UpdateDeadlineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (half_open_wait_nanos_ <= 0) return;
+    const uint64_t outstanding = trials_.outstanding();
+    const int64_t current = half_open_deadline_.load(std::memory_order_relaxed);
+    if (outstanding == 0) {
+      half_open_deadline_.store(kNever, std::memory_order_release);
+    } else if (current == kNever) {
+      half_open_deadline_.store(SaturatingAdd(now, half_open_wait_nanos_),
+                                std::memory_order_release);
+    }
   }
 
   void CompleteSlow(const Ticket& t, bool success, bool excluded, bool slow) {
@@ -952,6 +1012,10 @@ class BreakerCore {
         shard.stale.fetch_add(1, std::memory_order_relaxed);
       } else if (excluded) {
         shard.exclusions.fetch_add(1, std::memory_order_relaxed);
+        if (StateOf(w) == State::kHalfOpen) {
+          ++trials_.excluded;
+          UpdateDeadlineLocked(now);
+        }
       } else {
         if (slow) shard.slow_calls.fetch_add(1, std::memory_order_relaxed);
         RecordWindow(t.start_nanos,
@@ -969,9 +1033,11 @@ class BreakerCore {
         if (StateOf(w) == State::kHalfOpen) {
           if (!success) {
             ReopenLocked(now);
-          } else if (CountsLocked(now).consecutive_successes >= max_requests_) {
+          } else if (++trials_.succeeded >= max_requests_) {
             current_open_ = timeout_;
             TransitionLocked(State::kClosed, now);
+          } else {
+            UpdateDeadlineLocked(now);
           }
         } else if (ModeOf(w) != kDisabled) {
           const Counts c = CountsLocked(now);
@@ -1057,6 +1123,7 @@ class BreakerCore {
 
   alignas(kCacheLine) Mutex mu_;
   BreakerTotals base_ ABSL_GUARDED_BY(mu_);
+  TrialLedger trials_ ABSL_GUARDED_BY(mu_);
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration current_open_ ABSL_GUARDED_BY(mu_);
   uint64_t rng_ ABSL_GUARDED_BY(mu_);

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <ctime>
+#include <limits>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -131,9 +132,21 @@ class FakeClock final : public Clock {
   // Moves time forward by `d`.
   // REQUIRES: `d >= absl::ZeroDuration()`; a negative `d` is ignored, because
   // time that runs backwards is a `Set()` and should read like one in a test.
+  // Saturates at the largest representable time rather than wrapping, so
+  // "advance past everything" (even `absl::InfiniteDuration()`) stays in
+  // the future.
   void Advance(absl::Duration d) {
-    if (d < absl::ZeroDuration()) return;
-    nanos_.fetch_add(absl::ToInt64Nanoseconds(d), std::memory_order_acq_rel);
+    if (d <= absl::ZeroDuration()) return;
+    const int64_t step = absl::ToInt64Nanoseconds(d);  // saturates itself
+    int64_t current = nanos_.load(std::memory_order_relaxed);
+    int64_t next;
+    do {
+      next = current > std::numeric_limits<int64_t>::max() - step
+                 ? std::numeric_limits<int64_t>::max()
+                 : current + step;
+    } while (!nanos_.compare_exchange_weak(current, next,
+                                           std::memory_order_acq_rel,
+                                           std::memory_order_relaxed));
   }
 
   // Jumps to `t`, forwards or backwards.

@@ -43,8 +43,10 @@
 // call the breaker.
 //
 // Under concurrency a call that races a transition may be attributed to
-// either generation's `requests`; its outcome is counted only if it reports in
-// the generation that admitted it. Lifetime totals (`totals()`) are exact.
+// either closed generation's `requests`; its outcome is counted only if it
+// reports in the generation that admitted it. Half-open decisions use an
+// exact per-generation ledger kept under the lock. Lifetime totals
+// (`totals()`) are exact.
 
 #ifndef DEGRADE_CIRCUIT_BREAKER_HPP_
 #define DEGRADE_CIRCUIT_BREAKER_HPP_

@@ -75,6 +75,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/windows.hpp"
 #include "degrade/status.hpp"
 
@@ -893,9 +894,7 @@ class BreakerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const State from = StateOf(word_.load(std::memory_order_relaxed));
     StartGenerationLocked(to, now, mode);
-    if (from != to && settings_.on_state_change) {
-      pending_events_.push_back(Event{from, to});
-    }
+    if (from != to && settings_.on_state_change) events_.Push(Event{from, to});
   }
 
   // A half-open trial failed (or timed out): back off, then reopen.
@@ -1063,36 +1062,13 @@ class BreakerCore {
     DispatchEvents();
   }
 
-  // Runs queued on_state_change callbacks outside `mu_`. One thread drains at
-  // a time, so callbacks run in transition order and never concurrently; a
-  // transition caused from inside a callback is queued and run by the same
-  // drain loop rather than recursively.
+  // Runs queued on_state_change callbacks outside `mu_` (see
+  // detail/serial_dispatcher.hpp for the ordering guarantees).
   void DispatchEvents() {
     if (!settings_.on_state_change) return;
-    for (;;) {
-      {
-        MutexLock lock(&mu_);
-        if (pending_events_.empty()) return;
-      }
-      if (draining_.exchange(true, std::memory_order_acq_rel)) return;
-      std::vector<Event> batch;
-      {
-        MutexLock lock(&mu_);
-        batch.swap(pending_events_);
-      }
-      for (const Event& e : batch) {
-#if DEGRADE_HAS_EXCEPTIONS
-        try {
-          settings_.on_state_change(settings_.name, e.from, e.to);
-        } catch (...) {
-          // A logging callback that throws must not break the breaker.
-        }
-#else
-        settings_.on_state_change(settings_.name, e.from, e.to);
-#endif
-      }
-      draining_.store(false, std::memory_order_release);
-    }
+    events_.Drain([this](const Event& e) {
+      settings_.on_state_change(settings_.name, e.from, e.to);
+    });
   }
 
   const BreakerSettings settings_;
@@ -1129,8 +1105,7 @@ class BreakerCore {
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration current_open_ ABSL_GUARDED_BY(mu_);
   uint64_t rng_ ABSL_GUARDED_BY(mu_);
-  std::vector<Event> pending_events_ ABSL_GUARDED_BY(mu_);
-  std::atomic<bool> draining_{false};
+  SerialDispatcher<Event> events_;
 };
 
 template <typename T>

@@ -1,0 +1,242 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: degradation_config.hpp
+// -----------------------------------------------------------------------------
+//
+// The configuration of a `DegradationManager` as plain values: which load
+// signals push the service into which degradation level, what each level
+// switches off, and how recovery is damped. `config.hpp` reads it from JSON;
+// code can also build it directly:
+//
+//   degrade::DegradationConfig config;
+//   config.name = "inference";
+//   degrade::LevelSpec l1;
+//   l1.name = "level1";
+//   l1.enter = {{"gpu_util", 0.85}, {"queue_length", 20}};
+//   l1.disable = {"semantic_cache", "debug_log"};
+//   config.levels.push_back(l1);
+//   absl::Status ok = degrade::ValidateDegradationConfig(config);
+//
+// Every rule here is checked by `ValidateDegradationConfig()`, and the
+// manager refuses a config that breaks one; the messages name the JSON path a
+// config file would use (`degradation.level2.trigger.gpu_util`).
+//
+// Plain values: thread-compatible, like any struct.
+
+#ifndef DEGRADE_DEGRADATION_CONFIG_HPP_
+#define DEGRADE_DEGRADATION_CONFIG_HPP_
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace degrade {
+
+// The `disable` token that switches off every feature not listed as critical.
+inline constexpr absl::string_view kAllNonCritical = "all_non_critical";
+
+// The most levels a manager supports (level 0, normal, is not counted).
+inline constexpr int kMaxLevels = 8;
+
+// LevelSpec
+//
+// One degradation level. Level k is wanted when ANY of its `enter` signals
+// reaches (>=) its threshold. The manager leaves level k for k-1 only after
+// EVERY one of its signals has stayed below (<) its recover threshold for
+// `hold`.
+struct LevelSpec {
+  // Names the level in messages and logs; "level1", "level2", ... in JSON.
+  std::string name;
+  // Signal name -> enter threshold. At least one.
+  std::map<std::string, double> enter;
+  // Signal name -> recover threshold, at most the enter threshold. A signal
+  // of `enter` missing here recovers below `enter * recover_ratio`.
+  std::map<std::string, double> recover;
+  // Features this level switches off (levels are cumulative: level k also
+  // switches off everything levels 1..k-1 do). `kAllNonCritical` switches
+  // off every feature not in `DegradationConfig::critical`.
+  std::vector<std::string> disable;
+  // Per-level overrides of the config-wide values.
+  std::optional<absl::Duration> hold;
+  std::optional<absl::Duration> enter_after;
+};
+
+// DegradationConfig
+//
+// A whole manager configuration. `levels[0]` is level 1.
+struct DegradationConfig {
+  // Names the manager in logs and statuses.
+  std::string name = "degradation";
+  // 1 to kMaxLevels levels. For a signal used by several levels, enter
+  // thresholds must rise strictly with the level.
+  std::vector<LevelSpec> levels;
+  // Recover threshold = enter threshold * recover_ratio where a level gives
+  // none; in (0, 1]. The article enters at 90% and leaves below 75%: 0.83.
+  double recover_ratio = 0.8;
+  // How long every signal of level k must stay below its recover threshold
+  // before the manager steps down to k-1. Each step needs a fresh hold.
+  absl::Duration hold = absl::Seconds(60);
+  // How long a level's trigger must hold before the manager enters it;
+  // filters one-sample spikes. 0 enters on the first sample.
+  absl::Duration enter_after = absl::ZeroDuration();
+  // Minimum time after any level change before the next step down.
+  // Escalation is never delayed by it.
+  absl::Duration cooldown = absl::ZeroDuration();
+  // Features that `kAllNonCritical` leaves on (an explicit `disable` entry
+  // still switches them off).
+  std::vector<std::string> critical;
+};
+
+namespace detail {
+
+inline std::string LevelPath(const DegradationConfig& c, std::size_t i) {
+  const std::string& n = c.levels[i].name;
+  return absl::StrCat("degradation.",
+                      n.empty() ? absl::StrCat("level", i + 1) : n);
+}
+
+inline absl::Status ConfigError(const DegradationConfig& c,
+                                absl::string_view path,
+                                absl::string_view value,
+                                absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "degradation config '", c.name, "': ", path, " = ", value, ": ", rule));
+}
+
+inline bool ValidDuration(absl::Duration d) {
+  return d >= absl::ZeroDuration() && d != absl::InfiniteDuration();
+}
+
+}  // namespace detail
+
+// The recover threshold of `signal` at `level` (see LevelSpec::recover).
+// REQUIRES: `signal` is one of `level.enter`.
+inline double RecoverThreshold(const DegradationConfig& config,
+                               const LevelSpec& level,
+                               const std::string& signal) {
+  const auto it = level.recover.find(signal);
+  if (it != level.recover.end()) return it->second;
+  return level.enter.at(signal) * config.recover_ratio;
+}
+
+// Returns OK, or INVALID_ARGUMENT naming the path, the value and the rule of
+// the first problem found.
+inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
+  using detail::ConfigError;
+  if (c.name.empty()) {
+    return ConfigError(c, "name", "\"\"", "must not be empty");
+  }
+  if (c.levels.empty() || c.levels.size() > static_cast<std::size_t>(kMaxLevels)) {
+    return ConfigError(c, "degradation", absl::StrCat(c.levels.size(), " levels"),
+                       absl::StrCat("needs 1 to ", kMaxLevels, " levels"));
+  }
+  if (!std::isfinite(c.recover_ratio) || c.recover_ratio <= 0.0 ||
+      c.recover_ratio > 1.0) {
+    return ConfigError(c, "degradation.recover_ratio",
+                       absl::StrCat(c.recover_ratio), "must be in (0, 1]");
+  }
+  if (!detail::ValidDuration(c.hold)) {
+    return ConfigError(c, "degradation.hold", absl::FormatDuration(c.hold),
+                       "must be a finite duration >= 0");
+  }
+  if (!detail::ValidDuration(c.enter_after)) {
+    return ConfigError(c, "degradation.enter_after",
+                       absl::FormatDuration(c.enter_after),
+                       "must be a finite duration >= 0");
+  }
+  if (!detail::ValidDuration(c.cooldown)) {
+    return ConfigError(c, "degradation.cooldown",
+                       absl::FormatDuration(c.cooldown),
+                       "must be a finite duration >= 0");
+  }
+  for (const std::string& f : c.critical) {
+    if (f.empty() || f == kAllNonCritical) {
+      return ConfigError(c, "degradation.critical", absl::StrCat("\"", f, "\""),
+                         "must name a feature");
+    }
+  }
+  std::set<std::string> level_names;
+  std::map<std::string, double> previous_enter;  // signal -> lower level's
+  for (std::size_t i = 0; i < c.levels.size(); ++i) {
+    const LevelSpec& l = c.levels[i];
+    const std::string path = detail::LevelPath(c, i);
+    if (!l.name.empty() && !level_names.insert(l.name).second) {
+      return ConfigError(c, path, absl::StrCat("\"", l.name, "\""),
+                         "level names must be unique");
+    }
+    if (l.enter.empty()) {
+      return ConfigError(c, path + ".trigger", "{}",
+                         "a level needs at least one trigger signal");
+    }
+    for (const auto& [signal, threshold] : l.enter) {
+      const std::string p = absl::StrCat(path, ".trigger.", signal);
+      if (signal.empty()) {
+        return ConfigError(c, p, "\"\"", "signal names must not be empty");
+      }
+      if (!std::isfinite(threshold) || threshold < 0.0) {
+        return ConfigError(c, p, absl::StrCat(threshold),
+                           "thresholds must be finite and >= 0");
+      }
+      const auto prev = previous_enter.find(signal);
+      if (prev != previous_enter.end() && !(threshold > prev->second)) {
+        return ConfigError(
+            c, p, absl::StrCat(threshold),
+            absl::StrCat("thresholds must rise with the level (a lower level "
+                         "enters at ",
+                         prev->second, ")"));
+      }
+    }
+    for (const auto& [signal, threshold] : l.recover) {
+      const std::string p = absl::StrCat(path, ".recover.", signal);
+      const auto enter = l.enter.find(signal);
+      if (enter == l.enter.end()) {
+        return ConfigError(c, p, absl::StrCat(threshold),
+                           "recover names a signal this level's trigger does "
+                           "not use");
+      }
+      if (!std::isfinite(threshold) || threshold < 0.0) {
+        return ConfigError(c, p, absl::StrCat(threshold),
+                           "thresholds must be finite and >= 0");
+      }
+      if (threshold > enter->second) {
+        return ConfigError(
+            c, p, absl::StrCat(threshold),
+            absl::StrCat("a recover threshold must not be above the enter "
+                         "threshold (",
+                         enter->second, ")"));
+      }
+    }
+    for (const std::string& f : l.disable) {
+      if (f.empty()) {
+        return ConfigError(c, path + ".disable", "\"\"",
+                           "feature names must not be empty");
+      }
+    }
+    if (l.hold && !detail::ValidDuration(*l.hold)) {
+      return ConfigError(c, path + ".hold", absl::FormatDuration(*l.hold),
+                         "must be a finite duration >= 0");
+    }
+    if (l.enter_after && !detail::ValidDuration(*l.enter_after)) {
+      return ConfigError(c, path + ".enter_after",
+                         absl::FormatDuration(*l.enter_after),
+                         "must be a finite duration >= 0");
+    }
+    for (const auto& [signal, threshold] : l.enter) {
+      previous_enter[signal] = threshold;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace degrade
+
+#endif  // DEGRADE_DEGRADATION_CONFIG_HPP_

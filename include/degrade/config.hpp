@@ -53,7 +53,7 @@
 // before it is read, so the header compiles and behaves the same with
 // -fno-exceptions, and malformed input of any shape is a status, not an abort.
 //
-//   degrade::DegradationManager manager({.name = "inference"});
+//   degrade::DegradationManager manager;
 //   degrade::ConfigFileWatcher watcher("/etc/svc/degrade.json", &manager);
 //   absl::Status first = watcher.PollOnce();   // apply it now, see the error
 //   watcher.Start(absl::Seconds(10));          // then follow the file
@@ -98,13 +98,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "nlohmann/json.hpp"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "nlohmann/json.hpp"
 
 namespace degrade {
 
@@ -164,7 +163,10 @@ absl::Status ReloadJson(DegradationManager& manager,
 //     is replaced atomically by a new timestamped directory.
 //
 // Comparing content (not mtime or inode) makes it immune to coarse
-// timestamps, to clocks set back, and to touches that change nothing.
+// timestamps, to clocks set back, and to touches that change nothing. Not
+// re-applying unchanged content matters: `Reload()` restarts the recovery
+// holds, so a watcher that reloaded every period would keep a manager with
+// a 60 s hold and a 10 s poll from ever stepping down.
 // A rewrite in place is not atomic: a poll can see it half written, reject
 // it, and pick up the whole file on the next poll. Prefer rename.
 //
@@ -186,10 +188,11 @@ absl::Status ReloadJson(DegradationManager& manager,
 //
 // Thread safety: every member is thread-safe. Polls (`PollOnce()` and the
 // background thread's) are serialised, so configs are applied in the order
-// they were read. `Start()` and `Stop()` may be called from any thread but
-// not from the manager's log sink while the watcher thread is polling (Stop()
-// would wait for the poll that is calling it). The manager must outlive the
-// watcher.
+// they were read. A poll calls the manager, which runs its log sink and
+// observers on the polling thread; those must not call `PollOnce()`,
+// `Start()` or `Stop()` on this watcher (the poll holds the poll lock, and
+// Stop() would wait for the very poll that is calling it). The manager must
+// outlive the watcher.
 class ConfigFileWatcher {
  public:
   // REQUIRES: `manager` is not null and outlives the watcher.
@@ -259,7 +262,7 @@ class ConfigFileWatcher {
   std::mutex lifecycle_mu_;
   std::mutex wake_mu_;
   std::condition_variable wake_;
-  bool stop_ = false;  // guarded by wake_mu_
+  bool stop_ = false;   // guarded by wake_mu_
   std::thread thread_;  // guarded by lifecycle_mu_
 };
 
@@ -294,11 +297,30 @@ inline std::string AppendKey(absl::string_view parent, absl::string_view key) {
   }
   // dump() of a string escapes quotes and control characters; `replace`
   // turns invalid UTF-8 into U+FFFD instead of throwing.
-  return absl::StrCat(parent, "[",
-                      Json(std::string(key))
-                          .dump(-1, ' ', /*ensure_ascii=*/true,
-                                Json::error_handler_t::replace),
-                      "]");
+  return absl::StrCat(
+      parent, "[",
+      Json(std::string(key))
+          .dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace),
+      "]");
+}
+
+// `text` made safe to embed in a status message that may end up in a JSON
+// log line: control characters escaped, invalid UTF-8 replaced by U+FFFD
+// (a JSON encoder would refuse it, and nlohmann's aborts without
+// exceptions). Valid UTF-8, such as a Chinese file name, is kept. Needed
+// for the source name and for nlohmann's parse errors, which quote the raw
+// bytes they stopped at.
+inline std::string Printable(absl::string_view text) {
+  bool clean = true;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) clean = false;
+  }
+  if (clean) return std::string(text);
+  std::string quoted = Json(std::string(text))
+                           .dump(-1, ' ', /*ensure_ascii=*/false,
+                                 Json::error_handler_t::replace);
+  return quoted.substr(1, quoted.size() - 2);  // drop the quotes dump() adds
 }
 
 inline std::string AppendIndex(absl::string_view parent, std::size_t i) {
@@ -330,10 +352,14 @@ inline const char* TypeName(const Json& j) {
 // are summarised rather than dumped: dump() recurses.
 inline std::string Describe(const Json& j) {
   if (j.is_object()) {
-    return j.empty() ? "{}" : absl::StrCat("{...} (", j.size(), " keys)");
+    return j.empty() ? "{}"
+                     : absl::StrCat("{...} (", j.size(),
+                                    j.size() == 1 ? " key)" : " keys)");
   }
   if (j.is_array()) {
-    return j.empty() ? "[]" : absl::StrCat("[...] (", j.size(), " elements)");
+    return j.empty() ? "[]"
+                     : absl::StrCat("[...] (", j.size(),
+                                    j.size() == 1 ? " element)" : " elements)");
   }
   std::string s =
       j.dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
@@ -344,27 +370,28 @@ inline std::string Describe(const Json& j) {
   return s;
 }
 
-inline absl::Status Error(absl::string_view source, absl::string_view path,
-                          absl::string_view value, absl::string_view rule) {
+inline absl::Status ErrorWithText(absl::string_view source,
+                                  absl::string_view path,
+                                  absl::string_view value,
+                                  absl::string_view rule) {
   return absl::InvalidArgumentError(
       absl::StrCat(source, ": ", path, " = ", value, ": ", rule));
 }
 
 inline absl::Status Error(absl::string_view source, absl::string_view path,
                           const Json& value, absl::string_view rule) {
-  return Error(source, path, Describe(value), rule);
+  return ErrorWithText(source, path, Describe(value), rule);
 }
 
 inline absl::Status WrongType(absl::string_view source, absl::string_view path,
                               const Json& value, absl::string_view wanted) {
-  return Error(source, path, value,
-               absl::StrCat("must be ", wanted, " (got ", TypeName(value),
-                            ")"));
+  return Error(
+      source, path, value,
+      absl::StrCat("must be ", wanted, " (got ", TypeName(value), ")"));
 }
 
-inline absl::Status UnknownKey(absl::string_view source,
-                               absl::string_view path, const Json& value,
-                               absl::string_view allowed) {
+inline absl::Status UnknownKey(absl::string_view source, absl::string_view path,
+                               const Json& value, absl::string_view allowed) {
   return Error(source, path, value,
                absl::StrCat("unknown key (allowed: ", allowed, ")"));
 }
@@ -378,6 +405,7 @@ inline absl::Status UnknownKey(absl::string_view source,
 // error such as two "level2"s), and nesting deeper than kMaxDepth.
 class SyntaxCheck final : public nlohmann::json_sax<Json> {
  public:
+  // `source` is already Printable().
   explicit SyntaxCheck(absl::string_view source) : source_(source) {}
 
   absl::Status status() const { return status_; }
@@ -402,7 +430,8 @@ class SyntaxCheck final : public nlohmann::json_sax<Json> {
     f.key = val;
     if (!f.keys.insert(val).second) {
       status_ = absl::InvalidArgumentError(absl::StrCat(
-          source_, ": ", Path(), ": duplicate key (JSON object keys must be "
+          source_, ": ", Path(),
+          ": duplicate key (JSON object keys must be "
           "unique; the parser would silently keep only the last one)"));
       return false;
     }
@@ -411,8 +440,9 @@ class SyntaxCheck final : public nlohmann::json_sax<Json> {
 
   bool parse_error(std::size_t position, const std::string& /*last_token*/,
                    const nlohmann::json::exception& ex) override {
-    status_ = absl::InvalidArgumentError(absl::StrCat(
-        source_, ": malformed JSON at byte ", position, ": ", ex.what()));
+    status_ = absl::InvalidArgumentError(
+        absl::StrCat(source_, ": malformed JSON at byte ", position, ": ",
+                     Printable(ex.what())));
     return false;
   }
 
@@ -469,9 +499,8 @@ class SyntaxCheck final : public nlohmann::json_sax<Json> {
 
 // Typed readers. Each checks the type before reading, so nothing can throw.
 
-inline absl::Status ReadNumber(absl::string_view source,
-                               absl::string_view path, const Json& j,
-                               double* out) {
+inline absl::Status ReadNumber(absl::string_view source, absl::string_view path,
+                               const Json& j, double* out) {
   if (!j.is_number()) return WrongType(source, path, j, "a number");
   const double v = j.get<double>();
   // nlohmann refuses float literals that overflow ("1e400"), but a huge
@@ -483,9 +512,8 @@ inline absl::Status ReadNumber(absl::string_view source,
   return absl::OkStatus();
 }
 
-inline absl::Status ReadString(absl::string_view source,
-                               absl::string_view path, const Json& j,
-                               std::string* out) {
+inline absl::Status ReadString(absl::string_view source, absl::string_view path,
+                               const Json& j, std::string* out) {
   if (!j.is_string()) return WrongType(source, path, j, "a string");
   *out = j.get_ref<const std::string&>();
   return absl::OkStatus();
@@ -504,12 +532,13 @@ inline absl::Status ReadDuration(absl::string_view source,
   const std::string& text = j.get_ref<const std::string&>();
   absl::Duration d;
   const bool parsed = absl::ParseDuration(text, &d);
-  if (parsed && (d == absl::InfiniteDuration() ||
-                 d == -absl::InfiniteDuration())) {
+  if (parsed &&
+      (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration())) {
     return Error(source, path, j, "must be a finite duration");
   }
   double bare;
-  if (absl::SimpleAtod(text, &bare)) {  // "60", "0", "1.5": which unit?
+  if (absl::SimpleAtod(text, &bare) && std::isfinite(bare)) {
+    // "60", "0", "1.5": seconds? milliseconds? Make the author say.
     return Error(source, path, j,
                  absl::StrCat("a duration needs a unit; ", kFormat));
   }
@@ -587,8 +616,8 @@ inline int LevelNumber(absl::string_view key, std::string* problem) {
     return 0;
   }
   if (digits.size() > 1 && digits[0] == '0') {
-    *problem = absl::StrCat("level numbers have no leading zeros (", range,
-                            ")");
+    *problem =
+        absl::StrCat("level numbers have no leading zeros (", range, ")");
     return 0;
   }
   if (digits.size() > 2) {  // also keeps the arithmetic below from overflowing
@@ -614,9 +643,9 @@ inline absl::Status ReadLevel(absl::string_view source, absl::string_view path,
       "trigger, recover, disable, hold, enter_after";
   if (!j.is_object()) return WrongType(source, path, j, "an object");
   if (j.find("trigger") == j.end()) {
-    return Error(source, AppendKey(path, "trigger"), "(missing)",
-                 "every level needs a trigger object of signal name -> "
-                 "threshold");
+    return ErrorWithText(source, AppendKey(path, "trigger"), "(missing)",
+                         "every level needs a trigger object of signal name -> "
+                         "threshold");
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
@@ -703,18 +732,18 @@ inline absl::Status ReadDegradation(absl::string_view source, const Json& d,
   // Contiguous from 1: the highest number present must equal the count.
   for (int n = 1; n <= levels.rbegin()->first; ++n) {
     if (levels.count(n) == 0) {
-      return Error(source, absl::StrCat(path, ".level", n), "(missing)",
-                   absl::StrCat("levels must be numbered contiguously from "
-                                "level1, but level",
-                                levels.rbegin()->first, " is present"));
+      return ErrorWithText(
+          source, absl::StrCat(path, ".level", n), "(missing)",
+          absl::StrCat("levels must be numbered contiguously from "
+                       "level1, but level",
+                       levels.rbegin()->first, " is present"));
     }
   }
   for (const auto& [n, json] : levels) {
     LevelSpec level;
     level.name = absl::StrCat("level", n);
-    if (absl::Status s =
-            ReadLevel(source, absl::StrCat(path, ".", level.name), *json,
-                      &level);
+    if (absl::Status s = ReadLevel(source, absl::StrCat(path, ".", level.name),
+                                   *json, &level);
         !s.ok()) {
       return s;
     }
@@ -732,11 +761,12 @@ inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
                                                   std::size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; the
   // S_ISREG check below then refuses it. It has no effect on regular files.
+  const std::string name = config_json::Printable(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot open config file '", path, "'"));
+        err, absl::StrCat("cannot open config file '", name, "'"));
   }
   struct FdCloser {
     int fd;
@@ -746,11 +776,11 @@ inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot stat config file '", path, "'"));
+        err, absl::StrCat("cannot stat config file '", name, "'"));
   }
   if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "config file '", path, "' is not a regular file"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("config file '", name, "' is not a regular file"));
   }
   // Read to EOF rather than trusting st_size: the file may change under us,
   // and some filesystems report 0. Stop one byte past the cap.
@@ -763,14 +793,14 @@ inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
       const int err = errno;
       if (err == EINTR) continue;
       return absl::ErrnoToStatus(
-          err, absl::StrCat("cannot read config file '", path, "'"));
+          err, absl::StrCat("cannot read config file '", name, "'"));
     }
     content.append(buf, static_cast<std::size_t>(n));
   }
   if (content.size() > max_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": config file is larger than ", max_bytes,
-        " bytes; refusing to read it (is this the right file?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": config file is larger than ", max_bytes,
+                     " bytes; refusing to read it (is this the right file?)"));
   }
   return content;
 }
@@ -779,11 +809,12 @@ inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
 
 inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
                                                   std::size_t max_bytes) {
+  const std::string name = config_json::Printable(path);
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     const int err = errno;
     return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot open config file '", path, "'"));
+        err, absl::StrCat("cannot open config file '", name, "'"));
   }
   std::string content;
   char buf[16384];
@@ -796,12 +827,12 @@ inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
   std::fclose(f);
   if (err != 0) {
     return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot read config file '", path, "'"));
+        err, absl::StrCat("cannot read config file '", name, "'"));
   }
   if (content.size() > max_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": config file is larger than ", max_bytes,
-        " bytes; refusing to read it (is this the right file?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": config file is larger than ", max_bytes,
+                     " bytes; refusing to read it (is this the right file?)"));
   }
   return content;
 }
@@ -811,8 +842,9 @@ inline absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
 }  // namespace detail
 
 inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
-    absl::string_view json_text, absl::string_view source) {
+    absl::string_view json_text, absl::string_view source_name) {
   namespace cj = detail::config_json;
+  const std::string source = cj::Printable(source_name);
   if (json_text.size() > kMaxConfigBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": config is ", json_text.size(), " bytes; at most ",
@@ -853,8 +885,9 @@ inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
   }
   const auto d = root.find("degradation");
   if (d == root.end()) {
-    return cj::Error(source, "degradation", "(missing)",
-                     "the top-level object needs a \"degradation\" key");
+    return cj::ErrorWithText(
+        source, "degradation", "(missing)",
+        "the top-level object needs a \"degradation\" key");
   }
   DegradationConfig config;
   if (absl::Status s = cj::ReadDegradation(source, *d, &config); !s.ok()) {
@@ -863,8 +896,7 @@ inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
   // The semantic rules (rising thresholds, recover <= enter, ...) live in one
   // place; their messages already name the JSON path.
   if (absl::Status s = ValidateDegradationConfig(config); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
   return config;
 }

@@ -96,6 +96,25 @@ struct DegradationConfig {
   std::vector<std::string> critical;
 };
 
+// Field-by-field equality, so a re-pushed identical config can be ignored.
+inline bool operator==(const LevelSpec& a, const LevelSpec& b) {
+  return a.name == b.name && a.enter == b.enter && a.recover == b.recover &&
+         a.disable == b.disable && a.hold == b.hold &&
+         a.enter_after == b.enter_after;
+}
+inline bool operator!=(const LevelSpec& a, const LevelSpec& b) {
+  return !(a == b);
+}
+inline bool operator==(const DegradationConfig& a, const DegradationConfig& b) {
+  return a.name == b.name && a.levels == b.levels &&
+         a.recover_ratio == b.recover_ratio && a.hold == b.hold &&
+         a.enter_after == b.enter_after && a.cooldown == b.cooldown &&
+         a.critical == b.critical;
+}
+inline bool operator!=(const DegradationConfig& a, const DegradationConfig& b) {
+  return !(a == b);
+}
+
 namespace detail {
 
 inline std::string LevelPath(const DegradationConfig& c, std::size_t i) {

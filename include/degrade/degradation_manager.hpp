@@ -139,30 +139,48 @@ struct LevelChange {
 // monitor polls `TakeMillis()`. kAverage reports the mean of the durations
 // recorded since the previous poll (0 when there were none); kEwma folds
 // that mean into an exponentially weighted moving average (unchanged when
-// there were none). Thread-safe; `Record` is two relaxed atomic adds.
+// there were none). Durations are kept in whole microseconds.
+//
+// Thread-safe. `Record` is one relaxed atomic add: the count and the sum
+// share one 64-bit word, so a poll never sees a sample's duration without
+// its count (an average of equal samples is exactly that sample).
 class LatencyTracker {
  public:
   enum class Kind { kAverage, kEwma };
 
-  // REQUIRES: 0 < alpha <= 1 (other values are clamped).
+  // REQUIRES: 0 < alpha <= 1 (other values are replaced by 0.3).
   explicit LatencyTracker(Kind kind = Kind::kAverage, double alpha = 0.3)
       : kind_(kind),
-        alpha_(!(alpha > 0.0) ? 0.3 : (alpha > 1.0 ? 1.0 : alpha)) {}
+        alpha_(!(alpha > 0.0) || alpha > 1.0 ? 0.3 : alpha) {}
 
   void Record(absl::Duration d) {
-    const int64_t ns = d < absl::ZeroDuration() ? 0 : absl::ToInt64Nanoseconds(d);
-    sum_nanos_.fetch_add(ns, std::memory_order_relaxed);
-    count_.fetch_add(1, std::memory_order_relaxed);
+    int64_t us = d < absl::ZeroDuration() ? 0 : absl::ToInt64Microseconds(d);
+    if (us > static_cast<int64_t>(kMaxSampleMicros)) {
+      us = static_cast<int64_t>(kMaxSampleMicros);
+    }
+    const uint64_t after =
+        packed_.fetch_add(kOneCount | static_cast<uint64_t>(us),
+                          std::memory_order_relaxed) +
+        (kOneCount | static_cast<uint64_t>(us));
+    // Fold into the wide totals long before either field could overflow
+    // (only if nobody polls for minutes at high load).
+    if (DEGRADE_UNLIKELY((after >> kCountShift) >= kFoldAtCount ||
+                         (after & kSumMask) >= kFoldAtSum)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      FoldLocked();
+    }
   }
 
-  // Consumes the durations recorded since the last call. A Record racing
-  // this call may be counted in either interval.
+  // Consumes the durations recorded since the last call.
   double TakeMillis() {
-    const int64_t count = count_.exchange(0, std::memory_order_relaxed);
-    const int64_t sum = sum_nanos_.exchange(0, std::memory_order_relaxed);
-    const double mean = count == 0 ? 0.0 : static_cast<double>(sum) / 1e6 /
-                                               static_cast<double>(count);
-    std::lock_guard<std::mutex> lock(ewma_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
+    FoldLocked();
+    const uint64_t count = folded_count_;
+    const double sum_us = folded_sum_us_;
+    folded_count_ = 0;
+    folded_sum_us_ = 0.0;
+    const double mean = count == 0 ? 0.0
+                                   : sum_us / 1000.0 / static_cast<double>(count);
     if (kind_ == Kind::kAverage) return mean;
     if (count > 0) {
       ewma_ = has_ewma_ ? alpha_ * mean + (1.0 - alpha_) * ewma_ : mean;
@@ -177,11 +195,27 @@ class LatencyTracker {
   }
 
  private:
+  // Layout of `packed_`: count in the top 20 bits, microseconds below.
+  static constexpr int kCountShift = 44;
+  static constexpr uint64_t kOneCount = uint64_t{1} << kCountShift;
+  static constexpr uint64_t kSumMask = kOneCount - 1;
+  static constexpr uint64_t kFoldAtCount = uint64_t{1} << 19;
+  static constexpr uint64_t kFoldAtSum = uint64_t{1} << 43;
+  // One sample can't carry the sum past the fold threshold and overflow.
+  static constexpr uint64_t kMaxSampleMicros = uint64_t{1} << 40;
+
+  void FoldLocked() {
+    const uint64_t w = packed_.exchange(0, std::memory_order_relaxed);
+    folded_count_ += w >> kCountShift;
+    folded_sum_us_ += static_cast<double>(w & kSumMask);
+  }
+
   const Kind kind_;
   const double alpha_;
-  std::atomic<int64_t> sum_nanos_{0};
-  std::atomic<int64_t> count_{0};
-  std::mutex ewma_mu_;
+  std::atomic<uint64_t> packed_{0};
+  std::mutex mu_;
+  uint64_t folded_count_ = 0;  // guarded by mu_
+  double folded_sum_us_ = 0.0;
   double ewma_ = 0.0;
   bool has_ewma_ = false;
 };
@@ -237,12 +271,51 @@ class InFlightGauge {
 
 namespace detail {
 
-// Escapes `s` for a JSON string literal (without the quotes).
+// The length of the valid UTF-8 sequence starting at s[i], or 0.
+inline std::size_t Utf8SequenceLength(absl::string_view s, std::size_t i) {
+  const auto byte = [&s](std::size_t k) {
+    return static_cast<unsigned char>(s[k]);
+  };
+  const unsigned char c = byte(i);
+  std::size_t n = 0;
+  unsigned int min = 0;
+  unsigned int cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2, cp = c & 0x1Fu, min = 0x80;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3, cp = c & 0x0Fu, min = 0x800;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4, cp = c & 0x07u, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3Fu);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+// Escapes `s` for a JSON string literal (without the quotes). Invalid UTF-8
+// becomes U+FFFD, so a log line stays valid JSON whatever a name contains.
 inline std::string JsonEscape(absl::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (const char ch : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x80) {
+      const std::size_t n = Utf8SequenceLength(s, i);
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(s.data() + i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -340,13 +413,16 @@ class DegradationManager {
   // Validates `config` and, if it is valid, swaps it in atomically: readers
   // see the old or the new one, never a mixture. The current level carries
   // over, clamped to the new number of levels; holds and `enter_after`
-  // timers restart. On error the old config keeps serving, the rejection is
-  // counted and logged, and the error is returned.
+  // timers restart. A config equal to the installed one changes nothing (a
+  // config centre that re-pushes the same config every few seconds must not
+  // keep restarting the holds). On error the old config keeps serving, the
+  // rejection is counted and logged, and the error is returned.
   absl::Status Reload(DegradationConfig config) {
     absl::Status valid = ValidateDegradationConfig(config);
     if (!valid.ok()) return RejectReload(std::move(valid));
     {
       detail::MutexLock lock(&mu_);
+      if (config_ != nullptr && *config_ == config) return absl::OkStatus();
       const absl::Time now = clock_->Now();
       InstallLocked(std::move(config), now);
       ++reloads_;
@@ -503,9 +579,15 @@ class DegradationManager {
     monitor_ = std::thread([this, period] {
       const auto wait = absl::ToChronoNanoseconds(period);
       std::unique_lock<std::mutex> l(monitor_mu_);
+      std::string last_error;
       while (!stop_) {
         l.unlock();
-        (void)PollOnce();
+        // A failing source is logged when its error changes, not on every
+        // poll, so a broken source can't flood the log.
+        const absl::Status s = PollOnce();
+        const std::string error = s.ok() ? std::string() : s.ToString();
+        if (error != last_error && !s.ok()) LogPollError(s);
+        last_error = error;
         l.lock();
         monitor_cv_.wait_for(l, wait, [this] { return stop_; });
       }
@@ -513,6 +595,20 @@ class DegradationManager {
     return absl::OkStatus();
   }
 
+ private:
+  void LogPollError(const absl::Status& s) {
+    {
+      detail::MutexLock lock(&mu_);
+      PushLogLocked(absl::StrCat(
+          R"({"time":")", detail::JsonTime(clock_->Now()),
+          R"(","manager":")", detail::JsonEscape(name_),
+          R"(","event":"poll_error","error":")",
+          detail::JsonEscape(s.ToString()), R"("})"));
+    }
+    Dispatch();
+  }
+
+ public:
   // Stops the monitor and waits for it; a no-op when it isn't running.
   // REQUIRES: not called from a source, observer or log sink.
   void Stop() {
@@ -924,14 +1020,15 @@ class DegradationManager {
 
   void Dispatch() {
     events_.Drain([this](const Event& e) {
-      log_sink_(e.log_line);
+      // Each callback on its own: one that throws silences no other.
+      detail::CallQuietly(log_sink_, absl::string_view(e.log_line));
       if (!e.change) return;
       std::vector<Observer> observers;
       {
         detail::MutexLock lock(&mu_);
         observers = observers_;
       }
-      for (const Observer& o : observers) o(*e.change);
+      for (const Observer& o : observers) detail::CallQuietly(o, *e.change);
     });
   }
 

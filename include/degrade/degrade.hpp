@@ -12,6 +12,7 @@
 
 #include "degrade/circuit_breaker.hpp"  // IWYU pragma: export
 #include "degrade/clock.hpp"            // IWYU pragma: export
+#include "degrade/config.hpp"           // IWYU pragma: export
 #include "degrade/degradation_config.hpp"  // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
 #include "degrade/status.hpp"           // IWYU pragma: export

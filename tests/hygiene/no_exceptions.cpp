@@ -29,5 +29,18 @@ int main() {
     std::fprintf(stderr, "expected one success\n");
     return 1;
   }
+  // The JSON layer must reject bad input without exceptions too.
+  absl::StatusOr<degrade::DegradationConfig> bad =
+      degrade::ParseDegradationConfig("{\"degradation\": [", "hygiene");
+  if (bad.ok()) {
+    std::fprintf(stderr, "truncated JSON was accepted\n");
+    return 1;
+  }
+  absl::StatusOr<degrade::DegradationConfig> good = degrade::ParseDegradationConfig(
+      R"({"degradation": {"level1": {"trigger": {"q": 1}}}})", "hygiene");
+  if (!good.ok()) {
+    std::fprintf(stderr, "%s\n", good.status().ToString().c_str());
+    return 1;
+  }
   return 0;
 }

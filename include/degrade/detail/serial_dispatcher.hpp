@@ -21,6 +21,21 @@
 namespace degrade {
 namespace detail {
 
+// Calls `f(args...)`, swallowing anything it throws: a logging or observing
+// callback must not break the component calling it, nor silence the
+// callbacks after it.
+template <typename F, typename... Args>
+void CallQuietly(const F& f, const Args&... args) {
+#if DEGRADE_HAS_EXCEPTIONS
+  try {
+    f(args...);
+  } catch (...) {
+  }
+#else
+  f(args...);
+#endif
+}
+
 template <typename Event>
 class SerialDispatcher {
  public:
@@ -29,8 +44,7 @@ class SerialDispatcher {
     pending_.push_back(std::move(e));
   }
 
-  // Calls `deliver(event)` for every queued event. A throw from `deliver` is
-  // swallowed: a logging callback must not break the component calling it.
+  // Calls `deliver(event)` for every queued event; see CallQuietly.
   template <typename F>
   void Drain(const F& deliver) {
     for (;;) {
@@ -44,16 +58,7 @@ class SerialDispatcher {
         MutexLock lock(&mu_);
         batch.swap(pending_);
       }
-      for (const Event& e : batch) {
-#if DEGRADE_HAS_EXCEPTIONS
-        try {
-          deliver(e);
-        } catch (...) {
-        }
-#else
-        deliver(e);
-#endif
-      }
+      for (const Event& e : batch) CallQuietly(deliver, e);
       draining_.store(false, std::memory_order_release);
     }
   }

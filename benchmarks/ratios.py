@@ -85,9 +85,12 @@ def fmt_fraction(f):
     return f"<= {f.numerator}/{f.denominator}" if f is not None else "-"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("binary", nargs="?", help="path to breaker_benchmark")
+def parse_and_load(description, binary_help):
+    """Parses the command line shared by the ratio scripts and returns
+    (args, data): the benchmark's JSON output, from a run or from --json.
+    Returns (args, None) after printing usage when neither was given."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("binary", nargs="?", help=binary_help)
     parser.add_argument("--json", help="read this JSON output instead of running")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--min-time", default="0.5",
@@ -98,17 +101,23 @@ def main():
 
     if args.json:
         with open(args.json) as f:
-            data = json.load(f)
-    elif args.binary:
+            return args, json.load(f)
+    if args.binary:
         if not os.access(args.binary, os.X_OK):
             print(f"not an executable: {args.binary}", file=sys.stderr)
-            return 2
+            return args, None
         data = run_benchmark(args.binary, args.repetitions, args.min_time, args.extra)
         if args.save:
             with open(args.save, "w") as f:
                 json.dump(data, f, indent=1)
-    else:
-        parser.print_usage(sys.stderr)
+        return args, data
+    parser.print_usage(sys.stderr)
+    return args, None
+
+
+def main():
+    args, data = parse_and_load(__doc__.splitlines()[0], "path to breaker_benchmark")
+    if data is None:
         return 2
 
     results = collect(data)

@@ -427,16 +427,49 @@ namespace detail {
 
 inline constexpr std::size_t kCacheLine = 64;
 
-// A small per-thread number that spreads threads over counter shards. Zero
-// means "not assigned yet", which keeps the thread_local constant-initialised
-// (no guard check on every access).
-inline std::size_t ThreadShardIndex() {
-  static std::atomic<std::size_t> next{0};
-  thread_local std::size_t index = 0;
-  if (DEGRADE_UNLIKELY(index == 0)) {
-    index = next.fetch_add(1, std::memory_order_relaxed) + 1;
+// Shard slots of live threads, one bit each. A thread claims the lowest free
+// slot on first use and frees it when it exits, so threads alive at the same
+// time never share a shard while there are no more of them than shards
+// (sequential numbering would eventually pair a long-lived thread, such as
+// main, with a newly spawned one).
+inline std::atomic<uint64_t> g_shard_slots{0};
+inline std::atomic<std::size_t> g_shard_overflow{0};
+
+struct ShardSlotReleaser {
+  int bit = -1;
+  ~ShardSlotReleaser() {
+    if (bit >= 0) {
+      g_shard_slots.fetch_and(~(uint64_t{1} << bit), std::memory_order_acq_rel);
+    }
   }
-  return index;
+};
+
+inline std::size_t AcquireShardSlot() {
+  uint64_t used = g_shard_slots.load(std::memory_order_relaxed);
+  while (used != ~uint64_t{0}) {
+    int bit = 0;
+    while ((used >> bit) & 1u) ++bit;
+    if (g_shard_slots.compare_exchange_weak(used, used | (uint64_t{1} << bit),
+                                            std::memory_order_acq_rel,
+                                            std::memory_order_relaxed)) {
+      thread_local ShardSlotReleaser releaser;
+      releaser.bit = bit;
+      return static_cast<std::size_t>(bit);
+    }
+  }
+  // More than 64 live threads: share, spread round-robin.
+  return g_shard_overflow.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The calling thread's shard slot. Stored plus one so that zero means "not
+// assigned yet", which keeps the thread_local constant-initialised (no guard
+// check on the hot path).
+inline std::size_t ThreadShardIndex() {
+  thread_local std::size_t index_plus_one = 0;
+  if (DEGRADE_UNLIKELY(index_plus_one == 0)) {
+    index_plus_one = AcquireShardSlot() + 1;
+  }
+  return index_plus_one - 1;
 }
 
 // Runs a user predicate, turning a throw into `on_throw`.

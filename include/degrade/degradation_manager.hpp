@@ -96,9 +96,9 @@ class FeatureGate {
  public:
   FeatureGate() = default;
 
-  bool enabled() const {
-    return slot_ == nullptr || slot_->load(std::memory_order_relaxed);
-  }
+  // One relaxed load and nothing else: a default gate points at a shared
+  // always-on switch rather than at null, so there is no branch to pay.
+  bool enabled() const { return slot_->load(std::memory_order_relaxed); }
   explicit operator bool() const { return enabled(); }
   // The feature's name; empty for a default-constructed gate.
   absl::string_view name() const {
@@ -110,7 +110,12 @@ class FeatureGate {
   FeatureGate(const std::atomic<bool>* slot, const std::string* name)
       : slot_(slot), name_(name) {}
 
-  const std::atomic<bool>* slot_ = nullptr;
+  static const std::atomic<bool>* AlwaysOn() {
+    static const std::atomic<bool> on{true};
+    return &on;
+  }
+
+  const std::atomic<bool>* slot_ = AlwaysOn();
   const std::string* name_ = nullptr;
 };
 
@@ -427,9 +432,8 @@ class DegradationManager {
       InstallLocked(std::move(config), now);
       ++reloads_;
       PushLogLocked(absl::StrCat(
-          R"({"time":")", detail::JsonTime(now), R"(","manager":")",
-          detail::JsonEscape(name_), R"(","event":"config_reloaded","levels":)",
-          compiled_.size(), R"(,"level":)", level_.load(), "}"));
+          LogHead(now, "config_reloaded"), R"(,"levels":)", compiled_.size(),
+          R"(,"level":)", level(), "}"));
       EvaluateLocked(now);
     }
     Dispatch();
@@ -443,9 +447,7 @@ class DegradationManager {
       detail::MutexLock lock(&mu_);
       ++rejected_reloads_;
       PushLogLocked(absl::StrCat(
-          R"({"time":")", detail::JsonTime(clock_->Now()),
-          R"(","manager":")", detail::JsonEscape(name_),
-          R"(","event":"config_rejected","error":")",
+          LogHead(clock_->Now(), "config_rejected"), R"(,"error":")",
           detail::JsonEscape(error.ToString()), R"("})"));
     }
     Dispatch();
@@ -600,9 +602,7 @@ class DegradationManager {
     {
       detail::MutexLock lock(&mu_);
       PushLogLocked(absl::StrCat(
-          R"({"time":")", detail::JsonTime(clock_->Now()),
-          R"(","manager":")", detail::JsonEscape(name_),
-          R"(","event":"poll_error","error":")",
+          LogHead(clock_->Now(), "poll_error"), R"(,"error":")",
           detail::JsonEscape(s.ToString()), R"("})"));
     }
     Dispatch();
@@ -903,9 +903,8 @@ class DegradationManager {
     transitions_.fetch_add(1, std::memory_order_relaxed);
     RecomputeGatesLocked();
     std::string line = absl::StrCat(
-        R"({"time":")", detail::JsonTime(c.time), R"(","manager":")",
-        detail::JsonEscape(c.manager), R"(","event":"level_change","from":)",
-        c.from, R"(,"to":)", c.to, R"(,"reason":")", c.reason, R"(")");
+        LogHead(c.time, "level_change"), R"(,"from":)", c.from, R"(,"to":)",
+        c.to, R"(,"reason":")", c.reason, R"(")");
     if (c.reason == "signal") {
       absl::StrAppend(&line, R"(,"signal":")", detail::JsonEscape(c.signal),
                       R"(","value":)", c.value, R"(,"threshold":)",
@@ -922,6 +921,14 @@ class DegradationManager {
     }
     line += "}";
     events_.Push(Event{std::move(line), std::move(c)});
+  }
+
+  // The opening of every log line, up to and including the event name; the
+  // caller appends its fields and the closing brace.
+  std::string LogHead(absl::Time t, absl::string_view event) const {
+    return absl::StrCat(R"({"time":")", detail::JsonTime(t),
+                        R"(","manager":")", detail::JsonEscape(name_),
+                        R"(","event":")", event, R"(")");
   }
 
   void PushLogLocked(std::string line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -973,9 +980,8 @@ class DegradationManager {
     if (override_) {
       if (now < override_->until) return;
       PushLogLocked(absl::StrCat(
-          R"({"time":")", detail::JsonTime(now), R"(","manager":")",
-          detail::JsonEscape(name_), R"(","event":"override_expired","level":)",
-          override_->level, "}"));
+          LogHead(now, "override_expired"), R"(,"level":)", override_->level,
+          "}"));
       override_.reset();
       recover_since_.reset();
     }

@@ -593,6 +593,20 @@ INSTANTIATE_TEST_SUITE_P(Table, InvalidConfigTest,
 
 // ---- Parsing: hostile input -------------------------------------------------
 
+TEST(ParseDegradationConfigTest, ANulByteIsRejectedWhereverItIs) {
+  // Regression: nlohmann stops at a NUL, so garbage after one was accepted.
+  const std::string valid =
+      R"({"degradation": {"level1": {"trigger": {"q": 1}}}})";
+  std::string trailing = valid + std::string(1, '\0') + "garbage {{{";
+  absl::StatusOr<DegradationConfig> r =
+      ParseDegradationConfig(trailing, "svc.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("NUL"));
+  EXPECT_THAT(r.status().message(),
+              ::testing::HasSubstr(std::to_string(valid.size())));
+}
+
 TEST(ParseDegradationConfigTest, EmptyInputIsRejected) {
   for (absl::string_view text : {"", " ", "\n\t \r\n"}) {
     absl::StatusOr<DegradationConfig> config =

@@ -20,6 +20,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -1637,13 +1638,69 @@ TEST_F(DegradationManagerTest, StartRejectsABadPeriod) {
   auto m = Make();
   for (const absl::Duration bad :
        {absl::ZeroDuration(), absl::Milliseconds(-1), absl::InfiniteDuration(),
-        -absl::InfiniteDuration()}) {
+        -absl::InfiniteDuration(), absl::Hours(24 * 365 * 300)}) {
     const absl::Status s = m->Start(bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
   }
   // None of them left a monitor behind.
   const absl::Status s = m->Start(absl::Milliseconds(1));
   EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST_F(DegradationManagerTest, StopFromTheMonitorThreadDoesNotTerminate) {
+  // Regression: Stop() from a source on the monitor thread joined itself,
+  // which throws EDEADLK and terminates.
+  auto m = Make();
+  std::promise<void> stopped;
+  std::atomic<bool> first{true};
+  DegradationManager* raw = m.get();
+  m->AddSource("gpu", [&] {
+    if (first.exchange(false)) {
+      raw->Stop();  // asks the monitor to stop after this poll
+      EXPECT_EQ(raw->Start(absl::Milliseconds(1)).code(),
+                absl::StatusCode::kFailedPrecondition);
+      stopped.set_value();
+    }
+    return 1.0;
+  });
+  ASSERT_TRUE(m->Start(absl::Milliseconds(1)).ok());
+  stopped.get_future().wait();
+  m->Stop();  // joins it
+  const absl::Status again = m->Start(absl::Milliseconds(1));
+  EXPECT_TRUE(again.ok()) << again;
+  m->Stop();
+}
+
+TEST_F(DegradationManagerTest, StopRacingStartNeverLeavesTwoMonitors) {
+  // Regression: a Start() between Stop()'s flag and its join used to clear
+  // the flag for the old thread too, leaving two monitors polling.
+  auto m = Make();
+  std::atomic<int> polling{0};
+  std::atomic<bool> overlapped{false};
+  m->AddSource("gpu", [&] {
+    if (polling.fetch_add(1) != 0) overlapped = true;
+    std::this_thread::yield();
+    polling.fetch_sub(1);
+    return 1.0;
+  });
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(m->Start(absl::Microseconds(50)).ok());
+    std::thread stopper([&m] { m->Stop(); });
+    const absl::Status s = m->Start(absl::Microseconds(50));
+    // Either the Stop came first (Start succeeds) or it did not (a monitor
+    // is still running); never two.
+    EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kFailedPrecondition)
+        << s;
+    stopper.join();
+    m->Stop();
+  }
+  EXPECT_FALSE(overlapped.load()) << "two monitors polled at once";
+}
+
+TEST_F(DegradationManagerTest, PollWithoutAConfigSaysSo) {
+  DegradationManager m(ManagerOptions{});
+  m.AddSource("gpu", [] { return 1.0; });
+  EXPECT_EQ(m.PollOnce().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(DegradationManagerTest, DestructorStopsARunningMonitor) {

@@ -850,6 +850,12 @@ inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
         source, ": config is ", json_text.size(), " bytes; at most ",
         kMaxConfigBytes, " (1 MiB) are accepted"));
   }
+  if (const std::size_t nul = json_text.find('\0');
+      nul != absl::string_view::npos) {
+    // nlohmann stops reading at a NUL, which would accept anything after it.
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": config contains a NUL byte at offset ", nul));
+  }
   if (absl::StripAsciiWhitespace(json_text).empty()) {
     // Said plainly: this is what a config file caught mid-write looks like.
     return absl::InvalidArgumentError(
@@ -944,9 +950,10 @@ inline absl::Status ConfigFileWatcher::PollOnce() {
         last_content_status_ = result;
       }
     }
+    // Still under poll_mu_, so overlapping polls publish in poll order.
+    detail::MutexLock status_lock(&status_mu_);
+    last_status_ = result;
   }
-  detail::MutexLock lock(&status_mu_);
-  last_status_ = result;
   return result;
 }
 

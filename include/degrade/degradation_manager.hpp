@@ -521,6 +521,8 @@ class DegradationManager {
   // Registers a source polled by the monitor (or `PollOnce()`): `source()`
   // returns the signal's current value. Sources run outside the manager's
   // lock. A throwing source is reported as an error for that poll.
+  // REQUIRES: whatever `source` refers to outlives the manager, or the
+  // monitor is stopped first.
   void AddSource(std::string signal, std::function<double()> source) {
     detail::MutexLock lock(&mu_);
     sources_.push_back({std::move(signal), std::move(source)});
@@ -546,6 +548,11 @@ class DegradationManager {
     }
     {
       detail::MutexLock lock(&mu_);
+      if (config_ == nullptr && !samples.empty() && first_error.ok()) {
+        first_error = absl::FailedPreconditionError(absl::StrCat(
+            "degradation manager '", name_,
+            "': no config installed yet; source values dropped"));
+      }
       if (config_ != nullptr) {
         for (const auto& [signal, value] : samples) {
           absl::Status s = CheckSampleLocked(signal, value);
@@ -563,15 +570,24 @@ class DegradationManager {
   }
 
   // Starts a background thread that calls `PollOnce()` every `period` (real
-  // time, whatever the clock). FAILED_PRECONDITION if already running;
-  // INVALID_ARGUMENT for a period <= 0.
+  // time, whatever the clock). FAILED_PRECONDITION if already running or
+  // called from the monitor thread; INVALID_ARGUMENT for a period <= 0 or
+  // longer than 24 hours.
   absl::Status Start(absl::Duration period) {
-    if (period <= absl::ZeroDuration() || period == absl::InfiniteDuration()) {
+    if (period <= absl::ZeroDuration() || period > absl::Hours(24)) {
       return absl::InvalidArgumentError(
           absl::StrCat("degradation manager '", name_, "': Start(",
                        absl::FormatDuration(period),
-                       "): the period must be finite and > 0"));
+                       "): the period must be > 0 and at most 24h"));
     }
+    if (OnMonitorThread()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "degradation manager '", name_,
+          "': Start() called from the monitor thread"));
+    }
+    // Held across Start and Stop (including Stop's join), so a Start racing
+    // a Stop can't leave an old thread running beside a new one.
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
     std::lock_guard<std::mutex> lock(monitor_mu_);
     if (monitor_.joinable()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -579,6 +595,10 @@ class DegradationManager {
     }
     stop_ = false;
     monitor_ = std::thread([this, period] {
+      {
+        std::lock_guard<std::mutex> id_lock(monitor_mu_);
+        monitor_id_ = std::this_thread::get_id();
+      }
       const auto wait = absl::ToChronoNanoseconds(period);
       std::unique_lock<std::mutex> l(monitor_mu_);
       std::string last_error;
@@ -610,8 +630,19 @@ class DegradationManager {
 
  public:
   // Stops the monitor and waits for it; a no-op when it isn't running.
-  // REQUIRES: not called from a source, observer or log sink.
+  // Called from the monitor thread itself (a source, observer or log sink
+  // running on it), it only asks the thread to stop after this poll; the
+  // next Stop() or the destructor joins it.
   void Stop() {
+    if (OnMonitorThread()) {
+      // A thread can't join itself, and taking lifecycle_mu_ here could wait
+      // on a Stop() that is joining this very thread.
+      std::lock_guard<std::mutex> lock(monitor_mu_);
+      stop_ = true;
+      monitor_cv_.notify_all();
+      return;
+    }
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
     std::thread t;
     {
       std::lock_guard<std::mutex> lock(monitor_mu_);
@@ -620,6 +651,8 @@ class DegradationManager {
     }
     monitor_cv_.notify_all();
     if (t.joinable()) t.join();
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    monitor_id_ = std::thread::id();
   }
 
   // ---- Level and features ----
@@ -1065,7 +1098,14 @@ class DegradationManager {
   uint64_t rejected_reloads_ ABSL_GUARDED_BY(mu_) = 0;
   detail::SerialDispatcher<Event> events_;
 
+  bool OnMonitorThread() {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    return monitor_id_ == std::this_thread::get_id();
+  }
+
+  std::mutex lifecycle_mu_;  // serialises Start() and Stop()
   std::mutex monitor_mu_;
+  std::thread::id monitor_id_;  // guarded by monitor_mu_
   std::condition_variable monitor_cv_;
   bool stop_ = false;  // guarded by monitor_mu_
   std::thread monitor_;

@@ -10,6 +10,7 @@
 #ifndef DEGRADE_DEGRADE_HPP_
 #define DEGRADE_DEGRADE_HPP_
 
+#include "degrade/breaker_family.hpp"   // IWYU pragma: export
 #include "degrade/circuit_breaker.hpp"  // IWYU pragma: export
 #include "degrade/clock.hpp"            // IWYU pragma: export
 #include "degrade/config.hpp"           // IWYU pragma: export

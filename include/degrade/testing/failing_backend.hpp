@@ -261,7 +261,9 @@ class FailingBackendCore {
 
   // REQUIRES: no call is in progress. Release hung calls (`ReleaseHung()`)
   // and join the threads that made them before destroying the backend.
-  ~FailingBackendCore() = default;
+  // Virtual so that a FailingBackend<T> owned through a core pointer is
+  // destroyed whole.
+  virtual ~FailingBackendCore() = default;
 
   // Replaces the script with an empty one starting at `clock->Now()` (or at
   // `start`) and returns its builder. Per-phase counts restart; the other

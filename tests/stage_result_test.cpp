@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/status.hpp"
@@ -48,7 +49,8 @@ using R = DegradeReason;
 std::vector<std::pair<std::string, DegradeReason>> Entries(
     const DegradationTrace& t) {
   std::vector<std::pair<std::string, DegradeReason>> out;
-  for (const TraceEntry& e : t) out.emplace_back(std::string(e.stage()), e.reason());
+  for (const TraceEntry& e : t)
+    out.emplace_back(std::string(e.stage()), e.reason());
   return out;
 }
 
@@ -78,7 +80,8 @@ TEST(StageResultTest, FallbackSetsIsDefaultAndTraceEntry) {
   EXPECT_TRUE(r.is_default());
   EXPECT_TRUE(r.degraded());
   EXPECT_EQ(r.trace().depth(), 1u);
-  EXPECT_THAT(Entries(r.trace()), ElementsAre(Pair("features", R::kBreakerOpen)));
+  EXPECT_THAT(Entries(r.trace()),
+              ElementsAre(Pair("features", R::kBreakerOpen)));
   EXPECT_EQ(r.trace().ReasonFor("features"), R::kBreakerOpen);
 }
 
@@ -96,10 +99,11 @@ TEST(StageResultTest, ValueOverloadsMutateAndMoveOut) {
   r.value() += "-200";
   EXPECT_EQ(r.value(), "hot-list-200");
   static_assert(std::is_same<decltype(r.value()), std::string&>::value, "");
-  static_assert(std::is_same<decltype(std::move(r).value()), std::string&&>::value,
-                "");
+  static_assert(
+      std::is_same<decltype(std::move(r).value()), std::string&&>::value, "");
   const auto& cr = r;
-  static_assert(std::is_same<decltype(cr.value()), const std::string&>::value, "");
+  static_assert(std::is_same<decltype(cr.value()), const std::string&>::value,
+                "");
 
   auto p = StageResult<std::unique_ptr<int>>::Fallback(std::make_unique<int>(7),
                                                        "recall", R::kError);
@@ -166,7 +170,8 @@ TEST(StageResultTest, MergeUpstreamKeepsUpstreamReasonForSameStage) {
   DegradationTrace upstream;
   upstream.Add("features", R::kBreakerOpen);
   r.MergeUpstream(upstream);
-  EXPECT_THAT(Entries(r.trace()), ElementsAre(Pair("features", R::kBreakerOpen)));
+  EXPECT_THAT(Entries(r.trace()),
+              ElementsAre(Pair("features", R::kBreakerOpen)));
   EXPECT_EQ(r.trace().depth(), 1u);
 }
 
@@ -176,8 +181,9 @@ TEST(StageResultTest, MergeUpstreamFansInTwoInputs) {
   auto recall = StageResult<int>::Fresh(1);
   recall.MergeUpstream(features).MergeUpstream(user);
   // Each MergeUpstream puts its input before what was already there.
-  EXPECT_THAT(Entries(recall.trace()),
-              ElementsAre(Pair("user", R::kTimeout), Pair("features", R::kError)));
+  EXPECT_THAT(
+      Entries(recall.trace()),
+      ElementsAre(Pair("user", R::kTimeout), Pair("features", R::kError)));
   EXPECT_FALSE(recall.is_default());
 }
 
@@ -185,7 +191,8 @@ TEST(StageResultTest, FourStagePipelineNamesEveryLostLayer) {
   using Items = std::vector<int>;
   // Feature service: breaker open, the global average vector is served.
   const auto features = StageResult<std::vector<float>>::Fallback(
-      {0.3f, 0.3f}, "features", ReasonFromStatus(absl::DeadlineExceededError("")));
+      {0.3f, 0.3f}, "features",
+      ReasonFromStatus(absl::DeadlineExceededError("")));
   ASSERT_EQ(features.trace().ReasonFor("features"), R::kTimeout);
   // Recall fans out; two shards answer, one times out: partial, not default.
   auto recall = StageResult<Items>::From(features.trace(), Items{5, 3, 3, 9});
@@ -194,7 +201,8 @@ TEST(StageResultTest, FourStagePipelineNamesEveryLostLayer) {
   auto rank = StageResult<Items>::Fallback(recall.value(), "rank", R::kShed);
   rank.MergeUpstream(recall);
   // Re-ranking errors: de-duplicate only.
-  auto rerank = StageResult<Items>::Fallback(Items{5, 3, 9}, "rerank", R::kError);
+  auto rerank =
+      StageResult<Items>::Fallback(Items{5, 3, 9}, "rerank", R::kError);
   rerank.MergeUpstream(rank);
 
   EXPECT_TRUE(features.is_default());
@@ -204,12 +212,14 @@ TEST(StageResultTest, FourStagePipelineNamesEveryLostLayer) {
   const DegradationTrace& t = rerank.trace();
   EXPECT_EQ(t.depth(), 4u);
   EXPECT_FALSE(t.overflowed());
-  EXPECT_THAT(Entries(t), ElementsAre(Pair("features", R::kTimeout),
-                                      Pair("recall", R::kBreakerOpen),
-                                      Pair("rank", R::kShed),
-                                      Pair("rerank", R::kError)));
-  EXPECT_EQ(t.Encode(), "v1;features=timeout;recall=open;rank=shed;rerank=error");
-  const absl::StatusOr<DegradationTrace> decoded = DegradationTrace::Decode(t.Encode());
+  EXPECT_THAT(Entries(t),
+              ElementsAre(Pair("features", R::kTimeout),
+                          Pair("recall", R::kBreakerOpen),
+                          Pair("rank", R::kShed), Pair("rerank", R::kError)));
+  EXPECT_EQ(t.Encode(),
+            "v1;features=timeout;recall=open;rank=shed;rerank=error");
+  const absl::StatusOr<DegradationTrace> decoded =
+      DegradationTrace::Decode(t.Encode());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(*decoded, t);
   EXPECT_THAT(rerank.value(), ElementsAre(5, 3, 9));
@@ -326,9 +336,9 @@ TEST(DegradationTraceTest, MergeAppendsInOrderAndSkipsKnownStages) {
   b.Add("recall", R::kError);
   b.Add("rank", R::kShed);
   a.Merge(b);
-  EXPECT_THAT(Entries(a), ElementsAre(Pair("features", R::kBreakerOpen),
-                                      Pair("recall", R::kTimeout),
-                                      Pair("rank", R::kShed)));
+  EXPECT_THAT(Entries(a),
+              ElementsAre(Pair("features", R::kBreakerOpen),
+                          Pair("recall", R::kTimeout), Pair("rank", R::kShed)));
   EXPECT_EQ(a.depth(), 3u);
   EXPECT_THAT(Entries(b), ElementsAre(Pair("recall", R::kError),
                                       Pair("rank", R::kShed)));  // untouched
@@ -425,10 +435,10 @@ TEST(StageNameTest, RejectsWithTheCause) {
 
 TEST(ReasonTest, NamesAreShortStableTokensThatParseBack) {
   const std::vector<std::pair<DegradeReason, absl::string_view>> table = {
-      {R::kBreakerOpen, "open"},   {R::kTooManyRequests, "too_many"},
-      {R::kTimeout, "timeout"},    {R::kError, "error"},
+      {R::kBreakerOpen, "open"},    {R::kTooManyRequests, "too_many"},
+      {R::kTimeout, "timeout"},     {R::kError, "error"},
       {R::kException, "exception"}, {R::kShed, "shed"},
-      {R::kUpstream, "upstream"},  {R::kInvalid, "invalid"},
+      {R::kUpstream, "upstream"},   {R::kInvalid, "invalid"},
   };
   for (const auto& [reason, token] : table) {
     EXPECT_EQ(ReasonName(reason), token);
@@ -465,9 +475,8 @@ TEST_F(ReasonFromStatusTest, OkIsNone) {
 
 TEST_F(ReasonFromStatusTest, OpenBreakerRejectionIsOpen) {
   CircuitBreaker<int> cb(Settings());
-  (void)cb.Execute([]() -> absl::StatusOr<int> {
-    return absl::UnavailableError("down");
-  });
+  (void)cb.Execute(
+      []() -> absl::StatusOr<int> { return absl::UnavailableError("down"); });
   ASSERT_EQ(cb.state(), State::kOpen);
   const absl::StatusOr<int> r = cb.Execute([] { return 1; });
   ASSERT_TRUE(IsBreakerOpen(r.status())) << r.status();
@@ -476,9 +485,8 @@ TEST_F(ReasonFromStatusTest, OpenBreakerRejectionIsOpen) {
 
 TEST_F(ReasonFromStatusTest, HalfOpenRejectionIsTooMany) {
   CircuitBreaker<int> cb(Settings());
-  (void)cb.Execute([]() -> absl::StatusOr<int> {
-    return absl::UnavailableError("down");
-  });
+  (void)cb.Execute(
+      []() -> absl::StatusOr<int> { return absl::UnavailableError("down"); });
   clock_.Advance(absl::Seconds(11));
   ASSERT_EQ(cb.state(), State::kHalfOpen);
   absl::StatusOr<Permit> trial = cb.Allow();  // takes the only trial slot
@@ -491,9 +499,8 @@ TEST_F(ReasonFromStatusTest, HalfOpenRejectionIsTooMany) {
 
 TEST_F(ReasonFromStatusTest, ThrowingCallableIsException) {
   CircuitBreaker<int> cb(Settings());
-  const absl::StatusOr<int> r = cb.Execute([]() -> absl::StatusOr<int> {
-    throw std::runtime_error("boom");
-  });
+  const absl::StatusOr<int> r = cb.Execute(
+      []() -> absl::StatusOr<int> { throw std::runtime_error("boom"); });
   ASSERT_TRUE(IsCallableException(r.status())) << r.status();
   EXPECT_EQ(ReasonFromStatus(r.status()), R::kException);
 }
@@ -547,7 +554,8 @@ TEST(TraceEncodingTest, EncodesAndDecodesTable) {
     for (const auto& [stage, reason] : c.adds) t.Add(stage, reason);
     EXPECT_EQ(t.Encode(), c.encoded);
     EXPECT_EQ(t.EncodedSize(), c.encoded.size());
-    const absl::StatusOr<DegradationTrace> d = DegradationTrace::Decode(c.encoded);
+    const absl::StatusOr<DegradationTrace> d =
+        DegradationTrace::Decode(c.encoded);
     ASSERT_TRUE(d.ok()) << c.encoded << ": " << d.status();
     EXPECT_EQ(*d, t) << c.encoded;
   }
@@ -559,7 +567,8 @@ TEST(TraceEncodingTest, LongestTraceFillsExactlyTheMaximumSize) {
     t.Add(absl::StrCat("stage-name-000", i), R::kException);
   }
   ASSERT_EQ(t.size(), kTraceCapacity);
-  for (int i = 0; i < 16; ++i) t.Merge(t);
+  t.Add("one-more", R::kError);             // dropped: 1
+  for (int i = 0; i < 16; ++i) t.Merge(t);  // 2^16, saturated
   ASSERT_EQ(t.dropped(), 65535u);
   const std::string s = t.Encode();
   EXPECT_EQ(s.size(), DegradationTrace::kMaxEncodedSize);
@@ -612,7 +621,8 @@ TEST(TraceEncodingTest, RandomValidTracesRoundTrip) {
         name = "bad name";  // invalid: dropped
       } else {
         const std::size_t len = 1 + pick(kMaxStageNameLength);
-        for (std::size_t j = 0; j < len; ++j) name += alphabet[pick(alphabet.size())];
+        for (std::size_t j = 0; j < len; ++j)
+          name += alphabet[pick(alphabet.size())];
       }
       used.push_back(name);
       t.Add(name, static_cast<DegradeReason>(1 + pick(8)));
@@ -678,11 +688,13 @@ TEST(TraceEncodingTest, RejectsMalformedEncodingsWithTheCause) {
   };
   ASSERT_GE(cases.size(), 15u);
   for (const Case& c : cases) {
-    const absl::StatusOr<DegradationTrace> d = DegradationTrace::Decode(c.input);
+    const absl::StatusOr<DegradationTrace> d =
+        DegradationTrace::Decode(c.input);
     ASSERT_FALSE(d.ok()) << c.input;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << c.input;
     EXPECT_THAT(d.status().message(), HasSubstr(c.cause)) << c.input;
-    EXPECT_THAT(d.status().message(), HasSubstr("degradation trace")) << c.input;
+    EXPECT_THAT(d.status().message(), HasSubstr("degradation trace"))
+        << c.input;
   }
 }
 

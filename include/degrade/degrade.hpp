@@ -14,8 +14,10 @@
 #include "degrade/circuit_breaker.hpp"  // IWYU pragma: export
 #include "degrade/clock.hpp"            // IWYU pragma: export
 #include "degrade/config.hpp"           // IWYU pragma: export
+#include "degrade/deadline.hpp"         // IWYU pragma: export
 #include "degrade/degradation_config.hpp"  // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
+#include "degrade/stage_result.hpp"     // IWYU pragma: export
 #include "degrade/status.hpp"           // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADE_HPP_

@@ -35,20 +35,20 @@
 //
 //   trace  = "v1" *( ";" entry ) [ ";+" count ]
 //   entry  = stage "=" reason
-//   stage  = 1*15( ALPHA / DIGIT / "_" / "." / "-" )   ; distinct, case-sensitive
+//   stage  = 1*15( ALPHA / DIGIT / "_" / "." / "-" )
 //   reason = "open" / "too_many" / "timeout" / "error" / "exception"
 //          / "shed" / "upstream" / "invalid"
-//   count  = %x31-39 *4DIGIT                            ; 1..65535, the dropped()
+//   count  = %x31-39 *4DIGIT      ; 1..65535: dropped(), no leading zeros
 //
-// with at most `kTraceCapacity` entries. The empty trace is "v1". Every
-// valid trace has exactly one encoding, at most `kMaxEncodedSize` bytes, and
-// `Decode()` accepts exactly the encodings `Encode()` produces, so both
-// directions round-trip. `Decode()` is meant for untrusted text: it refuses
-// input longer than `kMaxDecodeInput` bytes and anything off the grammar with
-// an INVALID_ARGUMENT naming the offset, the token and the cause. The
-// encoding carries no length or checksum: text cut at a ';' (or inside the
-// final "+count") is a shorter valid trace, so a transport that may truncate
-// must frame the value itself.
+// with at most `kTraceCapacity` entries and distinct (case-sensitive) stage
+// names. The empty trace is "v1". Every trace has exactly one encoding, at
+// most `kMaxEncodedSize` bytes, and `Decode()` accepts exactly the encodings
+// `Encode()` can produce, so both directions round-trip. `Decode()` is meant
+// for untrusted text: it refuses input longer than `kMaxDecodeInput` bytes and
+// anything off the grammar with an INVALID_ARGUMENT naming the offset, the
+// token and the cause. The encoding carries no length or checksum: text cut at
+// a ';' (or inside the final "+count") is a shorter valid trace, so a transport
+// that may truncate must frame the value itself.
 //
 // Thread safety: `DegradationTrace` and `StageResult` are plain values.
 // Concurrent const access is safe; a mutation needs the caller's
@@ -206,8 +206,8 @@ inline std::string StageNameProblem(absl::string_view name) {
   for (std::size_t i = 0; i < name.size(); ++i) {
     if (!IsStageNameChar(name[i])) {
       return absl::StrCat("the stage name has the byte '",
-                          absl::CHexEscape(name.substr(i, 1)), "' at index ",
-                          i, ", outside [A-Za-z0-9_.-]");
+                          absl::CHexEscape(name.substr(i, 1)), "' at index ", i,
+                          ", outside [A-Za-z0-9_.-]");
     }
   }
   return std::string();
@@ -232,9 +232,9 @@ inline bool IsValidStageName(absl::string_view name) {
 inline absl::Status ValidateStageName(absl::string_view name) {
   std::string problem = detail::StageNameProblem(name);
   if (problem.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("stage name '", detail::QuoteForMessage(name),
-                   "' is invalid: ", problem));
+  return absl::InvalidArgumentError(absl::StrCat("stage name '",
+                                                 detail::QuoteForMessage(name),
+                                                 "' is invalid: ", problem));
 }
 
 // TraceEntry
@@ -299,8 +299,8 @@ class DegradationTrace {
   // then ";+65535".
   static constexpr std::size_t kMaxEncodedSize =
       detail::kTraceVersion.size() +
-      kTraceCapacity * (1 + kMaxStageNameLength + 1 +
-                        detail::kMaxReasonNameLength) +
+      kTraceCapacity *
+          (1 + kMaxStageNameLength + 1 + detail::kMaxReasonNameLength) +
       2 + detail::kMaxDroppedDigits;
 
   DegradationTrace() = default;
@@ -446,16 +446,16 @@ class DegradationTrace {
   // offset and token (escaped) and the cause. Reads only within `text`.
   static absl::StatusOr<DegradationTrace> Decode(absl::string_view text) {
     if (text.size() > kMaxDecodeInput) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "degradation trace: the input is ", text.size(),
-          " bytes, more than the ", kMaxDecodeInput, " allowed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("degradation trace: the input is ", text.size(),
+                       " bytes, more than the ", kMaxDecodeInput, " allowed"));
     }
     const std::size_t first_end = std::min(text.find(';'), text.size());
     const absl::string_view version = text.substr(0, first_end);
     if (version != detail::kTraceVersion) {
-      return DecodeError(0, version,
-                         absl::StrCat("bad version (expected '",
-                                      detail::kTraceVersion, "')"));
+      return DecodeError(
+          0, version,
+          absl::StrCat("bad version (expected '", detail::kTraceVersion, "')"));
     }
     DegradationTrace trace;
     std::size_t pos = first_end;  // at a ';' or at the end
@@ -501,9 +501,9 @@ class DegradationTrace {
         return DecodeError(start, token, "duplicate stage");
       }
       if (trace.size_ == kCapacity) {
-        return DecodeError(start, token,
-                           absl::StrCat("too many entries (at most ",
-                                        kCapacity, ")"));
+        return DecodeError(
+            start, token,
+            absl::StrCat("too many entries (at most ", kCapacity, ")"));
       }
       trace.entries_[trace.size_++] = TraceEntry(stage, reason);
       pos = end;
@@ -512,16 +512,14 @@ class DegradationTrace {
   }
 
   // Equal when the entries (in order) and the dropped counts are.
-  friend bool operator==(const DegradationTrace& a,
-                         const DegradationTrace& b) {
+  friend bool operator==(const DegradationTrace& a, const DegradationTrace& b) {
     if (a.size_ != b.size_ || a.dropped_ != b.dropped_) return false;
     for (std::size_t i = 0; i < a.size_; ++i) {
       if (a.entries_[i] != b.entries_[i]) return false;
     }
     return true;
   }
-  friend bool operator!=(const DegradationTrace& a,
-                         const DegradationTrace& b) {
+  friend bool operator!=(const DegradationTrace& a, const DegradationTrace& b) {
     return !(a == b);
   }
 
@@ -550,9 +548,9 @@ class DegradationTrace {
 
   static absl::Status DecodeError(std::size_t offset, absl::string_view token,
                                   absl::string_view cause) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "degradation trace: at offset ", offset, ", token '",
-        detail::QuoteForMessage(token), "': ", cause));
+    return absl::InvalidArgumentError(
+        absl::StrCat("degradation trace: at offset ", offset, ", token '",
+                     detail::QuoteForMessage(token), "': ", cause));
   }
 
   // Parses "+N" (N in 1..65535, decimal, no leading zeros): the canonical
@@ -564,8 +562,7 @@ class DegradationTrace {
       return DecodeError(offset, token, "'+' is not followed by a count");
     }
     if (digits.size() > detail::kMaxDroppedDigits) {
-      return DecodeError(offset, token,
-                         "the dropped count is more than 65535");
+      return DecodeError(offset, token, "the dropped count is more than 65535");
     }
     uint32_t v = 0;
     for (char c : digits) {
@@ -580,8 +577,7 @@ class DegradationTrace {
                          "the dropped count is zero or has a leading zero");
     }
     if (v > detail::kMaxDropped) {
-      return DecodeError(offset, token,
-                         "the dropped count is more than 65535");
+      return DecodeError(offset, token, "the dropped count is more than 65535");
     }
     *dropped = static_cast<uint16_t>(v);
     return absl::OkStatus();

@@ -1,0 +1,249 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: deadline.hpp
+// -----------------------------------------------------------------------------
+//
+// Latency budgets for stages. Every stage of a request has a budget (100 ms
+// in the article); a request must never wait past it for one sick stage.
+//
+// Two forms:
+//
+//  * Cooperative: the callable receives its deadline and passes it on to its
+//    RPC client, which gives up in time. Use `Deadline` and
+//    `Deadline::remaining()`; nothing runs on another thread.
+//
+//  * Hard timeout, for a callable that cannot honour a deadline (a blocking
+//    client, a library call): `CallWithTimeout` runs it on an `Executor` (a
+//    small built-in `ThreadPool`, or one you supply) and returns
+//    DEADLINE_EXCEEDED when the budget runs out. The late result is
+//    discarded safely: the waiting side and the task share their state
+//    through a reference count, so whichever finishes last frees it.
+//
+//   degrade::ThreadPool pool(4);
+//   absl::StatusOr<Ranked> r = degrade::CallWithTimeout(
+//       pool, absl::Milliseconds(100),
+//       [client, req] { return client->RankBlocking(req); });   // by value!
+//   if (absl::IsDeadlineExceeded(r.status())) { /* order by recall score */ }
+//
+// The callable runs after the caller may have returned, so it must own what
+// it uses: capture by value (or shared_ptr), never references to the
+// caller's stack. The caller waits at most the budget plus the time the
+// operating system takes to wake it (normally well under a millisecond; the
+// tests allow 1 s on a loaded 2-core CI machine).
+//
+// Thread safety: ThreadPool and CallWithTimeout are thread-safe.
+
+#ifndef DEGRADE_DEADLINE_HPP_
+#define DEGRADE_DEADLINE_HPP_
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+
+namespace degrade {
+
+// Deadline
+//
+// A point in time by which a stage must have answered. A plain value.
+class Deadline {
+ public:
+  // A deadline `budget` from now on `clock` (the real clock by default).
+  static Deadline In(absl::Duration budget, const Clock* clock = nullptr) {
+    const Clock* c = clock != nullptr ? clock : &RealClock::Instance();
+    return Deadline(c->Now() + budget, c);
+  }
+  static Deadline At(absl::Time when, const Clock* clock = nullptr) {
+    return Deadline(when, clock != nullptr ? clock : &RealClock::Instance());
+  }
+
+  absl::Time when() const { return when_; }
+  // Time left, never negative.
+  absl::Duration remaining() const {
+    return std::max(when_ - clock_->Now(), absl::ZeroDuration());
+  }
+  bool expired() const { return clock_->Now() >= when_; }
+
+ private:
+  Deadline(absl::Time when, const Clock* clock) : when_(when), clock_(clock) {}
+  absl::Time when_;
+  const Clock* clock_;
+};
+
+// Executor
+//
+// Runs tasks on other threads. Implementations must be thread-safe.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Queues `task`. Returns false, without running it, when the executor is
+  // full or shutting down; callers treat that as an immediate timeout.
+  virtual bool Submit(std::function<void()> task) = 0;
+};
+
+// ThreadPool
+//
+// A small fixed pool with a bounded queue, enough for hard timeouts. A hung
+// task holds its thread until it returns, so size the pool for the hangs you
+// expect to outlive their budgets; when every thread is busy and the queue is
+// full, Submit() refuses rather than queueing without bound. The destructor
+// runs what is queued and joins the threads (so it waits for hung tasks).
+class ThreadPool final : public Executor {
+ public:
+  // REQUIRES: threads > 0 (0 means 1).
+  explicit ThreadPool(std::size_t threads, std::size_t max_queue = 1024)
+      : max_queue_(max_queue == 0 ? 1 : max_queue) {
+    if (threads == 0) threads = 1;
+    workers_.reserve(threads);
+    for (std::size_t i = 0; i < threads; ++i) {
+      workers_.emplace_back([this] { Work(); });
+    }
+  }
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  ~ThreadPool() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  bool Submit(std::function<void()> task) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ || queue_.size() >= max_queue_) return false;
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+ private:
+  void Work() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and nothing left to run
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  const std::size_t max_queue_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> workers_;
+};
+
+namespace detail {
+
+// What the waiting caller and the running task share. Whichever lets go
+// last frees it, so a late task never writes into freed memory.
+template <typename R>
+struct TimedCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<R> result;  // guarded by mu
+};
+
+}  // namespace detail
+
+namespace detail {
+
+// The T of a callable returning T or absl::StatusOr<T> (void for Status).
+template <typename R>
+struct Unwrapped {
+  using type = R;
+};
+template <typename T>
+struct Unwrapped<absl::StatusOr<T>> {
+  using type = T;
+};
+template <>
+struct Unwrapped<absl::Status> {
+  using type = void;
+};
+
+}  // namespace detail
+
+// CallWithTimeout(executor, budget, f)
+//
+// Runs `f()` on `executor` and waits at most `budget` for it. `f` returns T
+// or absl::StatusOr<T> (absl::Status or void for a `void` result). Returns
+// f's result; DEADLINE_EXCEEDED when the budget ran out (the late result is
+// discarded); RESOURCE_EXHAUSTED when the executor refused the task; a
+// status recognised by IsCallableException if `f` threw. `f` is moved into
+// the task: it must own everything it touches (see the file comment).
+template <typename F>
+auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
+  using R = std::decay_t<std::invoke_result_t<F&>>;
+  using T = typename detail::Unwrapped<R>::type;
+  using Result = detail::ResultOf<T>;
+  auto shared = std::make_shared<detail::TimedCall<Result>>();
+  const bool queued = executor.Submit(
+      [shared, f = std::move(f)]() mutable {
+        Result r = detail::InvokeCatching<T>(f, "CallWithTimeout");
+        std::lock_guard<std::mutex> lock(shared->mu);
+        shared->result.emplace(std::move(r));
+        shared->cv.notify_all();
+      });
+  if (!queued) {
+    return Result(absl::ResourceExhaustedError(
+        "CallWithTimeout: the executor refused the task (full or stopping)"));
+  }
+  std::unique_lock<std::mutex> lock(shared->mu);
+  const bool done = shared->cv.wait_for(
+      lock, absl::ToChronoNanoseconds(std::max(budget, absl::ZeroDuration())),
+      [&shared] { return shared->result.has_value(); });
+  if (!done) {
+    return Result(absl::DeadlineExceededError(absl::StrCat(
+        "CallWithTimeout: no result within the budget of ",
+        absl::FormatDuration(budget), "; the late result will be discarded")));
+  }
+  return std::move(*shared->result);
+}
+
+// ExecuteWithTimeout(breaker, executor, budget, f)
+//
+// CallWithTimeout behind a breaker: the call is admitted by `breaker` (or
+// rejected at once), and its outcome is reported when it is known — a
+// timeout is reported as a failure at the moment the budget runs out, so a
+// hanging backend trips the breaker even though its calls never return.
+template <typename T, typename F>
+typename CircuitBreaker<T>::Result ExecuteWithTimeout(CircuitBreaker<T>& breaker,
+                                                      Executor& executor,
+                                                      absl::Duration budget,
+                                                      F f) {
+  absl::StatusOr<Permit> permit = breaker.Allow();
+  if (!permit.ok()) return typename CircuitBreaker<T>::Result(permit.status());
+  auto result = CallWithTimeout(executor, budget, std::move(f));
+  permit->Done(detail::StatusOf(result));
+  return result;
+}
+
+}  // namespace degrade
+
+#endif  // DEGRADE_DEADLINE_HPP_

@@ -1,0 +1,199 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// Hard timeouts run on real threads, so these tests use the real clock for
+// the one thing they must: that the caller comes back within its budget.
+// The bound asserted is generous (1 s of slack on a loaded 2-core CI
+// machine); nothing waits on a sleep — hung tasks block on a latch that the
+// test releases.
+
+#include "degrade/deadline.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/status.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A latch a hung task waits on; shared so the task may outlive the test's
+// stack frame without touching freed memory.
+struct Latch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return open; });
+  }
+};
+
+absl::Duration Since(std::chrono::steady_clock::time_point start) {
+  return absl::FromChrono(std::chrono::steady_clock::now() - start);
+}
+
+TEST(DeadlineTest, RemainingCountsDownOnTheGivenClock) {
+  FakeClock clock;
+  const Deadline d = Deadline::In(absl::Milliseconds(100), &clock);
+  EXPECT_EQ(d.remaining(), absl::Milliseconds(100));
+  EXPECT_FALSE(d.expired());
+  clock.Advance(absl::Milliseconds(60));
+  EXPECT_EQ(d.remaining(), absl::Milliseconds(40));
+  clock.Advance(absl::Milliseconds(40));
+  EXPECT_TRUE(d.expired());
+  EXPECT_EQ(d.remaining(), absl::ZeroDuration());
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(d.remaining(), absl::ZeroDuration());  // never negative
+  EXPECT_EQ(Deadline::At(clock.Now(), &clock).when(), clock.Now());
+}
+
+TEST(CallWithTimeoutTest, ReturnsTheResultWhenInTime) {
+  ThreadPool pool(2);
+  absl::StatusOr<int> r =
+      CallWithTimeout(pool, absl::Seconds(30), [] { return 42; });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 42);
+  absl::StatusOr<std::string> s = CallWithTimeout(
+      pool, absl::Seconds(30),
+      []() -> absl::StatusOr<std::string> { return absl::NotFoundError("no"); });
+  EXPECT_TRUE(absl::IsNotFound(s.status()));
+}
+
+TEST(CallWithTimeoutTest, VoidAndStatusCallables) {
+  ThreadPool pool(1);
+  std::atomic<int> ran{0};
+  absl::Status a =
+      CallWithTimeout(pool, absl::Seconds(30), [&ran] { ran.fetch_add(1); });
+  EXPECT_TRUE(a.ok());
+  absl::Status b = CallWithTimeout(pool, absl::Seconds(30), [] {
+    return absl::UnavailableError("down");
+  });
+  EXPECT_TRUE(absl::IsUnavailable(b));
+  EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(CallWithTimeoutTest, AHungCallableTimesOutWithinTheBudget) {
+  ThreadPool pool(1);
+  auto latch = std::make_shared<Latch>();
+  const absl::Duration budget = absl::Milliseconds(50);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<int> r = CallWithTimeout(pool, budget, [latch] {
+    latch->Wait();
+    return 1;
+  });
+  const absl::Duration waited = Since(start);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("50ms"));
+  EXPECT_GE(waited, budget - absl::Milliseconds(1));
+  EXPECT_LT(waited, budget + absl::Seconds(1));
+  // The late result arrives after the caller gave up and is discarded; the
+  // pool's destructor waits for the task, and ASan checks nothing leaks or
+  // is touched after free.
+  latch->Open();
+}
+
+TEST(CallWithTimeoutTest, AThrowingCallableBecomesAStatus) {
+  ThreadPool pool(1);
+  absl::StatusOr<int> r = CallWithTimeout(pool, absl::Seconds(30), []() -> int {
+    throw std::runtime_error("socket closed");
+  });
+  EXPECT_TRUE(IsCallableException(r.status()));
+  EXPECT_THAT(r.status().message(), HasSubstr("socket closed"));
+}
+
+TEST(CallWithTimeoutTest, AFullExecutorRefusesAtOnce) {
+  ThreadPool pool(1, /*max_queue=*/1);
+  auto latch = std::make_shared<Latch>();
+  auto running = std::make_shared<Latch>();
+  // Every exit path opens the latch, so the pool's destructor can't wait on
+  // a task that never finishes.
+  struct OpenOnExit {
+    std::shared_ptr<Latch> l;
+    ~OpenOnExit() { l->Open(); }
+  } open_on_exit{latch};
+  ASSERT_TRUE(pool.Submit([latch, running] {
+    running->Open();
+    latch->Wait();  // occupies the only thread
+  }));
+  running->Wait();                   // the worker has taken it off the queue
+  ASSERT_TRUE(pool.Submit([] {}));  // fills the queue
+  absl::StatusOr<int> r =
+      CallWithTimeout(pool, absl::Seconds(30), [] { return 1; });
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+}
+
+TEST(ThreadPoolTest, TheDestructorRunsWhatIsQueued) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(1);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(pool.Submit([&ran] { ran.fetch_add(1); }));
+    }
+  }
+  EXPECT_EQ(ran.load(), 20);
+}
+
+TEST(ExecuteWithTimeoutTest, TimeoutsAreFailuresSoAHangingBackendTrips) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "rank";
+  s.clock = &clock;
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  CircuitBreaker<int> breaker(s);
+  ThreadPool pool(3);
+  auto latch = std::make_shared<Latch>();
+  std::atomic<int> started{0};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<int> r = ExecuteWithTimeout(
+        breaker, pool, absl::Milliseconds(20), [latch, &started] {
+          started.fetch_add(1);
+          latch->Wait();
+          return 1;
+        });
+    EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  }
+  EXPECT_EQ(breaker.state(), State::kOpen);
+  EXPECT_EQ(breaker.counts().total_failures, 0u);  // cleared by the trip
+  EXPECT_EQ(breaker.totals().failures, 3u);
+  // Open: rejected at once, nothing submitted.
+  absl::StatusOr<int> rejected = ExecuteWithTimeout(
+      breaker, pool, absl::Milliseconds(20), [] { return 1; });
+  EXPECT_TRUE(IsBreakerOpen(rejected.status()));
+  latch->Open();
+  EXPECT_LE(started.load(), 3);
+}
+
+TEST(ExecuteWithTimeoutTest, SuccessInTimeIsASuccess) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.clock = &clock;
+  CircuitBreaker<int> breaker(s);
+  ThreadPool pool(1);
+  absl::StatusOr<int> r =
+      ExecuteWithTimeout(breaker, pool, absl::Seconds(30), [] { return 5; });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 5);
+  EXPECT_EQ(breaker.counts().total_successes, 1u);
+}
+
+}  // namespace
+}  // namespace degrade

@@ -4,7 +4,8 @@
 # Usage: cmake/run.sh <command>
 #
 #   demo    install missing Debian packages, configure + build the `dev` preset's
-#           example, run build/dev/examples/breaker_basics (about 4 s)
+#           example, run build/dev/examples/recsys_pipeline (the recommendation
+#           pipeline through a scripted outage on simulated time; under a second)
 #   test    install missing Debian packages, `cmake --workflow --preset dev`
 #           (configure, build, ctest --output-on-failure)
 #   asan    same with the `asan-ubsan` workflow (clang++, ASan + UBSan)
@@ -137,9 +138,9 @@ case "$cmd" in
     ensure_deps
     log "configuring and building the demo (preset dev)"
     timed cmake --preset dev
-    timed cmake --build --preset dev --target breaker_basics
-    log "running build/dev/examples/breaker_basics"
-    exec "$root/build/dev/examples/breaker_basics"
+    timed cmake --build --preset dev --target recsys_pipeline
+    log "running build/dev/examples/recsys_pipeline"
+    exec "$root/build/dev/examples/recsys_pipeline"
     ;;
   test)
     ensure_deps

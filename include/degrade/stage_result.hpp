@@ -267,11 +267,12 @@ class TraceEntry {
     std::memcpy(name_, stage.data(), stage.size());
   }
 
-  // Not NUL-terminated: `size_` says how much is used. The rest stays zero,
-  // so copies are deterministic byte for byte.
-  char name_[kMaxStageNameLength] = {};
-  uint8_t size_ = 0;
-  DegradeReason reason_ = DegradeReason::kNone;
+  // Not NUL-terminated: `size_` says how much is used. Left uninitialised
+  // by the default constructor: a trace only reads the entries it filled,
+  // and not zeroing 136 bytes is most of what a fresh StageResult costs.
+  char name_[kMaxStageNameLength];
+  uint8_t size_;
+  DegradeReason reason_;
 };
 
 // DegradationTrace
@@ -583,7 +584,7 @@ class DegradationTrace {
     return absl::OkStatus();
   }
 
-  TraceEntry entries_[kCapacity] = {};
+  TraceEntry entries_[kCapacity];  // only [0, size_) are meaningful
   uint8_t size_ = 0;
   uint16_t dropped_ = 0;
 };
@@ -611,9 +612,7 @@ class StageResult {
   using value_type = T;
 
   // A result that is not a default and has an empty trace.
-  static StageResult Fresh(T value) {
-    return StageResult(std::move(value), false, DegradationTrace());
-  }
+  static StageResult Fresh(T value) { return StageResult(std::move(value)); }
 
   // A fallback served by `stage` because of `reason`: `is_default()` is
   // true and the trace names `stage` (subject to `DegradationTrace::Add`'s
@@ -674,6 +673,11 @@ class StageResult {
  private:
   StageResult(T value, bool is_default, const DegradationTrace& trace)
       : value_(std::move(value)), is_default_(is_default), trace_(trace) {}
+  // The happy path builds its empty trace in place instead of copying one:
+  // it is most of a fresh result's size.
+  // (`trace_` is default-initialised, not value-initialised: `trace_()`
+  // would zero all of its entries first.)
+  explicit StageResult(T value) : value_(std::move(value)), is_default_(false) {}
 
   T value_;
   bool is_default_;

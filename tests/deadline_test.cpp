@@ -66,6 +66,63 @@ TEST(DeadlineTest, RemainingCountsDownOnTheGivenClock) {
   EXPECT_EQ(Deadline::At(clock.Now(), &clock).when(), clock.Now());
 }
 
+TEST(CallWithDeadlineTest, TheCallableReceivesItsDeadline) {
+  FakeClock clock;
+  absl::StatusOr<int> r = CallWithDeadline(
+      absl::Milliseconds(100),
+      [&clock](const Deadline& d) -> absl::StatusOr<int> {
+        EXPECT_EQ(d.remaining(), absl::Milliseconds(100));
+        clock.Advance(absl::Milliseconds(30));  // the RPC takes 30 ms
+        EXPECT_EQ(d.remaining(), absl::Milliseconds(70));
+        return 7;
+      },
+      &clock);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 7);
+}
+
+TEST(CallWithDeadlineTest, ALateAnswerIsDiscarded) {
+  FakeClock clock;
+  absl::StatusOr<int> r = CallWithDeadline(
+      absl::Milliseconds(100),
+      [&clock](const Deadline&) {
+        clock.Advance(absl::Milliseconds(100));  // exactly at the deadline
+        return 7;
+      },
+      &clock);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  // A callable's own error is passed through even when late.
+  absl::Status s = CallWithDeadline(
+      absl::Milliseconds(100),
+      [&clock](const Deadline&) {
+        clock.Advance(absl::Seconds(1));
+        return absl::UnavailableError("down");
+      },
+      &clock);
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+}
+
+TEST(CallWithDeadlineTest, ComposesWithABreaker) {
+  FakeClock clock;
+  BreakerSettings bs;
+  bs.clock = &clock;
+  bs.ready_to_trip = trip::ConsecutiveFailures(2);
+  CircuitBreaker<int> breaker(bs);
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<int> r = breaker.Execute([&clock] {
+      return CallWithDeadline(
+          absl::Milliseconds(100),
+          [&clock](const Deadline&) {
+            clock.Advance(absl::Milliseconds(250));  // a slow backend
+            return 1;
+          },
+          &clock);
+    });
+    EXPECT_TRUE(absl::IsDeadlineExceeded(r.status()));
+  }
+  EXPECT_EQ(breaker.state(), State::kOpen);
+}
+
 TEST(CallWithTimeoutTest, ReturnsTheResultWhenInTime) {
   ThreadPool pool(2);
   absl::StatusOr<int> r =

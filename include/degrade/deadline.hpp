@@ -85,6 +85,18 @@ class Deadline {
   const Clock* clock_;
 };
 
+// CallWithDeadline(budget, f[, clock])
+//
+// The cooperative form: calls `f(deadline)` on this thread with a Deadline
+// `budget` from now, for `f` to hand to its RPC client (`remaining()`). If
+// `f` comes back after the deadline anyway, its result is discarded and
+// DEADLINE_EXCEEDED returned, so a stage never serves an answer its request
+// has given up on. `f` returns T or absl::StatusOr<T> (absl::Status or void
+// for a void result); an exception becomes a status recognised by
+// IsCallableException. Thread-safe when `f` is.
+template <typename F>
+auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock = nullptr);
+
 // Executor
 //
 // Runs tasks on other threads. Implementations must be thread-safe.
@@ -224,6 +236,22 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
         absl::FormatDuration(budget), "; the late result will be discarded")));
   }
   return std::move(*shared->result);
+}
+
+template <typename F>
+auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock) {
+  const Deadline deadline = Deadline::In(budget, clock);
+  auto bound = [&f, &deadline] { return f(deadline); };
+  using R = std::decay_t<std::invoke_result_t<decltype(bound)&>>;
+  using T = typename detail::Unwrapped<R>::type;
+  using Result = detail::ResultOf<T>;
+  Result result = detail::InvokeCatching<T>(bound, "CallWithDeadline");
+  if (deadline.expired() && detail::StatusOf(result).ok()) {
+    return Result(absl::DeadlineExceededError(absl::StrCat(
+        "CallWithDeadline: the answer came after the budget of ",
+        absl::FormatDuration(budget), " and was discarded")));
+  }
+  return result;
 }
 
 // ExecuteWithTimeout(breaker, executor, budget, f)

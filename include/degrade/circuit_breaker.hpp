@@ -1176,21 +1176,28 @@ ResultOf<T> InvokeToResult(F& f) {
   }
 }
 
+// Runs `f`, turning a throw into a status naming where it was called: `kind`
+// alone ("CallWithTimeout"), or `kind 'name'` ("circuit breaker 'recall'").
+// The name is only formatted on the exception path.
 template <typename T, typename F>
-ResultOf<T> InvokeCatching(F& f, absl::string_view breaker_name) {
+ResultOf<T> InvokeCatching(F& f, absl::string_view kind,
+                           absl::string_view name = absl::string_view()) {
 #if DEGRADE_HAS_EXCEPTIONS
+  const auto where = [kind, name] {
+    return name.empty() ? std::string(kind)
+                        : absl::StrCat(kind, " '", name, "'");
+  };
   try {
     return InvokeToResult<T>(f);
   } catch (const std::exception& e) {
-    return CallableExceptionError(
-        absl::StrCat("circuit breaker '", breaker_name, "'"), e.what());
+    return CallableExceptionError(where(), e.what());
   } catch (...) {
     return CallableExceptionError(
-        absl::StrCat("circuit breaker '", breaker_name, "'"),
-        "an exception not derived from std::exception");
+        where(), "an exception not derived from std::exception");
   }
 #else
-  (void)breaker_name;
+  (void)kind;
+  (void)name;
   return InvokeToResult<T>(f);
 #endif
 }
@@ -1235,7 +1242,7 @@ class CircuitBreaker {
     if (const absl::Status* rejected = core_.Acquire(&ticket)) {
       return Result(*rejected);
     }
-    Result result = detail::InvokeCatching<T>(f, core_.name());
+    Result result = detail::InvokeCatching<T>(f, "circuit breaker", core_.name());
     core_.Complete(ticket, detail::StatusOf(result));
     return result;
   }

@@ -69,15 +69,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -103,6 +100,7 @@
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/periodic_worker.hpp"
 #include "nlohmann/json.hpp"
 
 namespace degrade {
@@ -233,9 +231,6 @@ class ConfigFileWatcher {
   const std::string& path() const { return path_; }
 
  private:
-  void Run(absl::Duration period);
-  void StopThread();
-
   const std::string path_;
   DegradationManager* const manager_;
 
@@ -256,14 +251,8 @@ class ConfigFileWatcher {
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> errors_{0};
 
-  // The background thread. A condition variable needs a std::mutex (not the
-  // annotated wrapper); it guards only `stop_`. `lifecycle_mu_` serialises
-  // Start()/Stop() so two of them never join the same thread.
-  std::mutex lifecycle_mu_;
-  std::mutex wake_mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;   // guarded by wake_mu_
-  std::thread thread_;  // guarded by lifecycle_mu_
+  // Last, so that it stops before anything its polls touch is destroyed.
+  detail::PeriodicWorker worker_;
 };
 
 // ---- Implementation details -------------------------------------------------
@@ -958,45 +947,12 @@ inline absl::Status ConfigFileWatcher::PollOnce() {
 }
 
 inline void ConfigFileWatcher::Start(absl::Duration period) {
-  if (period < absl::Milliseconds(1)) period = absl::Milliseconds(1);
-  // Bounded so that now() + period can't overflow the steady clock.
-  if (period > absl::Hours(24 * 365)) period = absl::Hours(24 * 365);
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-  StopThread();
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    stop_ = false;
-  }
-  thread_ = std::thread([this, period] { Run(period); });
+  // The result of each poll is kept in last_status() and reported through
+  // the manager.
+  worker_.Restart(period, [this] { PollOnce().IgnoreError(); });
 }
 
-inline void ConfigFileWatcher::Stop() {
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-  StopThread();
-}
-
-inline void ConfigFileWatcher::StopThread() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
-
-inline void ConfigFileWatcher::Run(absl::Duration period) {
-  const auto wait = absl::ToChronoNanoseconds(period);
-  std::unique_lock<std::mutex> lock(wake_mu_);
-  while (!stop_) {
-    lock.unlock();
-    PollOnce().IgnoreError();  // kept in last_status(); reported via manager
-    lock.lock();
-    // The predicate makes a Stop() between the poll and the wait count, and
-    // absorbs spurious wakeups.
-    wake_.wait_for(lock, wait, [this] { return stop_; });
-  }
-}
+inline void ConfigFileWatcher::Stop() { worker_.Stop(); }
 
 }  // namespace degrade
 

@@ -53,7 +53,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -64,7 +63,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -80,6 +78,7 @@
 #include "degrade/degradation_config.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 
 namespace degrade {
@@ -580,80 +579,31 @@ class DegradationManager {
                        absl::FormatDuration(period),
                        "): the period must be > 0 and at most 24h"));
     }
-    if (OnMonitorThread()) {
+    if (monitor_.OnWorkerThread()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "degradation manager '", name_,
           "': Start() called from the monitor thread"));
     }
-    // Held across Start and Stop (including Stop's join), so a Start racing
-    // a Stop can't leave an old thread running beside a new one.
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-    std::lock_guard<std::mutex> lock(monitor_mu_);
-    if (monitor_.joinable()) {
+    // A failing source is logged when its error changes, not on every poll,
+    // so a broken source can't flood the log.
+    auto tick = [this, last_error = std::string()]() mutable {
+      const absl::Status s = PollOnce();
+      const std::string error = s.ok() ? std::string() : s.ToString();
+      if (error != last_error && !s.ok()) LogPollError(s);
+      last_error = error;
+    };
+    if (!monitor_.StartIfIdle(period, std::move(tick))) {
       return absl::FailedPreconditionError(absl::StrCat(
           "degradation manager '", name_, "': the monitor is already running"));
     }
-    stop_ = false;
-    monitor_ = std::thread([this, period] {
-      {
-        std::lock_guard<std::mutex> id_lock(monitor_mu_);
-        monitor_id_ = std::this_thread::get_id();
-      }
-      const auto wait = absl::ToChronoNanoseconds(period);
-      std::unique_lock<std::mutex> l(monitor_mu_);
-      std::string last_error;
-      while (!stop_) {
-        l.unlock();
-        // A failing source is logged when its error changes, not on every
-        // poll, so a broken source can't flood the log.
-        const absl::Status s = PollOnce();
-        const std::string error = s.ok() ? std::string() : s.ToString();
-        if (error != last_error && !s.ok()) LogPollError(s);
-        last_error = error;
-        l.lock();
-        monitor_cv_.wait_for(l, wait, [this] { return stop_; });
-      }
-    });
     return absl::OkStatus();
   }
 
- private:
-  void LogPollError(const absl::Status& s) {
-    {
-      detail::MutexLock lock(&mu_);
-      PushLogLocked(absl::StrCat(
-          LogHead(clock_->Now(), "poll_error"), R"(,"error":")",
-          detail::JsonEscape(s.ToString()), R"("})"));
-    }
-    Dispatch();
-  }
-
- public:
   // Stops the monitor and waits for it; a no-op when it isn't running.
   // Called from the monitor thread itself (a source, observer or log sink
   // running on it), it only asks the thread to stop after this poll; the
   // next Stop() or the destructor joins it.
-  void Stop() {
-    if (OnMonitorThread()) {
-      // A thread can't join itself, and taking lifecycle_mu_ here could wait
-      // on a Stop() that is joining this very thread.
-      std::lock_guard<std::mutex> lock(monitor_mu_);
-      stop_ = true;
-      monitor_cv_.notify_all();
-      return;
-    }
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-    std::thread t;
-    {
-      std::lock_guard<std::mutex> lock(monitor_mu_);
-      stop_ = true;
-      t = std::move(monitor_);
-    }
-    monitor_cv_.notify_all();
-    if (t.joinable()) t.join();
-    std::lock_guard<std::mutex> lock(monitor_mu_);
-    monitor_id_ = std::thread::id();
-  }
+  void Stop() { monitor_.Stop(); }
 
   // ---- Level and features ----
 
@@ -964,6 +914,16 @@ class DegradationManager {
                         R"(","event":")", event, R"(")");
   }
 
+  void LogPollError(const absl::Status& s) {
+    {
+      detail::MutexLock lock(&mu_);
+      PushLogLocked(absl::StrCat(
+          LogHead(clock_->Now(), "poll_error"), R"(,"error":")",
+          detail::JsonEscape(s.ToString()), R"("})"));
+    }
+    Dispatch();
+  }
+
   void PushLogLocked(std::string line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     events_.Push(Event{std::move(line), std::nullopt});
   }
@@ -1098,17 +1058,8 @@ class DegradationManager {
   uint64_t rejected_reloads_ ABSL_GUARDED_BY(mu_) = 0;
   detail::SerialDispatcher<Event> events_;
 
-  bool OnMonitorThread() {
-    std::lock_guard<std::mutex> lock(monitor_mu_);
-    return monitor_id_ == std::this_thread::get_id();
-  }
-
-  std::mutex lifecycle_mu_;  // serialises Start() and Stop()
-  std::mutex monitor_mu_;
-  std::thread::id monitor_id_;  // guarded by monitor_mu_
-  std::condition_variable monitor_cv_;
-  bool stop_ = false;  // guarded by monitor_mu_
-  std::thread monitor_;
+  // Last, so that it stops before anything its polls touch is destroyed.
+  detail::PeriodicWorker monitor_;
 };
 
 // ---- The `when` combinators ----

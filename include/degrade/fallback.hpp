@@ -68,16 +68,13 @@
 #include <cfloat>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <unordered_set>
 #include <utility>
@@ -96,6 +93,7 @@
 #include "degrade/config.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/periodic_worker.hpp"
 #include "degrade/stage_result.hpp"
 #include "degrade/status.hpp"
 #include "nlohmann/json.hpp"
@@ -727,15 +725,8 @@ class HotList {
   //
   // Thread-safe. Must not be called from the source.
   void Start(absl::Duration period) {
-    if (period < absl::Milliseconds(1)) period = absl::Milliseconds(1);
-    if (period > absl::Hours(24 * 365)) period = absl::Hours(24 * 365);
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-    StopThread();
-    {
-      std::lock_guard<std::mutex> lock(wake_mu_);
-      stop_ = false;
-    }
-    thread_ = std::thread([this, period] { Run(period); });
+    // Failures are kept in last_status() / failures().
+    worker_.Restart(period, [this] { RefreshOnce().IgnoreError(); });
   }
 
   // HotList::Stop()
@@ -744,10 +735,7 @@ class HotList {
   // No-op if it is not running.
   //
   // Thread-safe. Must not be called from the source.
-  void Stop() {
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-    StopThread();
-  }
+  void Stop() { worker_.Stop(); }
 
   // HotList::LoadBaseline()
   //
@@ -932,29 +920,6 @@ class HotList {
     return items;
   }
 
-  void StopThread() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(wake_mu_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-
-  void Run(absl::Duration period) {
-    const auto wait = absl::ToChronoNanoseconds(period);
-    std::unique_lock<std::mutex> lock(wake_mu_);
-    while (!stop_) {
-      lock.unlock();
-      RefreshOnce().IgnoreError();  // kept in last_status() / failures()
-      lock.lock();
-      // The predicate makes a Stop() between the refresh and the wait
-      // count, and absorbs spurious wakeups.
-      wake_.wait_for(lock, wait, [this] { return stop_; });
-    }
-  }
-
   const std::size_t top_n_;
   const Source source_;
   const Clock* const clock_;
@@ -967,13 +932,8 @@ class HotList {
   uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status last_status_ ABSL_GUARDED_BY(mu_);
 
-  // The background thread. lifecycle_mu_ serialises Start/Stop; wake_mu_
-  // guards stop_ for the condition variable.
-  std::mutex lifecycle_mu_;
-  std::mutex wake_mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;
+  // Last, so that it stops before anything its refreshes touch is destroyed.
+  detail::PeriodicWorker worker_;
 };
 
 // ---- Ranking and re-ranking fallbacks ----

@@ -31,7 +31,6 @@
 #include "baseline/mutex_breaker.hpp"
 #include "degrade/circuit_breaker.hpp"
 
-
 namespace {
 
 // ---------------------------------------------------------------------------

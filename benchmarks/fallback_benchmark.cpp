@@ -59,8 +59,8 @@ void BM_BreakerDirect(benchmark::State& state) {
 void BM_WithFallback(benchmark::State& state) {
   auto& breaker = SharedBreaker();
   RunCounted(state, [&breaker] {
-    degrade::StageResult<int> r =
-        degrade::WithFallback(breaker, "features", [] { return Work(); }, 0);
+    degrade::StageResult<int> r = degrade::WithFallback(
+        breaker, "features", [] { return Work(); }, 0);
     benchmark::DoNotOptimize(r);
   });
 }

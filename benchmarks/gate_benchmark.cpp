@@ -50,7 +50,6 @@
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 
-
 namespace {
 
 // The writer's period: one change of all three states per period.
@@ -192,11 +191,12 @@ void RunReads(benchmark::State& state, Read read) {
     benchmark::DoNotOptimize(enabled);
     on += enabled ? 1 : 0;
   }
-  const std::uint64_t allocations = degrade_bench::ThreadAllocations() - allocations_before;
+  const std::uint64_t allocations =
+      degrade_bench::ThreadAllocations() - allocations_before;
   benchmark::DoNotOptimize(on);
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   const std::uint64_t changes = shared.changes() - changes_before;
 
   state.counters["allocs_per_call"] = benchmark::Counter(
@@ -244,9 +244,9 @@ __attribute__((noinline)) bool Personalise(int x) {
 }
 
 void BM_When(benchmark::State& state) {
-  const auto personalise = degrade::When(Shared::Get().manager(),
-                                         kDegradedLevel, Personalise,
-                                         /*fallback=*/false);
+  const auto personalise =
+      degrade::When(Shared::Get().manager(), kDegradedLevel, Personalise,
+                    /*fallback=*/false);
   int x = 0;
   RunReads(state, [&personalise, &x] { return personalise(++x); });
 }

@@ -64,7 +64,8 @@ struct PhaseStats {
 absl::Duration Quantile(std::vector<absl::Duration>& v, double q) {
   if (v.empty()) return absl::ZeroDuration();
   std::sort(v.begin(), v.end());
-  std::size_t rank = static_cast<std::size_t>(q * static_cast<double>(v.size()));
+  std::size_t rank =
+      static_cast<std::size_t>(q * static_cast<double>(v.size()));
   if (rank >= v.size()) rank = v.size() - 1;
   return v[rank];
 }
@@ -109,8 +110,7 @@ int main() {
 
   recsys::RunScript(
       clock, pipeline,
-      [&](std::size_t p, absl::Duration, uint64_t,
-          const recsys::Response& r) {
+      [&](std::size_t p, absl::Duration, uint64_t, const recsys::Response& r) {
         PhaseStats& st = phases[p];
         const degrade::DegradationTrace& trace = r.result.trace();
         ++st.requests;
@@ -137,23 +137,25 @@ int main() {
         std::printf("  %-22s %llu\n", "requests",
                     static_cast<unsigned long long>(st.requests));
         std::printf("  %-22s %.1f%%\n", "non-empty",
-                    st.requests == 0 ? 0.0
-                                     : 100.0 * static_cast<double>(st.non_empty) /
-                                           static_cast<double>(st.requests));
+                    st.requests == 0
+                        ? 0.0
+                        : 100.0 * static_cast<double>(st.non_empty) /
+                              static_cast<double>(st.requests));
         std::printf("  %-22s %.2f\n", "mean depth",
                     st.requests == 0 ? 0.0
                                      : static_cast<double>(st.depth_sum) /
                                            static_cast<double>(st.requests));
         std::vector<std::string> degraded;
         for (const auto& [key, n] : st.degraded) {
-          const std::string stage = key.first < recsys::kStages
-                                        ? std::string(recsys::kStageNames[key.first])
-                                        : "?";
+          const std::string stage =
+              key.first < recsys::kStages
+                  ? std::string(recsys::kStageNames[key.first])
+                  : "?";
           degraded.push_back(absl::StrCat(stage, ":", key.second, " ", n));
         }
-        std::printf("  %-22s %s\n", "degraded (stage:why)",
-                    degraded.empty() ? "-"
-                                     : absl::StrJoin(degraded, ", ").c_str());
+        std::printf(
+            "  %-22s %s\n", "degraded (stage:why)",
+            degraded.empty() ? "-" : absl::StrJoin(degraded, ", ").c_str());
         // The most common trace, as a response header would carry it.
         const auto common = std::max_element(
             st.traces.begin(), st.traces.end(),
@@ -165,9 +167,9 @@ int main() {
         }
         std::vector<std::string> states;
         for (std::size_t s = 0; s < recsys::kStages; ++s) {
-          states.push_back(absl::StrCat(
-              recsys::kStageNames[s], "=",
-              degrade::StateName(pipeline.BreakerState(s))));
+          states.push_back(
+              absl::StrCat(recsys::kStageNames[s], "=",
+                           degrade::StateName(pipeline.BreakerState(s))));
         }
         std::printf("  %-22s %s\n", "breakers at end",
                     absl::StrJoin(states, " ").c_str());

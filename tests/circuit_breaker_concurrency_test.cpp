@@ -26,8 +26,8 @@ namespace degrade {
 
 // Found by argument-dependent lookup, so it lives in degrade itself.
 void PrintTo(const SlidingWindow& w, std::ostream* os) {
-  *os << (w.kind == SlidingWindow::Kind::kCount ? "Count(" : "Time(")
-      << w.size << ")";
+  *os << (w.kind == SlidingWindow::Kind::kCount ? "Count(" : "Time(") << w.size
+      << ")";
 }
 
 namespace {
@@ -216,8 +216,8 @@ TEST(CircuitBreakerConcurrencyTest, ClosedCountsAreExactWithoutTransitions) {
 // Windows are written lock-free by every completing call and read by the
 // failure path; under TSan this checks those paths race-free, and afterwards
 // that the window never reports more calls than it can hold.
-class WindowedConcurrencyTest
-    : public ::testing::TestWithParam<SlidingWindow> {};
+class WindowedConcurrencyTest : public ::testing::TestWithParam<SlidingWindow> {
+};
 
 TEST_P(WindowedConcurrencyTest, WindowsStayConsistentUnderContention) {
   FakeClock clock;
@@ -227,8 +227,8 @@ TEST_P(WindowedConcurrencyTest, WindowsStayConsistentUnderContention) {
   s.window = GetParam();
   s.timeout = absl::Milliseconds(5);
   s.slow_call_duration = absl::Milliseconds(2);
-  s.ready_to_trip = trip::AnyOf(trip::FailureRate(0.5, 20),
-                                trip::SlowCallRate(0.9, 20));
+  s.ready_to_trip =
+      trip::AnyOf(trip::FailureRate(0.5, 20), trip::SlowCallRate(0.9, 20));
   std::atomic<int> opens{0};
   s.on_state_change = [&opens](const std::string&, State, State to) {
     if (to == State::kOpen) opens.fetch_add(1);
@@ -264,14 +264,12 @@ TEST_P(WindowedConcurrencyTest, WindowsStayConsistentUnderContention) {
   // reset, failures alone trip it exactly at the minimum number of calls.
   cb.Reset();
   for (int i = 0; i < 19; ++i) {
-    (void)cb.Execute([]() -> absl::StatusOr<int> {
-      return absl::InternalError("x");
-    });
+    (void)cb.Execute(
+        []() -> absl::StatusOr<int> { return absl::InternalError("x"); });
   }
   EXPECT_EQ(cb.state(), State::kClosed);
-  (void)cb.Execute([]() -> absl::StatusOr<int> {
-    return absl::InternalError("x");
-  });
+  (void)cb.Execute(
+      []() -> absl::StatusOr<int> { return absl::InternalError("x"); });
   EXPECT_EQ(cb.state(), State::kOpen);
   EXPECT_GT(opens.load(), 0);
 }
@@ -281,8 +279,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(SlidingWindow::Count(50),
                       SlidingWindow::Time(absl::Milliseconds(50), 5)),
     [](const ::testing::TestParamInfo<SlidingWindow>& info) {
-      return info.param.kind == SlidingWindow::Kind::kCount ? "Count"
-                                                            : "Time";
+      return info.param.kind == SlidingWindow::Kind::kCount ? "Count" : "Time";
     });
 
 TEST(CircuitBreakerConcurrencyTest, CallbacksThatCallBackDoNotDeadlock) {

@@ -118,9 +118,9 @@ TEST_F(CircuitBreakerTest, DefaultTripsOnTheSixthConsecutiveFailure) {
   EXPECT_EQ(cb.state(), State::kClosed);
   FailTimes(cb, 1);
   EXPECT_EQ(cb.state(), State::kOpen);
-  EXPECT_THAT(transitions_,
-              ElementsAre(Transition{"feature-service", State::kClosed,
-                                     State::kOpen}));
+  EXPECT_THAT(
+      transitions_,
+      ElementsAre(Transition{"feature-service", State::kClosed, State::kOpen}));
 }
 
 TEST_F(CircuitBreakerTest, ReadyToTripSeesCountsIncludingTheFailure) {
@@ -210,13 +210,12 @@ TEST_F(CircuitBreakerTest, TheNextCallAlsoObservesTheTimeout) {
   // No state() query: the call itself moves the breaker to half-open, runs
   // as the trial, and its success closes it (max_requests 0 means 1).
   EXPECT_EQ(*cb.Execute(Succeed), 7);
-  EXPECT_THAT(transitions_,
-              ElementsAre(Transition{"feature-service", State::kClosed,
-                                     State::kOpen},
-                          Transition{"feature-service", State::kOpen,
-                                     State::kHalfOpen},
-                          Transition{"feature-service", State::kHalfOpen,
-                                     State::kClosed}));
+  EXPECT_THAT(
+      transitions_,
+      ElementsAre(
+          Transition{"feature-service", State::kClosed, State::kOpen},
+          Transition{"feature-service", State::kOpen, State::kHalfOpen},
+          Transition{"feature-service", State::kHalfOpen, State::kClosed}));
 }
 
 TEST_F(CircuitBreakerTest, ZeroMaxRequestsMeansOneTrial) {
@@ -419,9 +418,8 @@ TEST_F(CircuitBreakerTest, ExcludedOutcomesAreCountedApart) {
 
 TEST_F(CircuitBreakerTest, ThrowingCallableCountsAsFailureAndNothingEscapes) {
   CircuitBreaker<int> cb(Settings());
-  absl::StatusOr<int> r = cb.Execute([]() -> int {
-    throw std::runtime_error("connection reset");
-  });
+  absl::StatusOr<int> r =
+      cb.Execute([]() -> int { throw std::runtime_error("connection reset"); });
   EXPECT_TRUE(IsCallableException(r.status()));
   EXPECT_FALSE(IsBreakerOpen(r.status()));
   EXPECT_THAT(r.status().message(), HasSubstr("connection reset"));
@@ -431,8 +429,7 @@ TEST_F(CircuitBreakerTest, ThrowingCallableCountsAsFailureAndNothingEscapes) {
     (void)cb.Execute([]() -> int { throw 42; });
   }
   EXPECT_EQ(cb.state(), State::kOpen);
-  EXPECT_EQ(cb.totals().admitted,
-            cb.totals().failures + cb.totals().successes);
+  EXPECT_EQ(cb.totals().admitted, cb.totals().failures + cb.totals().successes);
 }
 
 TEST_F(CircuitBreakerTest, ExecuteAcceptsPlainValuesAndMoveOnlyTypes) {
@@ -447,7 +444,8 @@ TEST_F(CircuitBreakerTest, VoidBreakerTakesStatusOrVoidCallables) {
   CircuitBreaker<void> cb(Settings());
   int runs = 0;
   EXPECT_TRUE(cb.Execute([&runs] { ++runs; }).ok());
-  absl::Status st = cb.Execute([] { return absl::DeadlineExceededError("slow"); });
+  absl::Status st =
+      cb.Execute([] { return absl::DeadlineExceededError("slow"); });
   EXPECT_TRUE(absl::IsDeadlineExceeded(st));
   EXPECT_EQ(runs, 1);
   EXPECT_EQ(cb.counts().total_successes, 1u);
@@ -601,7 +599,8 @@ class GatedClock final : public Clock {
   bool released_ = false;
 };
 
-TEST_F(CircuitBreakerTest, StragglerFromAnEarlierGenerationCannotTakeATrialSlot) {
+TEST_F(CircuitBreakerTest,
+       StragglerFromAnEarlierGenerationCannotTakeATrialSlot) {
   // Regression: a closed-state call that stalled between reading the state
   // and counting its admission used to land in the half-open generation and
   // hold its only trial slot forever.

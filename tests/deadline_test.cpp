@@ -130,8 +130,9 @@ TEST(CallWithTimeoutTest, ReturnsTheResultWhenInTime) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, 42);
   absl::StatusOr<std::string> s = CallWithTimeout(
-      pool, absl::Seconds(30),
-      []() -> absl::StatusOr<std::string> { return absl::NotFoundError("no"); });
+      pool, absl::Seconds(30), []() -> absl::StatusOr<std::string> {
+        return absl::NotFoundError("no");
+      });
   EXPECT_TRUE(absl::IsNotFound(s.status()));
 }
 
@@ -141,9 +142,8 @@ TEST(CallWithTimeoutTest, VoidAndStatusCallables) {
   absl::Status a =
       CallWithTimeout(pool, absl::Seconds(30), [&ran] { ran.fetch_add(1); });
   EXPECT_TRUE(a.ok());
-  absl::Status b = CallWithTimeout(pool, absl::Seconds(30), [] {
-    return absl::UnavailableError("down");
-  });
+  absl::Status b = CallWithTimeout(
+      pool, absl::Seconds(30), [] { return absl::UnavailableError("down"); });
   EXPECT_TRUE(absl::IsUnavailable(b));
   EXPECT_EQ(ran.load(), 1);
 }
@@ -191,7 +191,7 @@ TEST(CallWithTimeoutTest, AFullExecutorRefusesAtOnce) {
     running->Open();
     latch->Wait();  // occupies the only thread
   }));
-  running->Wait();                   // the worker has taken it off the queue
+  running->Wait();                  // the worker has taken it off the queue
   ASSERT_TRUE(pool.Submit([] {}));  // fills the queue
   absl::StatusOr<int> r =
       CallWithTimeout(pool, absl::Seconds(30), [] { return 1; });

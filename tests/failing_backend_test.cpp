@@ -5,6 +5,8 @@
 // here sleeps: time is a FakeClock, and the hanging case is synchronised
 // with WaitForHungCalls()/ReleaseHung() (condition variables).
 
+#include "degrade/testing/failing_backend.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -15,14 +17,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/status.hpp"
-#include "degrade/testing/failing_backend.hpp"
 #include "degrade/testing/status_matchers.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace {
 
@@ -87,8 +88,9 @@ TEST(FailingBackendTest, FailingWithAnOkStatusFailsAnyway) {
 TEST(FailingBackendTest, StatusOnlyCoreReturnsOkWhenHealthy) {
   FakeClock clock;
   FailingBackendCore backend(&clock);
-  backend.Script().Healthy(absl::Seconds(1)).Failing(
-      absl::UnavailableError("down"));
+  backend.Script()
+      .Healthy(absl::Seconds(1))
+      .Failing(absl::UnavailableError("down"));
   EXPECT_THAT(backend.CallStatus(), IsOk());
   clock.Advance(absl::Seconds(1));
   EXPECT_THAT(backend.CallStatus(), StatusIs(kUnavailable));
@@ -151,8 +153,9 @@ TEST(FailingBackendTest, ScriptReplacesThePreviousOneFromNow) {
   backend.Script().Failing(absl::UnavailableError("down"));
   EXPECT_THAT(backend.Call(), Not(IsOk()));
   clock.Advance(absl::Minutes(3));
-  backend.Script().Healthy(absl::Seconds(1)).Failing(
-      absl::UnavailableError("again"));
+  backend.Script()
+      .Healthy(absl::Seconds(1))
+      .Failing(absl::UnavailableError("again"));
   EXPECT_THAT(backend.Call(), IsOk());
   clock.Advance(absl::Seconds(1));
   EXPECT_THAT(backend.Call(), StatusIs(kUnavailable, "again"));
@@ -207,7 +210,8 @@ TEST(FailingBackendTest, FailingAtRateExtremesAndDefaultStatus) {
 #if DEGRADE_HAS_EXCEPTIONS
 TEST(FailingBackendTest, ThrowingPhaseThrowsRuntimeError) {
   FakeClock clock;
-  FailingBackend<int> backend(&clock, 1, FailingBackendOptions{"ranker", {}, {}});
+  FailingBackend<int> backend(&clock, 1,
+                              FailingBackendOptions{"ranker", {}, {}});
   backend.Script().Throwing(absl::Seconds(1)).Healthy();
   try {
     (void)backend.Call();
@@ -330,7 +334,8 @@ TEST(FailingBackendTest, FlappingUsesTheGivenDownStatus) {
   EXPECT_THAT(backend.Call(), StatusIs(absl::StatusCode::kInternal, "blip"));
 }
 
-// ---- FailingBackend: counters and threads ------------------------------------
+// ---- FailingBackend: counters and threads
+// ------------------------------------
 
 TEST(FailingBackendTest, CountersAddUpAcrossPhases) {
   FakeClock clock;
@@ -440,10 +445,10 @@ TEST(StatusMatchersTest, StatusIsMatchesCodeAndMessage) {
   EXPECT_THAT(Explain(StatusIs(kUnavailable, "recall down"), down),
               HasSubstr("whose status message is wrong (the status is "
                         "UNAVAILABLE: feature service down)"));
-  EXPECT_EQ(::testing::DescribeMatcher<absl::Status>(
-                StatusIs(kUnavailable, "x")),
-            "has a status code that is equal to UNAVAILABLE, and a message "
-            "that is equal to \"x\"");
+  EXPECT_EQ(
+      ::testing::DescribeMatcher<absl::Status>(StatusIs(kUnavailable, "x")),
+      "has a status code that is equal to UNAVAILABLE, and a message "
+      "that is equal to \"x\"");
 }
 
 TEST(StatusMatchersTest, IsOkAndHoldsMatchesTheValue) {
@@ -503,7 +508,8 @@ TEST(StatusMatchersTest, BreakerRejectionsAreToldApartFromBackendErrors) {
             "is a rejection by an open circuit breaker");
 }
 
-// ---- FailingBackend behind a CircuitBreaker ----------------------------------
+// ---- FailingBackend behind a CircuitBreaker
+// ----------------------------------
 
 degrade::BreakerSettings TripAfterFive(const degrade::Clock* clock) {
   degrade::BreakerSettings settings;
@@ -523,7 +529,9 @@ TEST(FailingBackendBreakerTest, TripsDuringTheOutageAndClosesAfterRecovery) {
       .Failing(absl::UnavailableError("down"), absl::Seconds(30))
       .Healthy();
   degrade::CircuitBreaker<int> breaker(TripAfterFive(&clock));
-  const auto call = [&] { return breaker.Execute([&] { return backend.Call(); }); };
+  const auto call = [&] {
+    return breaker.Execute([&] { return backend.Call(); });
+  };
 
   EXPECT_THAT(call(), IsOkAndHolds(1));
   EXPECT_EQ(breaker.state(), degrade::State::kClosed);
@@ -575,7 +583,8 @@ TEST(FailingBackendBreakerTest, SlowBackendIsASlowCallForTheBreaker) {
       << "the simulated latency moved the clock the breaker reads";
 }
 
-// ---- How a user wires a FailingBackend into a gMock mock ---------------------
+// ---- How a user wires a FailingBackend into a gMock mock
+// ---------------------
 
 // The user's client interface, as their service sees it.
 class FeatureClient {
@@ -593,8 +602,8 @@ class MockFeatureClient : public FeatureClient {
 // The code under test: features through a breaker, the global average on
 // any error (never zeros; see DESIGN.md).
 std::vector<float> FeaturesOrDefault(
-    FeatureClient& client,
-    degrade::CircuitBreaker<std::vector<float>>& breaker, int user) {
+    FeatureClient& client, degrade::CircuitBreaker<std::vector<float>>& breaker,
+    int user) {
   absl::StatusOr<std::vector<float>> f =
       breaker.Execute([&] { return client.Fetch(user); });
   return f.ok() ? *std::move(f) : std::vector<float>{0.5f, 0.5f};
@@ -622,8 +631,7 @@ TEST(FeatureClientMockTest, MockFollowsTheBackendScript) {
 
   clock.Advance(absl::Seconds(10));
   for (int i = 0; i < 10; ++i) {
-    EXPECT_THAT(FeaturesOrDefault(client, breaker, 7),
-                ElementsAre(0.5f, 0.5f));
+    EXPECT_THAT(FeaturesOrDefault(client, breaker, 7), ElementsAre(0.5f, 0.5f));
   }
   EXPECT_EQ(breaker.state(), degrade::State::kOpen);
   EXPECT_EQ(backend.calls(), 7u);

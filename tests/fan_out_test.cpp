@@ -64,11 +64,11 @@ class FanOutRecallTest : public ::testing::Test {
     std::vector<RecallRoute<std::string>> routes;
     const char* names[] = {"cf", "vec", "fresh"};
     for (std::size_t i = 0; i < 3; ++i) {
-      routes.push_back({names[i], breakers_[i].get(),
-                        [this, i]() -> absl::StatusOr<Items> {
-                          ++calls_[i];
-                          return answers_[i];
-                        }});
+      routes.push_back(
+          {names[i], breakers_[i].get(), [this, i]() -> absl::StatusOr<Items> {
+             ++calls_[i];
+             return answers_[i];
+           }});
     }
     return routes;
   }
@@ -77,8 +77,9 @@ class FanOutRecallTest : public ::testing::Test {
   // failures).
   void Trip(std::size_t i) {
     for (int n = 0; n < 6; ++n) {
-      (void)breakers_[i]->Execute(
-          []() -> absl::StatusOr<Items> { return absl::UnavailableError("x"); });
+      (void)breakers_[i]->Execute([]() -> absl::StatusOr<Items> {
+        return absl::UnavailableError("x");
+      });
     }
     ASSERT_EQ(breakers_[i]->state(), State::kOpen);
   }
@@ -119,8 +120,8 @@ TEST_F(FanOutRecallTest, DedupByIdKeepsTheFirstOccurrence) {
 TEST_F(FanOutRecallTest, CustomMergeSeesTheAnsweredRoutesInOrder) {
   answers_[1] = absl::InternalError("vec broke");
   std::vector<std::size_t> sizes;
-  absl::StatusOr<StageResult<Items>> r = FanOutRecall(
-      Routes(), Items{"hot"}, [&](std::vector<Items>&& answers) {
+  absl::StatusOr<StageResult<Items>> r =
+      FanOutRecall(Routes(), Items{"hot"}, [&](std::vector<Items>&& answers) {
         for (const Items& a : answers) sizes.push_back(a.size());
         return Items{"merged"};
       });
@@ -356,8 +357,7 @@ TEST_F(FanOutRecallValidationTest, BadCharacterOrEmptyNameIsRefused) {
 TEST_F(FanOutRecallValidationTest, DuplicateNameIsRefused) {
   std::vector<RecallRoute<std::string>> routes = Routes();
   routes[2].name = "cf";
-  EXPECT_THAT(Refused(routes).message(),
-              HasSubstr("already used by route 0"));
+  EXPECT_THAT(Refused(routes).message(), HasSubstr("already used by route 0"));
 }
 
 TEST_F(FanOutRecallValidationTest, NullBreakerOrEmptyCallIsRefused) {

@@ -6,8 +6,6 @@
 // the breakers have had time to settle, a request's trace names exactly the
 // stages whose backends are failing, with a reason that fits how they fail.
 
-#include "recsys/pipeline.hpp"
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +19,7 @@
 #include "degrade/stage_result.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recsys/pipeline.hpp"
 
 namespace {
 
@@ -149,8 +148,8 @@ TEST_P(RecsysPhaseTest, NonEmptyAndTraceNamesExactlyTheFailedStages) {
   for (const Record& r : run.records) {
     if (r.phase != p) continue;
     ++in_phase;
-    EXPECT_TRUE(r.non_empty) << phase.name << " at +"
-                             << absl::FormatDuration(r.offset);
+    EXPECT_TRUE(r.non_empty)
+        << phase.name << " at +" << absl::FormatDuration(r.offset);
     EXPECT_EQ(r.trace.dropped(), 0u);
     if (!Steady(r)) continue;
     ++steady;
@@ -210,10 +209,10 @@ std::string PhaseTestName(const ::testing::TestParamInfo<std::size_t>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllPhases, RecsysPhaseTest,
-    ::testing::Range(std::size_t{0}, recsys::OutageScript().size()),
-    PhaseTestName);
+INSTANTIATE_TEST_SUITE_P(AllPhases, RecsysPhaseTest,
+                         ::testing::Range(std::size_t{0},
+                                          recsys::OutageScript().size()),
+                         PhaseTestName);
 
 TEST(RecsysPipelineTest, ScriptCoversTheOutagesOfTheIssue) {
   const std::vector<recsys::Phase>& script = recsys::OutageScript();
@@ -255,7 +254,8 @@ TEST(RecsysPipelineTest, TraceFlowsInRequestOrderWhenEverythingIsDown) {
   const ScriptRun& run = SharedRun();
   std::size_t checked = 0;
   for (const Record& r : run.records) {
-    if (!Steady(r) || recsys::OutageScript()[r.phase].name != "everything down") {
+    if (!Steady(r) ||
+        recsys::OutageScript()[r.phase].name != "everything down") {
       continue;
     }
     EXPECT_THAT(TracedStages(r.trace),

@@ -65,7 +65,12 @@ struct Candidate {
 
 // Stage indices and names, in request order.
 inline constexpr std::size_t kStages = 4;
-enum StageIndex : std::size_t { kFeatures = 0, kRecall = 1, kRank = 2, kRerank = 3 };
+enum StageIndex : std::size_t {
+  kFeatures = 0,
+  kRecall = 1,
+  kRank = 2,
+  kRerank = 3
+};
 inline constexpr std::array<absl::string_view, kStages> kStageNames = {
     "features", "recall", "rank", "rerank"};
 
@@ -110,8 +115,7 @@ inline const std::vector<Phase>& OutageScript() {
       {"feature service down",
        {M::kDown, M::kHealthy, M::kHealthy, M::kHealthy}},
       {"recall down", {M::kHealthy, M::kDown, M::kHealthy, M::kHealthy}},
-      {"ranking hanging",
-       {M::kHealthy, M::kHealthy, M::kHanging, M::kHealthy}},
+      {"ranking hanging", {M::kHealthy, M::kHealthy, M::kHanging, M::kHealthy}},
       {"re-ranking throwing",
        {M::kHealthy, M::kHealthy, M::kHealthy, M::kThrowing}},
       {"everything down", {M::kDown, M::kDown, M::kDown, M::kDown}},
@@ -130,9 +134,8 @@ inline uint64_t Mix(uint64_t x) {
 
 // A value in [-1, 1) drawn from `seed`.
 inline float Unit(uint64_t seed) {
-  return static_cast<float>(static_cast<double>(Mix(seed) >> 11) * 0x1.0p-53 *
-                                2.0 -
-                            1.0);
+  return static_cast<float>(
+      static_cast<double>(Mix(seed) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
 inline constexpr std::size_t kFeatureDim = 8;
@@ -167,9 +170,9 @@ class Pipeline {
         rerank_(clock, std::string("diversity-v2"), Options("rerank-service")),
         hot_list_(HotOptions(clock)) {
     for (std::size_t s = kRecall; s < kStages; ++s) {
-      breakers_[s] = std::make_unique<
-          degrade::CircuitBreaker<std::vector<Candidate>>>(
-          BreakerFor(kStageNames[s]));
+      breakers_[s] =
+          std::make_unique<degrade::CircuitBreaker<std::vector<Candidate>>>(
+              BreakerFor(kStageNames[s]));
     }
     feature_breaker_ =
         std::make_unique<degrade::CircuitBreaker<std::vector<float>>>(
@@ -214,10 +217,10 @@ class Pipeline {
     if (!features.ok()) {
       // Both plans failed: there is nothing to rank with. Say so with an
       // empty result rather than invent one; the demo counts it.
-      return Response{degrade::StageResult<std::vector<Candidate>>::Fallback(
-                          {}, kStageNames[kFeatures],
-                          degrade::DegradeReason::kError),
-                      clock_->Now() - start, false};
+      return Response{
+          degrade::StageResult<std::vector<Candidate>>::Fallback(
+              {}, kStageNames[kFeatures], degrade::DegradeReason::kError),
+          clock_->Now() - start, false};
     }
 
     // 2. Recall, with the features' trace merged in.
@@ -244,18 +247,19 @@ class Pipeline {
     const bool default_features = features->is_default();
     const std::vector<float>& user_vec = features->value();
     bool ranked_fresh = false;
-    degrade::StageResult<std::vector<Candidate>> ranked = degrade::RankOrFallback(
-        recalled->trace(), *breakers_[kRank], kStageNames[kRank],
-        [&](const std::vector<Candidate>& in)
-            -> absl::StatusOr<std::vector<Candidate>> {
-          absl::StatusOr<std::string> model =
-              Timed(kRank, [&] { return rank_.Call(); });
-          if (!model.ok()) return model.status();
-          ranked_fresh = true;
-          return Score(in, user_vec, default_features);
-        },
-        std::move(*recalled).value(),
-        [](const Candidate& c) { return c.recall_score; });
+    degrade::StageResult<std::vector<Candidate>> ranked =
+        degrade::RankOrFallback(
+            recalled->trace(), *breakers_[kRank], kStageNames[kRank],
+            [&](const std::vector<Candidate>& in)
+                -> absl::StatusOr<std::vector<Candidate>> {
+              absl::StatusOr<std::string> model =
+                  Timed(kRank, [&] { return rank_.Call(); });
+              if (!model.ok()) return model.status();
+              ranked_fresh = true;
+              return Score(in, user_vec, default_features);
+            },
+            std::move(*recalled).value(),
+            [](const Candidate& c) { return c.recall_score; });
 
     // 4. Re-rank: diversify; its Plan B only removes duplicates.
     degrade::StageResult<std::vector<Candidate>> reranked =
@@ -268,8 +272,7 @@ class Pipeline {
               if (!model.ok()) return model.status();
               return Diversify(in);
             },
-            std::move(ranked).value(),
-            [](const Candidate& c) { return c.id; });
+            std::move(ranked).value(), [](const Candidate& c) { return c.id; });
     if (reranked.value().size() > kResultSize) {
       reranked.value().resize(kResultSize);
     }
@@ -328,9 +331,8 @@ class Pipeline {
     std::vector<Candidate> pool;
     for (int64_t i = 0; i < 300; ++i) {
       const int64_t id = (i % 60 == 59) ? i - 1 : i;  // every 60th repeats
-      pool.push_back(Candidate{id, Unit(static_cast<uint64_t>(i) + 99) * 0.5f +
-                                       0.5f,
-                               0});
+      pool.push_back(
+          Candidate{id, Unit(static_cast<uint64_t>(i) + 99) * 0.5f + 0.5f, 0});
     }
     return pool;
   }
@@ -339,8 +341,8 @@ class Pipeline {
                                             uint64_t user) {
     // A user-dependent rotation stands in for per-user retrieval.
     const std::size_t shift = static_cast<std::size_t>(user % pool.size());
-    std::rotate(pool.begin(),
-                pool.begin() + static_cast<std::ptrdiff_t>(shift), pool.end());
+    std::rotate(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(shift),
+                pool.end());
     pool.resize(std::min<std::size_t>(pool.size(), 240));
     return pool;
   }
@@ -373,8 +375,8 @@ class Pipeline {
   // Re-ranking: drop duplicates and interleave five "categories" (id % 5),
   // so no category takes the first screen.
   static std::vector<Candidate> Diversify(const std::vector<Candidate>& in) {
-    std::vector<Candidate> unique = degrade::DedupOnly(
-        in, [](const Candidate& c) { return c.id; });
+    std::vector<Candidate> unique =
+        degrade::DedupOnly(in, [](const Candidate& c) { return c.id; });
     std::array<std::vector<Candidate>, 5> by_category;
     for (Candidate& c : unique) {
       by_category[static_cast<std::size_t>(c.id % 5)].push_back(c);
@@ -443,8 +445,7 @@ class Pipeline {
   // computed locally as a stand-in for what they would return.
   degrade::testing::FailingBackend<std::string> rank_;
   degrade::testing::FailingBackend<std::string> rerank_;
-  std::unique_ptr<degrade::CircuitBreaker<std::vector<float>>>
-      feature_breaker_;
+  std::unique_ptr<degrade::CircuitBreaker<std::vector<float>>> feature_breaker_;
   // Indexed by StageIndex; [kFeatures] is unused (features have their own
   // value type).
   std::array<std::unique_ptr<degrade::CircuitBreaker<std::vector<Candidate>>>,

@@ -181,7 +181,8 @@ class BreakerFamily {
     const int64_t ttl = absl::ToInt64Nanoseconds(idle_ttl_);
     std::size_t n = 0;
     for (auto it = entries_.begin(); it != entries_.end();) {
-      const int64_t last = it->second.last_used->load(std::memory_order_relaxed);
+      const int64_t last =
+          it->second.last_used->load(std::memory_order_relaxed);
       if (now - last > ttl) {
         it = entries_.erase(it);
         ++n;
@@ -201,7 +202,8 @@ class BreakerFamily {
     int64_t victim_last = 0;
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       const bool free = it->second.breaker.use_count() == 1;
-      const int64_t last = it->second.last_used->load(std::memory_order_relaxed);
+      const int64_t last =
+          it->second.last_used->load(std::memory_order_relaxed);
       if (victim == entries_.end() || (free && !victim_free) ||
           (free == victim_free && last < victim_last)) {
         victim = it;

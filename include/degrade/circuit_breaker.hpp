@@ -11,8 +11,8 @@
 // The semantics are gobreaker's, so a gobreaker user finds no surprise:
 //
 //   closed --ready_to_trip(counts) on a failure--> open
-//   open   --`timeout` has passed, seen by the next call or state()--> half-open
-//   half-open --`max_requests` consecutive successes--> closed
+//   open   --`timeout` has passed, seen by the next call or state()-->
+//   half-open half-open --`max_requests` consecutive successes--> closed
 //   half-open --any failure--> open
 //
 // Every transition starts a new generation and clears `Counts`; in the closed
@@ -304,8 +304,8 @@ inline absl::Status ValidateBreakerSettings(const BreakerSettings& s) {
                "must be >= 0 (0 means no cap)");
   }
   if (s.max_timeout > absl::ZeroDuration() &&
-      s.max_timeout < (s.timeout == absl::ZeroDuration() ? absl::Seconds(60)
-                                                         : s.timeout)) {
+      s.max_timeout <
+          (s.timeout == absl::ZeroDuration() ? absl::Seconds(60) : s.timeout)) {
     return bad("max_timeout", absl::FormatDuration(s.max_timeout),
                "must be 0 (no cap) or at least the timeout");
   }
@@ -503,12 +503,10 @@ class BreakerCore {
                                           : &RealClock::Instance()),
         real_clock_(clock_ == &RealClock::Instance() ? &RealClock::Instance()
                                                      : nullptr),
-        max_requests_(settings_.max_requests == 0 ? 1
-                                                  : settings_.max_requests),
+        max_requests_(settings_.max_requests == 0 ? 1 : settings_.max_requests),
         interval_nanos_(absl::ToInt64Nanoseconds(settings_.interval)),
-        timeout_(settings_.timeout == absl::ZeroDuration()
-                     ? absl::Seconds(60)
-                     : settings_.timeout),
+        timeout_(settings_.timeout == absl::ZeroDuration() ? absl::Seconds(60)
+                                                           : settings_.timeout),
         slow_nanos_(absl::ToInt64Nanoseconds(settings_.slow_call_duration)),
         half_open_wait_nanos_(
             absl::ToInt64Nanoseconds(settings_.half_open_max_wait)),
@@ -526,15 +524,15 @@ class BreakerCore {
     // reference count, and a single shared one would make every rejecting
     // thread write the same cache line.
     for (std::size_t i = 0; i <= shard_mask_; ++i) {
-      shards_[i].open_status = WithReason(
-          absl::UnavailableError(absl::StrCat(
-              "circuit breaker '", settings_.name, "' is open")),
-          kReasonOpen);
-      shards_[i].too_many_status = WithReason(
-          absl::UnavailableError(absl::StrCat(
-              "circuit breaker '", settings_.name,
-              "' is half-open and its trial calls are all taken")),
-          kReasonTooMany);
+      shards_[i].open_status =
+          WithReason(absl::UnavailableError(absl::StrCat(
+                         "circuit breaker '", settings_.name, "' is open")),
+                     kReasonOpen);
+      shards_[i].too_many_status =
+          WithReason(absl::UnavailableError(absl::StrCat(
+                         "circuit breaker '", settings_.name,
+                         "' is half-open and its trial calls are all taken")),
+                     kReasonTooMany);
     }
     if (window_kind_ == SlidingWindow::Kind::kCount) {
       count_window_ = std::make_unique<CountWindow>(settings_.window.size);
@@ -584,15 +582,15 @@ class BreakerCore {
   }
 
   void Complete(const Ticket& t, const absl::Status& outcome) {
-    const bool excluded =
-        has_is_excluded_ &&
-        SafePredicate(settings_.is_excluded, false, outcome);
+    const bool excluded = has_is_excluded_ &&
+                          SafePredicate(settings_.is_excluded, false, outcome);
     const bool success =
-        !excluded && (has_is_successful_
-                          ? SafePredicate(settings_.is_successful, false,
-                                          outcome)
-                          : outcome.ok());
-    const bool slow = slow_nanos_ > 0 && NowNanos() - t.start_nanos > slow_nanos_;
+        !excluded &&
+        (has_is_successful_
+             ? SafePredicate(settings_.is_successful, false, outcome)
+             : outcome.ok());
+    const bool slow =
+        slow_nanos_ > 0 && NowNanos() - t.start_nanos > slow_nanos_;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
       LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
@@ -682,7 +680,9 @@ class BreakerCore {
   static constexpr int kGenShift = 4;
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-  static State StateOf(uint64_t w) { return static_cast<State>(w & kStateMask); }
+  static State StateOf(uint64_t w) {
+    return static_cast<State>(w & kStateMask);
+  }
   static Mode ModeOf(uint64_t w) {
     return static_cast<Mode>((w >> kModeShift) & kModeMask);
   }
@@ -723,7 +723,8 @@ class BreakerCore {
 
   static std::size_t ShardCount() {
     // A power of two at least the core count (8..64): threads rarely share.
-    std::size_t want = std::max<unsigned>(8, std::thread::hardware_concurrency());
+    std::size_t want =
+        std::max<unsigned>(8, std::thread::hardware_concurrency());
     std::size_t n = 1;
     while (n < want && n < 64) n <<= 1;
     return n;
@@ -740,10 +741,10 @@ class BreakerCore {
         s.slow_call_duration == absl::InfiniteDuration()) {
       s.slow_call_duration = absl::ZeroDuration();
     }
-    if (s.max_timeout < absl::ZeroDuration()) s.max_timeout = absl::ZeroDuration();
-    const absl::Duration base = s.timeout == absl::ZeroDuration()
-                                    ? absl::Seconds(60)
-                                    : s.timeout;
+    if (s.max_timeout < absl::ZeroDuration())
+      s.max_timeout = absl::ZeroDuration();
+    const absl::Duration base =
+        s.timeout == absl::ZeroDuration() ? absl::Seconds(60) : s.timeout;
     if (s.max_timeout > absl::ZeroDuration() && s.max_timeout < base) {
       s.max_timeout = base;  // a cap below the base would shorten the backoff
     }
@@ -826,8 +827,7 @@ class BreakerCore {
                NowNanos() > open_expiry_.load(std::memory_order_acquire);
       case State::kHalfOpen:
         return half_open_wait_nanos_ > 0 &&
-               NowNanos() >
-                   half_open_deadline_.load(std::memory_order_acquire);
+               NowNanos() > half_open_deadline_.load(std::memory_order_acquire);
     }
     return false;
   }
@@ -845,8 +845,8 @@ class BreakerCore {
     c.total_exclusions = diff(t.exclusions, base_.exclusions);
     c.consecutive_failures =
         consecutive_failures_.load(std::memory_order_relaxed);
-    c.consecutive_successes =
-        diff(t.successes, std::max(successes_at_last_failure_, base_.successes));
+    c.consecutive_successes = diff(
+        t.successes, std::max(successes_at_last_failure_, base_.successes));
     if (StateOf(word_.load(std::memory_order_relaxed)) == State::kHalfOpen) {
       // Half-open figures come from the exact per-generation trial ledger,
       // which a straggling call from an earlier generation cannot touch.
@@ -886,16 +886,16 @@ class BreakerCore {
     consecutive_failures_.store(0, std::memory_order_relaxed);
     if (count_window_) count_window_->Reset();
     if (time_window_) time_window_->Reset();
-    interval_expiry_.store(
-        to == State::kClosed && interval_nanos_ > 0 ? SaturatingAdd(now, interval_nanos_)
-                                                    : kNever,
-        std::memory_order_release);
+    interval_expiry_.store(to == State::kClosed && interval_nanos_ > 0
+                               ? SaturatingAdd(now, interval_nanos_)
+                               : kNever,
+                           std::memory_order_release);
     if (to == State::kOpen) {
       open_expiry_.store(
           mode == kForcedOpen
               ? kNever
-              : SaturatingAdd(now, absl::ToInt64Nanoseconds(JitteredLocked(
-                                       current_open_))),
+              : SaturatingAdd(now, absl::ToInt64Nanoseconds(
+                                       JitteredLocked(current_open_))),
           std::memory_order_release);
     }
     // Armed when a trial is admitted and none was outstanding, disarmed
@@ -1242,7 +1242,8 @@ class CircuitBreaker {
     if (const absl::Status* rejected = core_.Acquire(&ticket)) {
       return Result(*rejected);
     }
-    Result result = detail::InvokeCatching<T>(f, "circuit breaker", core_.name());
+    Result result =
+        detail::InvokeCatching<T>(f, "circuit breaker", core_.name());
     core_.Complete(ticket, detail::StatusOf(result));
     return result;
   }

@@ -144,9 +144,8 @@ class FakeClock final : public Clock {
       next = current > std::numeric_limits<int64_t>::max() - step
                  ? std::numeric_limits<int64_t>::max()
                  : current + step;
-    } while (!nanos_.compare_exchange_weak(current, next,
-                                           std::memory_order_acq_rel,
-                                           std::memory_order_relaxed));
+    } while (!nanos_.compare_exchange_weak(
+        current, next, std::memory_order_acq_rel, std::memory_order_relaxed));
   }
 
   // Jumps to `t`, forwards or backwards.

@@ -842,8 +842,8 @@ inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
   if (const std::size_t nul = json_text.find('\0');
       nul != absl::string_view::npos) {
     // nlohmann stops reading at a NUL, which would accept anything after it.
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": config contains a NUL byte at offset ", nul));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": config contains a NUL byte at offset ", nul));
   }
   if (absl::StripAsciiWhitespace(json_text).empty()) {
     // Said plainly: this is what a config file caught mid-write looks like.

@@ -215,13 +215,12 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
   auto shared = std::make_shared<detail::TimedCall<Result>>();
-  const bool queued = executor.Submit(
-      [shared, f = std::move(f)]() mutable {
-        Result r = detail::InvokeCatching<T>(f, "CallWithTimeout");
-        std::lock_guard<std::mutex> lock(shared->mu);
-        shared->result.emplace(std::move(r));
-        shared->cv.notify_all();
-      });
+  const bool queued = executor.Submit([shared, f = std::move(f)]() mutable {
+    Result r = detail::InvokeCatching<T>(f, "CallWithTimeout");
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->result.emplace(std::move(r));
+    shared->cv.notify_all();
+  });
   if (!queued) {
     return Result(absl::ResourceExhaustedError(
         "CallWithTimeout: the executor refused the task (full or stopping)"));
@@ -247,9 +246,9 @@ auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock) {
   using Result = detail::ResultOf<T>;
   Result result = detail::InvokeCatching<T>(bound, "CallWithDeadline");
   if (deadline.expired() && detail::StatusOf(result).ok()) {
-    return Result(absl::DeadlineExceededError(absl::StrCat(
-        "CallWithDeadline: the answer came after the budget of ",
-        absl::FormatDuration(budget), " and was discarded")));
+    return Result(absl::DeadlineExceededError(
+        absl::StrCat("CallWithDeadline: the answer came after the budget of ",
+                     absl::FormatDuration(budget), " and was discarded")));
   }
   return result;
 }
@@ -261,10 +260,9 @@ auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock) {
 // timeout is reported as a failure at the moment the budget runs out, so a
 // hanging backend trips the breaker even though its calls never return.
 template <typename T, typename F>
-typename CircuitBreaker<T>::Result ExecuteWithTimeout(CircuitBreaker<T>& breaker,
-                                                      Executor& executor,
-                                                      absl::Duration budget,
-                                                      F f) {
+typename CircuitBreaker<T>::Result ExecuteWithTimeout(
+    CircuitBreaker<T>& breaker, Executor& executor, absl::Duration budget,
+    F f) {
   absl::StatusOr<Permit> permit = breaker.Allow();
   if (!permit.ok()) return typename CircuitBreaker<T>::Result(permit.status());
   auto result = CallWithTimeout(executor, budget, std::move(f));

@@ -124,8 +124,7 @@ inline std::string LevelPath(const DegradationConfig& c, std::size_t i) {
 }
 
 inline absl::Status ConfigError(const DegradationConfig& c,
-                                absl::string_view path,
-                                absl::string_view value,
+                                absl::string_view path, absl::string_view value,
                                 absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat(
       "degradation config '", c.name, "': ", path, " = ", value, ": ", rule));
@@ -154,8 +153,10 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
   if (c.name.empty()) {
     return ConfigError(c, "name", "\"\"", "must not be empty");
   }
-  if (c.levels.empty() || c.levels.size() > static_cast<std::size_t>(kMaxLevels)) {
-    return ConfigError(c, "degradation", absl::StrCat(c.levels.size(), " levels"),
+  if (c.levels.empty() ||
+      c.levels.size() > static_cast<std::size_t>(kMaxLevels)) {
+    return ConfigError(c, "degradation",
+                       absl::StrCat(c.levels.size(), " levels"),
                        absl::StrCat("needs 1 to ", kMaxLevels, " levels"));
   }
   if (!std::isfinite(c.recover_ratio) || c.recover_ratio <= 0.0 ||

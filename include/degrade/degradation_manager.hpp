@@ -154,8 +154,7 @@ class LatencyTracker {
 
   // REQUIRES: 0 < alpha <= 1 (other values are replaced by 0.3).
   explicit LatencyTracker(Kind kind = Kind::kAverage, double alpha = 0.3)
-      : kind_(kind),
-        alpha_(!(alpha > 0.0) || alpha > 1.0 ? 0.3 : alpha) {}
+      : kind_(kind), alpha_(!(alpha > 0.0) || alpha > 1.0 ? 0.3 : alpha) {}
 
   void Record(absl::Duration d) {
     int64_t us = d < absl::ZeroDuration() ? 0 : absl::ToInt64Microseconds(d);
@@ -183,8 +182,8 @@ class LatencyTracker {
     const double sum_us = folded_sum_us_;
     folded_count_ = 0;
     folded_sum_us_ = 0.0;
-    const double mean = count == 0 ? 0.0
-                                   : sum_us / 1000.0 / static_cast<double>(count);
+    const double mean =
+        count == 0 ? 0.0 : sum_us / 1000.0 / static_cast<double>(count);
     if (kind_ == Kind::kAverage) return mean;
     if (count > 0) {
       ewma_ = has_ewma_ ? alpha_ * mean + (1.0 - alpha_) * ewma_ : mean;
@@ -430,9 +429,9 @@ class DegradationManager {
       const absl::Time now = clock_->Now();
       InstallLocked(std::move(config), now);
       ++reloads_;
-      PushLogLocked(absl::StrCat(
-          LogHead(now, "config_reloaded"), R"(,"levels":)", compiled_.size(),
-          R"(,"level":)", level(), "}"));
+      PushLogLocked(absl::StrCat(LogHead(now, "config_reloaded"),
+                                 R"(,"levels":)", compiled_.size(),
+                                 R"(,"level":)", level(), "}"));
       EvaluateLocked(now);
     }
     Dispatch();
@@ -548,9 +547,9 @@ class DegradationManager {
     {
       detail::MutexLock lock(&mu_);
       if (config_ == nullptr && !samples.empty() && first_error.ok()) {
-        first_error = absl::FailedPreconditionError(absl::StrCat(
-            "degradation manager '", name_,
-            "': no config installed yet; source values dropped"));
+        first_error = absl::FailedPreconditionError(
+            absl::StrCat("degradation manager '", name_,
+                         "': no config installed yet; source values dropped"));
       }
       if (config_ != nullptr) {
         for (const auto& [signal, value] : samples) {
@@ -580,9 +579,9 @@ class DegradationManager {
                        "): the period must be > 0 and at most 24h"));
     }
     if (monitor_.OnWorkerThread()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "degradation manager '", name_,
-          "': Start() called from the monitor thread"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("degradation manager '", name_,
+                       "': Start() called from the monitor thread"));
     }
     // A failing source is logged when its error changes, not on every poll,
     // so a broken source can't flood the log.
@@ -759,9 +758,9 @@ class DegradationManager {
     try {
       return src.fn();
     } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("degradation manager '", name_, "': source for '",
-                       src.signal, "' threw: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("degradation manager '", name_,
+                                                 "': source for '", src.signal,
+                                                 "' threw: ", e.what()));
     } catch (...) {
       return absl::UnavailableError(
           absl::StrCat("degradation manager '", name_, "': source for '",
@@ -885,9 +884,9 @@ class DegradationManager {
     level_.store(c.to, std::memory_order_relaxed);
     transitions_.fetch_add(1, std::memory_order_relaxed);
     RecomputeGatesLocked();
-    std::string line = absl::StrCat(
-        LogHead(c.time, "level_change"), R"(,"from":)", c.from, R"(,"to":)",
-        c.to, R"(,"reason":")", c.reason, R"(")");
+    std::string line =
+        absl::StrCat(LogHead(c.time, "level_change"), R"(,"from":)", c.from,
+                     R"(,"to":)", c.to, R"(,"reason":")", c.reason, R"(")");
     if (c.reason == "signal") {
       absl::StrAppend(&line, R"(,"signal":")", detail::JsonEscape(c.signal),
                       R"(","value":)", c.value, R"(,"threshold":)",
@@ -909,17 +908,17 @@ class DegradationManager {
   // The opening of every log line, up to and including the event name; the
   // caller appends its fields and the closing brace.
   std::string LogHead(absl::Time t, absl::string_view event) const {
-    return absl::StrCat(R"({"time":")", detail::JsonTime(t),
-                        R"(","manager":")", detail::JsonEscape(name_),
-                        R"(","event":")", event, R"(")");
+    return absl::StrCat(R"({"time":")", detail::JsonTime(t), R"(","manager":")",
+                        detail::JsonEscape(name_), R"(","event":")", event,
+                        R"(")");
   }
 
   void LogPollError(const absl::Status& s) {
     {
       detail::MutexLock lock(&mu_);
-      PushLogLocked(absl::StrCat(
-          LogHead(clock_->Now(), "poll_error"), R"(,"error":")",
-          detail::JsonEscape(s.ToString()), R"("})"));
+      PushLogLocked(absl::StrCat(LogHead(clock_->Now(), "poll_error"),
+                                 R"(,"error":")",
+                                 detail::JsonEscape(s.ToString()), R"("})"));
     }
     Dispatch();
   }
@@ -931,7 +930,8 @@ class DegradationManager {
   // Whether every signal of level k (1-based) is below its recover threshold.
   // A signal never observed counts as below: no evidence of load.
   bool BelowRecoverLocked(int k) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const Threshold& t : compiled_[static_cast<std::size_t>(k) - 1].recover) {
+    for (const Threshold& t :
+         compiled_[static_cast<std::size_t>(k) - 1].recover) {
       const std::optional<double>& v = values_[t.signal];
       if (v && *v >= t.value) return false;
     }
@@ -958,7 +958,8 @@ class DegradationManager {
           worst = ratio;
         }
       }
-      std::optional<absl::Time>& since = enter_since_[static_cast<std::size_t>(k) - 1];
+      std::optional<absl::Time>& since =
+          enter_since_[static_cast<std::size_t>(k) - 1];
       if (hit == nullptr) {
         since.reset();
         continue;
@@ -972,9 +973,8 @@ class DegradationManager {
 
     if (override_) {
       if (now < override_->until) return;
-      PushLogLocked(absl::StrCat(
-          LogHead(now, "override_expired"), R"(,"level":)", override_->level,
-          "}"));
+      PushLogLocked(absl::StrCat(LogHead(now, "override_expired"),
+                                 R"(,"level":)", override_->level, "}"));
       override_.reset();
       recover_since_.reset();
     }
@@ -996,7 +996,8 @@ class DegradationManager {
     }
     if (!recover_since_) recover_since_ = now;
     const CompiledLevel& c = compiled_[static_cast<std::size_t>(current) - 1];
-    if (now - *recover_since_ >= c.hold && now - last_change_ >= config_->cooldown) {
+    if (now - *recover_since_ >= c.hold &&
+        now - last_change_ >= config_->cooldown) {
       LevelChange change = MakeChange(now, current - 1, "recovered");
       change.hold = c.hold;
       ChangeLevelLocked(std::move(change));
@@ -1084,7 +1085,9 @@ template <typename Gate, typename F, typename Fallback>
 class Guarded {
  public:
   Guarded(Gate gate, F f, Fallback fallback)
-      : gate_(std::move(gate)), f_(std::move(f)), fallback_(std::move(fallback)) {}
+      : gate_(std::move(gate)),
+        f_(std::move(f)),
+        fallback_(std::move(fallback)) {}
 
   template <typename... Args>
   auto operator()(Args&&... args) const

@@ -10,16 +10,16 @@
 #ifndef DEGRADE_DEGRADE_HPP_
 #define DEGRADE_DEGRADE_HPP_
 
-#include "degrade/breaker_family.hpp"   // IWYU pragma: export
-#include "degrade/circuit_breaker.hpp"  // IWYU pragma: export
-#include "degrade/clock.hpp"            // IWYU pragma: export
-#include "degrade/config.hpp"           // IWYU pragma: export
-#include "degrade/deadline.hpp"         // IWYU pragma: export
-#include "degrade/degradation_config.hpp"  // IWYU pragma: export
+#include "degrade/breaker_family.hpp"       // IWYU pragma: export
+#include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
+#include "degrade/clock.hpp"                // IWYU pragma: export
+#include "degrade/config.hpp"               // IWYU pragma: export
+#include "degrade/deadline.hpp"             // IWYU pragma: export
+#include "degrade/degradation_config.hpp"   // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
-#include "degrade/fallback.hpp"         // IWYU pragma: export
-#include "degrade/fan_out.hpp"  // IWYU pragma: export
-#include "degrade/stage_result.hpp"     // IWYU pragma: export
-#include "degrade/status.hpp"           // IWYU pragma: export
+#include "degrade/fallback.hpp"             // IWYU pragma: export
+#include "degrade/fan_out.hpp"              // IWYU pragma: export
+#include "degrade/stage_result.hpp"         // IWYU pragma: export
+#include "degrade/status.hpp"               // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADE_HPP_

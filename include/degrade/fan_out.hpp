@@ -146,11 +146,10 @@ absl::Status ValidateRecallRoutes(
     // Length first: StageNameProblem would measure against the 15 bytes of a
     // whole stage name, not the 8 left for a route.
     if (r.name.size() > kMaxRecallRouteNameLength) {
-      return bad(absl::StrCat("the route name is ", r.name.size(),
-                              " bytes, more than the ",
-                              kMaxRecallRouteNameLength,
-                              " that fit in the stage name '",
-                              kRecallRouteStagePrefix, "<route>'"));
+      return bad(absl::StrCat(
+          "the route name is ", r.name.size(), " bytes, more than the ",
+          kMaxRecallRouteNameLength, " that fit in the stage name '",
+          kRecallRouteStagePrefix, "<route>'"));
     }
     if (std::string problem = detail::StageNameProblem(r.name);
         !problem.empty()) {
@@ -248,9 +247,9 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> RunFanOutRecall(
     // are fewer, because they are about this user.
     List merged = std::invoke(merge, std::move(answers));
     StageResult<List> r =
-        upstream == nullptr ? StageResult<List>::Fresh(std::move(merged))
-                            : StageResult<List>::From(*upstream,
-                                                      std::move(merged));
+        upstream == nullptr
+            ? StageResult<List>::Fresh(std::move(merged))
+            : StageResult<List>::From(*upstream, std::move(merged));
     record_routes(r.mutable_trace());
     return r;
   }
@@ -275,11 +274,11 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> RunFanOutRecall(
     if (!fb.ok()) {
       // Both plans failed: keep the fallback's code, which says why there
       // is no answer at all, and name every cause.
-      return Reworded(fb.status(),
-                      absl::StrCat("stage '", kRecallStage,
-                                   "': every route failed (", causes,
-                                   ") and so did its fallback: ",
-                                   fb.status().message()));
+      return Reworded(
+          fb.status(),
+          absl::StrCat("stage '", kRecallStage, "': every route failed (",
+                       causes,
+                       ") and so did its fallback: ", fb.status().message()));
     }
     plan_b = *std::move(fb);
   } else {
@@ -345,8 +344,7 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> FanOutRecall(
     const DegradationTrace& upstream,
     const std::vector<RecallRoute<Candidate>>& routes, Fallback fallback,
     Merge merge = Merge()) {
-  return detail::RunFanOutRecall<Candidate>(&upstream, routes, fallback,
-                                            merge);
+  return detail::RunFanOutRecall<Candidate>(&upstream, routes, fallback, merge);
 }
 
 // FanOutRecall(upstream_result, ...)
@@ -359,8 +357,8 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> FanOutRecall(
     const StageResult<U>& upstream,
     const std::vector<RecallRoute<Candidate>>& routes, Fallback fallback,
     Merge merge = Merge()) {
-  return detail::RunFanOutRecall<Candidate>(&upstream.trace(), routes,
-                                            fallback, merge);
+  return detail::RunFanOutRecall<Candidate>(&upstream.trace(), routes, fallback,
+                                            merge);
 }
 
 }  // namespace degrade

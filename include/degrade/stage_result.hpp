@@ -677,7 +677,8 @@ class StageResult {
   // it is most of a fresh result's size.
   // (`trace_` is default-initialised, not value-initialised: `trace_()`
   // would zero all of its entries first.)
-  explicit StageResult(T value) : value_(std::move(value)), is_default_(false) {}
+  explicit StageResult(T value)
+      : value_(std::move(value)), is_default_(false) {}
 
   T value_;
   bool is_default_;

@@ -36,8 +36,9 @@ int main() {
     std::fprintf(stderr, "truncated JSON was accepted\n");
     return 1;
   }
-  absl::StatusOr<degrade::DegradationConfig> good = degrade::ParseDegradationConfig(
-      R"({"degradation": {"level1": {"trigger": {"q": 1}}}})", "hygiene");
+  absl::StatusOr<degrade::DegradationConfig> good =
+      degrade::ParseDegradationConfig(
+          R"({"degradation": {"level1": {"trigger": {"q": 1}}}})", "hygiene");
   if (!good.ok()) {
     std::fprintf(stderr, "%s\n", good.status().ToString().c_str());
     return 1;

@@ -1,6 +1,6 @@
 // The consumer program of both package tests (find_package and
-// add_subdirectory; DEGRADE_CONSUMER_KIND names which). Exits 0 only if the breaker
-// behaves as documented with default settings.
+// add_subdirectory; DEGRADE_CONSUMER_KIND names which). Exits 0 only if the
+// breaker behaves as documented with default settings.
 #include <cstdio>
 #include <string>
 

@@ -108,9 +108,9 @@ class PeriodicWorker {
   std::mutex lifecycle_mu_;  // serialises Restart/StartIfIdle/Stop
   mutable std::mutex wake_mu_;
   std::condition_variable wake_;
-  bool stop_ = false;              // guarded by wake_mu_
-  std::thread::id worker_id_;      // guarded by wake_mu_
-  std::thread thread_;             // guarded by lifecycle_mu_
+  bool stop_ = false;          // guarded by wake_mu_
+  std::thread::id worker_id_;  // guarded by wake_mu_
+  std::thread thread_;         // guarded by lifecycle_mu_
 };
 
 }  // namespace detail

@@ -34,8 +34,7 @@ struct WindowStats {
 class CountWindow {
  public:
   explicit CountWindow(uint32_t size)
-      : size_(size == 0 ? 1 : size),
-        slots_(new std::atomic<uint8_t>[size_]) {
+      : size_(size == 0 ? 1 : size), slots_(new std::atomic<uint8_t>[size_]) {
     Reset();
   }
 

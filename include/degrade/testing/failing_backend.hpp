@@ -283,8 +283,7 @@ class FailingBackendCore {
   // Blocks until at least `n` calls are hung at once, so a test can tell that
   // its other thread has reached the hang without sleeping. Gives up after
   // `timeout` of real time (a safety net) and returns false.
-  bool WaitForHungCalls(uint64_t n,
-                        absl::Duration timeout = absl::Seconds(30));
+  bool WaitForHungCalls(uint64_t n, absl::Duration timeout = absl::Seconds(30));
 
   // The kind of phase active at `clock->Now()` (kHealthy outside the script).
   PhaseKind CurrentPhase() const;
@@ -368,10 +367,10 @@ class FailingBackendCore {
   // std::mutex rather than detail::Mutex: the hang needs a
   // std::condition_variable, which only waits on a std::mutex.
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // hang released, hung-call count changed
-  absl::Time script_start_;       // guarded by mu_
-  std::vector<Phase> phases_;     // guarded by mu_
-  BackendCounts counts_;          // guarded by mu_
+  std::condition_variable cv_;       // hang released, hung-call count changed
+  absl::Time script_start_;          // guarded by mu_
+  std::vector<Phase> phases_;        // guarded by mu_
+  BackendCounts counts_;             // guarded by mu_
   uint64_t release_generation_ = 0;  // guarded by mu_; bumped by ReleaseHung
 };
 
@@ -666,9 +665,9 @@ inline absl::Status FailingBackendCore::CallStatus() {
 
 inline void FailingBackendCore::SpendLatency(absl::Duration latency) {
   if (latency <= absl::ZeroDuration()) return;
-  const bool advance = fake_ != nullptr &&
-                       (options_.slow_mode == SlowMode::kAuto ||
-                        options_.slow_mode == SlowMode::kAdvanceFakeClock);
+  const bool advance =
+      fake_ != nullptr && (options_.slow_mode == SlowMode::kAuto ||
+                           options_.slow_mode == SlowMode::kAdvanceFakeClock);
   if (advance) {
     fake_->Advance(latency);
   } else {
@@ -692,8 +691,7 @@ inline absl::Status FailingBackendCore::Hang(uint64_t generation) {
   cv_.notify_all();
   return absl::DeadlineExceededError(
       was_released
-          ? absl::StrCat(options_.name,
-                         ": hung call released by ReleaseHung()")
+          ? absl::StrCat(options_.name, ": hung call released by ReleaseHung()")
           : absl::StrCat(options_.name, ": hung call gave up after ",
                          absl::FormatDuration(options_.hang_timeout),
                          " (hang_timeout) without ReleaseHung()"));

@@ -45,8 +45,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "gmock/gmock.h"
 #include "degrade/status.hpp"
+#include "gmock/gmock.h"
 
 namespace degrade {
 namespace testing {
@@ -73,9 +73,9 @@ class StatusMatcherCommon {
   virtual ~StatusMatcherCommon() = default;
   virtual void DescribeTo(std::ostream* os) const = 0;
   virtual void DescribeNegationTo(std::ostream* os) const = 0;
-  virtual bool MatchAndExplain(const absl::Status& status,
-                               ::testing::MatchResultListener* listener)
-      const = 0;
+  virtual bool MatchAndExplain(
+      const absl::Status& status,
+      ::testing::MatchResultListener* listener) const = 0;
 };
 
 // Adapts a StatusMatcherCommon to one argument type.
@@ -122,9 +122,9 @@ class IsOkCommon final : public StatusMatcherCommon {
   void DescribeNegationTo(std::ostream* os) const override {
     *os << "is not OK";
   }
-  bool MatchAndExplain(const absl::Status& status,
-                       ::testing::MatchResultListener* listener)
-      const override {
+  bool MatchAndExplain(
+      const absl::Status& status,
+      ::testing::MatchResultListener* listener) const override {
     if (!status.ok()) *listener << "whose status is " << Describe(status);
     return status.ok();
   }
@@ -148,9 +148,9 @@ class StatusIsCommon final : public StatusMatcherCommon {
     *os << ", or a message that ";
     message_.DescribeNegationTo(os);
   }
-  bool MatchAndExplain(const absl::Status& status,
-                       ::testing::MatchResultListener* listener)
-      const override {
+  bool MatchAndExplain(
+      const absl::Status& status,
+      ::testing::MatchResultListener* listener) const override {
     ::testing::StringMatchResultListener inner;
     if (!code_.MatchAndExplain(status.code(), &inner)) {
       *listener << "whose status code " << status.code()
@@ -184,9 +184,9 @@ class PredicateCommon final : public StatusMatcherCommon {
   void DescribeNegationTo(std::ostream* os) const override {
     *os << "is not " << what_;
   }
-  bool MatchAndExplain(const absl::Status& status,
-                       ::testing::MatchResultListener* listener)
-      const override {
+  bool MatchAndExplain(
+      const absl::Status& status,
+      ::testing::MatchResultListener* listener) const override {
     *listener << "whose status is " << Describe(status);
     return predicate_(status);
   }

@@ -52,6 +52,7 @@
 #define DEGRADE_CIRCUIT_BREAKER_HPP_
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -77,6 +78,7 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/windows.hpp"
+#include "degrade/metrics.hpp"
 #include "degrade/status.hpp"
 
 namespace degrade {
@@ -243,6 +245,12 @@ struct BreakerSettings {
   // comment). A throw is swallowed.
   std::function<void(const std::string& name, State from, State to)>
       on_state_change;
+  // Where the breaker exports its metrics (degrade_breaker_*) and writes a
+  // `breaker_state_change` line per transition; it registers under `name`
+  // (see MetricsRegistry::Register) and unregisters when destroyed. nullptr
+  // means MetricsRegistry::Default(). Must outlive nothing: a registration
+  // keeps what it needs of the registry alive.
+  MetricsRegistry* metrics = nullptr;
   // Whether a callable's status is a success. Unset means `status.ok()`.
   // A throw means failure.
   std::function<bool(const absl::Status&)> is_successful;
@@ -542,8 +550,20 @@ class BreakerCore {
                                    settings_.window.size),
           settings_.window.size);
     }
-    MutexLock lock(&mu_);
-    StartGenerationLocked(State::kClosed, NowNanos());
+    {
+      MutexLock lock(&mu_);
+      StartGenerationLocked(State::kClosed, NowNanos());
+    }
+    MetricsRegistry& registry = settings_.metrics != nullptr
+                                    ? *settings_.metrics
+                                    : MetricsRegistry::Default();
+    registration_ = registry.Register(
+        "breaker", settings_.name, [this](MetricWriter& w) { Collect(w); },
+        [this](const std::string& name, std::vector<DegradationEpisode>* out) {
+          Probe(name, out);
+        });
+    log_key_ = registration_.log().GetKey(
+        absl::StrCat("breaker/", registration_.name()));
   }
 
   BreakerCore(const BreakerCore&) = delete;
@@ -709,6 +729,7 @@ class BreakerCore {
   struct Event {
     State from;
     State to;
+    int64_t at;
   };
 
   // What happened to the trials of the current half-open generation.
@@ -927,7 +948,15 @@ class BreakerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const State from = StateOf(word_.load(std::memory_order_relaxed));
     StartGenerationLocked(to, now, mode);
-    if (from != to && settings_.on_state_change) events_.Push(Event{from, to});
+    if (from == to) return;
+    transitions_[TransitionIndex(from, to)].fetch_add(
+        1, std::memory_order_relaxed);
+    if (from == State::kClosed) {
+      degraded_since_.store(now, std::memory_order_relaxed);
+    } else if (to == State::kClosed) {
+      degraded_since_.store(kNever, std::memory_order_relaxed);
+    }
+    events_.Push(Event{from, to, now});
   }
 
   // A half-open trial failed (or timed out): back off, then reopen.
@@ -1098,10 +1127,97 @@ class BreakerCore {
   // Runs queued on_state_change callbacks outside `mu_` (see
   // detail/serial_dispatcher.hpp for the ordering guarantees).
   void DispatchEvents() {
-    if (!settings_.on_state_change) return;
     events_.Drain([this](const Event& e) {
-      settings_.on_state_change(settings_.name, e.from, e.to);
+      registration_.log().Emit(log_key_, [&] {
+        return absl::StrCat(R"({"time":")", JsonTime(absl::FromUnixNanos(e.at)),
+                            R"(","event":"breaker_state_change","breaker":")",
+                            JsonEscape(registration_.name()), R"(","from":")",
+                            StateName(e.from), R"(","to":")", StateName(e.to),
+                            R"("})");
+      });
+      if (settings_.on_state_change) {
+        settings_.on_state_change(settings_.name, e.from, e.to);
+      }
     });
+  }
+
+  static std::size_t TransitionIndex(State from, State to) {
+    return static_cast<std::size_t>(from) * 3 + static_cast<std::size_t>(to);
+  }
+
+  // The state as a scrape reports it: like state(), with a due open ->
+  // half-open expiry applied to the answer only. A scrape must not move the
+  // breaker (nor run its callbacks on the scraping thread).
+  State ObservedState() const {
+    const uint64_t w = word_.load(std::memory_order_acquire);
+    if (StateOf(w) == State::kOpen && ModeOf(w) != kForcedOpen &&
+        NowNanos() > open_expiry_.load(std::memory_order_acquire)) {
+      return State::kHalfOpen;
+    }
+    return StateOf(w);
+  }
+
+  void Collect(MetricWriter& w) const {
+    const std::string& name = w.component();
+    const BreakerTotals t = totals();
+    const State state = ObservedState();
+    w.Gauge("degrade_breaker_state",
+            "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
+            {{"breaker", name}}, static_cast<double>(state));
+    const std::pair<const char*, uint64_t> outcomes[] = {
+        {"success", t.successes},
+        {"failure", t.failures},
+        {"excluded", t.exclusions},
+        {"rejected_open", t.rejected_open},
+        {"rejected_too_many", t.rejected_too_many},
+        {"abandoned", t.abandoned},
+        {"stale", t.stale}};
+    for (const auto& [outcome, value] : outcomes) {
+      w.Counter("degrade_breaker_calls_total",
+                "Calls through a circuit breaker by outcome: success, "
+                "failure, excluded, rejected_open, rejected_too_many, "
+                "abandoned (permit never reported), stale (reported after a "
+                "state change).",
+                {{"breaker", name}, {"outcome", outcome}},
+                static_cast<double>(value));
+    }
+    w.Counter("degrade_breaker_slow_calls_total",
+              "Calls (successes or failures) slower than the breaker's "
+              "slow_call_duration.",
+              {{"breaker", name}}, static_cast<double>(t.slow_calls));
+    for (State from : {State::kClosed, State::kHalfOpen, State::kOpen}) {
+      for (State to : {State::kClosed, State::kHalfOpen, State::kOpen}) {
+        if (from == to) continue;
+        w.Counter(
+            "degrade_breaker_transitions_total",
+            "Circuit breaker state changes by from and to state.",
+            {{"breaker", name},
+             {"from", std::string(StateName(from))},
+             {"to", std::string(StateName(to))}},
+            static_cast<double>(transitions_[TransitionIndex(from, to)].load(
+                std::memory_order_relaxed)));
+      }
+    }
+    const int64_t since = degraded_since_.load(std::memory_order_relaxed);
+    w.Gauge("degrade_breaker_degraded_seconds",
+            "How long the breaker has been out of the closed state; 0 when "
+            "closed.",
+            {{"breaker", name}},
+            since == kNever
+                ? 0.0
+                : std::max(0.0, static_cast<double>(NowNanos() - since) / 1e9));
+  }
+
+  void Probe(const std::string& name,
+             std::vector<DegradationEpisode>* out) const {
+    const int64_t since = degraded_since_.load(std::memory_order_relaxed);
+    if (since == kNever) return;
+    DegradationEpisode e;
+    e.kind = "breaker";
+    e.name = name;
+    e.source = name;
+    e.since = absl::FromUnixNanos(since);
+    out->push_back(std::move(e));
   }
 
   const BreakerSettings settings_;
@@ -1131,6 +1247,10 @@ class BreakerCore {
   std::atomic<int64_t> half_open_deadline_{kNever};
   // Written by successes only when non-zero, so healthy traffic only reads it.
   std::atomic<uint64_t> consecutive_failures_{0};
+  // Slow path only: written on transitions, read by scrapes.
+  std::array<std::atomic<uint64_t>, 9> transitions_{};
+  // When the breaker left the closed state; kNever while closed.
+  std::atomic<int64_t> degraded_since_{kNever};
 
   alignas(kCacheLine) Mutex mu_;
   BreakerTotals base_ ABSL_GUARDED_BY(mu_);
@@ -1139,6 +1259,10 @@ class BreakerCore {
   absl::Duration current_open_ ABSL_GUARDED_BY(mu_);
   uint64_t rng_ ABSL_GUARDED_BY(mu_);
   SerialDispatcher<Event> events_;
+  // Last: unregisters (waiting for a scrape of this breaker) before anything
+  // a collection reads is destroyed.
+  MetricsRegistry::Registration registration_;
+  EventLog::Key log_key_;
 };
 
 template <typename T>

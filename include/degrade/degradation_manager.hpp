@@ -51,6 +51,7 @@
 #ifndef DEGRADE_DEGRADATION_MANAGER_HPP_
 #define DEGRADE_DEGRADATION_MANAGER_HPP_
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -80,6 +81,8 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
+#include "degrade/event_log.hpp"
+#include "degrade/metrics.hpp"
 
 namespace degrade {
 
@@ -272,93 +275,6 @@ class InFlightGauge {
   std::atomic<int64_t> count_{0};
 };
 
-namespace detail {
-
-// The length of the valid UTF-8 sequence starting at s[i], or 0.
-inline std::size_t Utf8SequenceLength(absl::string_view s, std::size_t i) {
-  const auto byte = [&s](std::size_t k) {
-    return static_cast<unsigned char>(s[k]);
-  };
-  const unsigned char c = byte(i);
-  std::size_t n = 0;
-  unsigned int min = 0;
-  unsigned int cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2, cp = c & 0x1Fu, min = 0x80;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3, cp = c & 0x0Fu, min = 0x800;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4, cp = c & 0x07u, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3Fu);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-// Escapes `s` for a JSON string literal (without the quotes). Invalid UTF-8
-// becomes U+FFFD, so a log line stays valid JSON whatever a name contains.
-inline std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x80) {
-      const std::size_t n = Utf8SequenceLength(s, i);
-      if (n == 0) {
-        out += "\\ufffd";
-      } else {
-        out.append(s.data() + i, n);
-        i += n - 1;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xF];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
-}
-
-inline std::string JsonTime(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
-}
-
-inline void StderrJsonSink(absl::string_view line) {
-  std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
-}
-
-}  // namespace detail
-
 // ManagerOptions
 //
 // How a DegradationManager names itself, tells time and logs.
@@ -368,8 +284,18 @@ struct ManagerOptions {
   // The time source; must outlive the manager. nullptr means the real clock.
   const Clock* clock = nullptr;
   // Receives one JSON object per line-worthy event (level change, override
-  // expiry, config reload or rejection). Unset means stderr.
+  // expiry, config reload or rejection, source poll error), rate-limited per
+  // event kind like every EventLog (5 lines per second by this manager's
+  // clock, see `max_log_lines_per_second`). Unset means the registry's event
+  // log (stderr by default), with the registry's limits.
   std::function<void(absl::string_view json_line)> log_sink;
+  // With `log_sink`: lines of each event kind per second of this manager's
+  // clock; later ones are suppressed and counted in the next line's
+  // "suppressed" member.
+  uint32_t max_log_lines_per_second = 5;
+  // Where the manager exports its metrics (degrade_level, ...); it registers
+  // under `name`. nullptr means MetricsRegistry::Default().
+  MetricsRegistry* metrics = nullptr;
 };
 
 // DegradationManager
@@ -386,12 +312,25 @@ class DegradationManager {
       : name_(options.name.empty() ? "degradation" : std::move(options.name)),
         clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
-        log_sink_(options.log_sink ? std::move(options.log_sink)
-                                   : std::function<void(absl::string_view)>(
-                                         detail::StderrJsonSink)) {
-    detail::MutexLock lock(&mu_);
-    level_since_ = clock_->Now();
-    time_at_level_.assign(kMaxLevels + 1, absl::ZeroDuration());
+        own_log_(options.log_sink
+                     ? MakeOwnLog(std::move(options.log_sink), clock_,
+                                  options.max_log_lines_per_second)
+                     : nullptr) {
+    {
+      detail::MutexLock lock(&mu_);
+      level_since_ = clock_->Now();
+      time_at_level_.assign(kMaxLevels + 1, absl::ZeroDuration());
+      at_or_above_since_.fill(absl::InfiniteFuture());
+    }
+    MetricsRegistry& registry = options.metrics != nullptr
+                                    ? *options.metrics
+                                    : MetricsRegistry::Default();
+    registration_ = registry.Register(
+        "manager", name_, [this](MetricWriter& w) { Collect(w); },
+        [this](const std::string& name, std::vector<DegradationEpisode>* out) {
+          Probe(name, out);
+        });
+    log_ = own_log_ != nullptr ? own_log_.get() : &registration_.log();
   }
 
   // A manager with `config` installed, or the config's validation error.
@@ -429,9 +368,10 @@ class DegradationManager {
       const absl::Time now = clock_->Now();
       InstallLocked(std::move(config), now);
       ++reloads_;
-      PushLogLocked(absl::StrCat(LogHead(now, "config_reloaded"),
-                                 R"(,"levels":)", compiled_.size(),
-                                 R"(,"level":)", level(), "}"));
+      PushLogLocked(
+          "config_reloaded",
+          absl::StrCat(LogHead(now, "config_reloaded"), R"(,"levels":)",
+                       compiled_.size(), R"(,"level":)", level(), "}"));
       EvaluateLocked(now);
     }
     Dispatch();
@@ -444,9 +384,11 @@ class DegradationManager {
     {
       detail::MutexLock lock(&mu_);
       ++rejected_reloads_;
-      PushLogLocked(absl::StrCat(
-          LogHead(clock_->Now(), "config_rejected"), R"(,"error":")",
-          detail::JsonEscape(error.ToString()), R"("})"));
+      PushLogLocked(
+          "config_rejected",
+          absl::StrCat(LogHead(clock_->Now(), "config_rejected"),
+                       R"(,"error":")", detail::JsonEscape(error.ToString()),
+                       R"("})"));
     }
     Dispatch();
     return error;
@@ -749,6 +691,7 @@ class DegradationManager {
   };
 
   struct Event {
+    std::string event;
     std::string log_line;
     std::optional<LevelChange> change;
   };
@@ -858,6 +801,79 @@ class DegradationManager {
     return c.all_non_critical && critical_.count(feature) == 0;
   }
 
+  static std::unique_ptr<EventLog> MakeOwnLog(
+      std::function<void(absl::string_view)> sink, const Clock* clock,
+      uint32_t per_second) {
+    EventLogOptions o;
+    o.sink = std::move(sink);
+    o.clock = clock;
+    o.max_lines_per_key = per_second;
+    return std::make_unique<EventLog>(std::move(o));
+  }
+
+  void Collect(MetricWriter& w) const {
+    const std::string& name = w.component();
+    detail::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    const int current = level();
+    const int n = static_cast<int>(compiled_.size());
+    w.Gauge("degrade_level", "The degradation manager's current level.",
+            {{"manager", name}}, current);
+    w.Gauge("degrade_levels", "Levels in the installed configuration.",
+            {{"manager", name}}, n);
+    for (const auto& [from_to, count] : level_transitions_) {
+      w.Counter("degrade_level_transitions_total",
+                "Degradation level changes by from and to level.",
+                {{"manager", name},
+                 {"from", absl::StrCat(from_to.first)},
+                 {"to", absl::StrCat(from_to.second)}},
+                static_cast<double>(count));
+    }
+    for (int k = 0; k <= std::max(n, current); ++k) {
+      absl::Duration d = time_at_level_[static_cast<std::size_t>(k)];
+      if (k == current) d += now - level_since_;
+      w.Counter("degrade_level_seconds_total",
+                "Time spent at each degradation level.",
+                {{"manager", name}, {"level", absl::StrCat(k)}},
+                absl::ToDoubleSeconds(d));
+    }
+    for (const auto& [feature, slot] : features_) {
+      w.Gauge("degrade_feature_enabled",
+              "Whether a feature is on (1) or switched off by the "
+              "degradation level (0).",
+              {{"manager", name}, {"feature", feature}},
+              slot->enabled.load(std::memory_order_relaxed) ? 1 : 0);
+    }
+    constexpr absl::string_view kReloadsHelp =
+        "Degradation config reloads by result: applied or rejected (the "
+        "previous config kept serving).";
+    w.Counter("degrade_config_reloads_total", kReloadsHelp,
+              {{"manager", name}, {"result", "applied"}},
+              static_cast<double>(reloads_));
+    w.Counter("degrade_config_reloads_total", kReloadsHelp,
+              {{"manager", name}, {"result", "rejected"}},
+              static_cast<double>(rejected_reloads_));
+    w.Gauge(
+        "degrade_manager_degraded_seconds",
+        "How long the manager has been above level 0; 0 at level 0.",
+        {{"manager", name}},
+        current > 0 ? absl::ToDoubleSeconds(now - at_or_above_since_[1]) : 0.0);
+  }
+
+  void Probe(const std::string& name,
+             std::vector<DegradationEpisode>* out) const {
+    detail::MutexLock lock(&mu_);
+    for (int k = 1; k <= level(); ++k) {
+      DegradationEpisode e;
+      e.kind = "level";
+      e.name = name;
+      e.source = name;
+      e.level = k;
+      e.since = at_or_above_since_[static_cast<std::size_t>(k)];
+      out->push_back(std::move(e));
+    }
+  }
+
   void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const int l = level();
     for (auto& [name, slot] : features_) {
@@ -879,6 +895,11 @@ class DegradationManager {
 
   void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     time_at_level_[c.from] += c.time - level_since_;
+    ++level_transitions_[{c.from, c.to}];
+    for (int k = c.from + 1; k <= c.to; ++k) at_or_above_since_[k] = c.time;
+    for (int k = c.to + 1; k <= c.from; ++k) {
+      at_or_above_since_[k] = absl::InfiniteFuture();
+    }
     level_since_ = c.time;
     last_change_ = c.time;
     level_.store(c.to, std::memory_order_relaxed);
@@ -902,7 +923,7 @@ class DegradationManager {
                       R"(")");
     }
     line += "}";
-    events_.Push(Event{std::move(line), std::move(c)});
+    events_.Push(Event{"level_change", std::move(line), std::move(c)});
   }
 
   // The opening of every log line, up to and including the event name; the
@@ -916,15 +937,17 @@ class DegradationManager {
   void LogPollError(const absl::Status& s) {
     {
       detail::MutexLock lock(&mu_);
-      PushLogLocked(absl::StrCat(LogHead(clock_->Now(), "poll_error"),
-                                 R"(,"error":")",
-                                 detail::JsonEscape(s.ToString()), R"("})"));
+      PushLogLocked(
+          "poll_error",
+          absl::StrCat(LogHead(clock_->Now(), "poll_error"), R"(,"error":")",
+                       detail::JsonEscape(s.ToString()), R"("})"));
     }
     Dispatch();
   }
 
-  void PushLogLocked(std::string line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    events_.Push(Event{std::move(line), std::nullopt});
+  void PushLogLocked(absl::string_view event, std::string line)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    events_.Push(Event{std::string(event), std::move(line), std::nullopt});
   }
 
   // Whether every signal of level k (1-based) is below its recover threshold.
@@ -973,7 +996,8 @@ class DegradationManager {
 
     if (override_) {
       if (now < override_->until) return;
-      PushLogLocked(absl::StrCat(LogHead(now, "override_expired"),
+      PushLogLocked("override_expired",
+                    absl::StrCat(LogHead(now, "override_expired"),
                                  R"(,"level":)", override_->level, "}"));
       override_.reset();
       recover_since_.reset();
@@ -1021,7 +1045,8 @@ class DegradationManager {
   void Dispatch() {
     events_.Drain([this](const Event& e) {
       // Each callback on its own: one that throws silences no other.
-      detail::CallQuietly(log_sink_, absl::string_view(e.log_line));
+      log_->Emit(log_->GetKey(absl::StrCat("manager/", name_, "/", e.event)),
+                 [&e] { return e.log_line; });
       if (!e.change) return;
       std::vector<Observer> observers;
       {
@@ -1034,7 +1059,10 @@ class DegradationManager {
 
   const std::string name_;
   const Clock* const clock_;
-  const std::function<void(absl::string_view)> log_sink_;
+  // Set when the options name a sink: the manager's lines then go there,
+  // through a log of its own. Otherwise `log_` is the registry's.
+  const std::unique_ptr<EventLog> own_log_;
+  EventLog* log_ = nullptr;
 
   // Read on every gate check and level() call.
   std::atomic<int> level_{0};
@@ -1057,10 +1085,19 @@ class DegradationManager {
   std::vector<Observer> observers_ ABSL_GUARDED_BY(mu_);
   uint64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rejected_reloads_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::pair<int, int>, uint64_t> level_transitions_
+      ABSL_GUARDED_BY(mu_);
+  // at_or_above_since_[k]: since when the level has been >= k (k >= 1);
+  // InfiniteFuture while it is below.
+  std::array<absl::Time, kMaxLevels + 1> at_or_above_since_
+      ABSL_GUARDED_BY(mu_);
   detail::SerialDispatcher<Event> events_;
 
   // Last, so that it stops before anything its polls touch is destroyed.
   detail::PeriodicWorker monitor_;
+  // After the monitor, so it is destroyed first: unregistering waits for a
+  // scrape of this manager before anything a collection reads goes away.
+  MetricsRegistry::Registration registration_;
 };
 
 // ---- The `when` combinators ----

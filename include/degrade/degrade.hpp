@@ -17,8 +17,10 @@
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
+#include "degrade/event_log.hpp"            // IWYU pragma: export
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
+#include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
 

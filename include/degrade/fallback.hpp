@@ -94,6 +94,7 @@
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
+#include "degrade/metrics.hpp"
 #include "degrade/stage_result.hpp"
 #include "degrade/status.hpp"
 #include "nlohmann/json.hpp"
@@ -623,8 +624,12 @@ struct HotListOptions {
   // The clock for `age()`; null means `RealClock::Instance()`. Must outlive
   // the list.
   const Clock* clock = nullptr;
-  // Names the list in messages.
+  // Names the list in messages and metrics.
   std::string name = "hot_list";
+  // Where the list exports degrade_hot_list_* (its snapshot's age, size and
+  // refresh results); it registers under `name`. nullptr means
+  // MetricsRegistry::Default().
+  MetricsRegistry* metrics = nullptr;
 };
 
 // HotList<Item>
@@ -657,12 +662,21 @@ class HotList {
         source_(std::move(options.source)),
         clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
-        name_(detail::config_json::Printable(options.name)) {}
+        name_(detail::config_json::Printable(options.name)) {
+    MetricsRegistry& registry = options.metrics != nullptr
+                                    ? *options.metrics
+                                    : MetricsRegistry::Default();
+    registration_ = registry.Register("hot_list", options.name,
+                                      [this](MetricWriter& w) { Collect(w); });
+  }
 
   HotList(const HotList&) = delete;
   HotList& operator=(const HotList&) = delete;
 
-  ~HotList() { Stop(); }
+  ~HotList() {
+    Stop();
+    registration_.Reset();
+  }
 
   // HotList::Publish()
   //
@@ -868,6 +882,38 @@ class HotList {
     return status;
   }
 
+  void Collect(MetricWriter& w) const {
+    const std::string& name = w.component();
+    std::size_t items = 0;
+    uint64_t refreshes = 0;
+    uint64_t failures = 0;
+    {
+      detail::MutexLock lock(&mu_);
+      items = snapshot_ != nullptr ? snapshot_->size() : 0;
+      refreshes = refreshes_;
+      failures = failures_;
+    }
+    const absl::Duration age = this->age();
+    w.Gauge("degrade_hot_list_age_seconds",
+            "Age of the hot list's serving snapshot; +Inf before the first "
+            "one. A rising age means refreshes are failing.",
+            {{"hot_list", name}},
+            age == absl::InfiniteDuration()
+                ? std::numeric_limits<double>::infinity()
+                : absl::ToDoubleSeconds(age));
+    w.Gauge("degrade_hot_list_items", "Items in the serving snapshot.",
+            {{"hot_list", name}}, static_cast<double>(items));
+    constexpr absl::string_view kRefreshesHelp =
+        "Hot-list snapshot updates by result: ok (published) or failed (the "
+        "previous snapshot kept serving).";
+    w.Counter("degrade_hot_list_refreshes_total", kRefreshesHelp,
+              {{"hot_list", name}, {"result", "ok"}},
+              static_cast<double>(refreshes));
+    w.Counter("degrade_hot_list_refreshes_total", kRefreshesHelp,
+              {{"hot_list", name}, {"result", "failed"}},
+              static_cast<double>(failures));
+  }
+
   absl::StatusOr<std::vector<Item>> CallSource() {
 #if DEGRADE_HAS_EXCEPTIONS
     try {
@@ -934,6 +980,7 @@ class HotList {
 
   // Last, so that it stops before anything its refreshes touch is destroyed.
   detail::PeriodicWorker worker_;
+  MetricsRegistry::Registration registration_;
 };
 
 // ---- Ranking and re-ranking fallbacks ----

@@ -14,7 +14,12 @@
 // result, the mean degradation depth (stages that served their Plan B), which
 // stages degraded and why, the breaker states at the end of the phase, and
 // the simulated latency p50/p99. At the end: per-stage fallback counts and
-// the depth distribution.
+// the depth distribution, read back from the pipeline's `StageMetrics`, and
+// the event log's breaker lines (rate-limited per key).
+//
+// `--metrics-out FILE` also writes the Prometheus exposition of the run
+// (every breaker, the hot list, the stage metrics) to FILE; CI checks it
+// with `promtool check metrics`.
 //
 // The ranker reads its input's degradation tag: on default features (the
 // global mean, which says nothing about the user) it lowers their weight;
@@ -26,13 +31,15 @@
 //
 // Exits 1 if any request came back empty, 0 otherwise.
 //
-//   build/dev/examples/recsys_pipeline
+//   build/dev/examples/recsys_pipeline [--metrics-out FILE]
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -43,6 +50,8 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/event_log.hpp"
+#include "degrade/metrics.hpp"
 #include "degrade/stage_result.hpp"
 #include "recsys/pipeline.hpp"
 
@@ -86,15 +95,32 @@ std::size_t StageIndexOf(absl::string_view stage) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const char* metrics_out = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--metrics-out") == 0 && i + 1 < argc) {
+      metrics_out = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--metrics-out FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+
   degrade::FakeClock clock;
-  recsys::Pipeline pipeline(&clock);
+  // A registry of the demo's own, whose event log keeps its lines for the
+  // summary instead of writing them to stderr. The rate limit runs on the
+  // simulated clock, like everything else here.
+  std::vector<std::string> log_lines;
+  degrade::EventLogOptions log;
+  log.sink = [&log_lines](absl::string_view line) {
+    log_lines.emplace_back(line);
+  };
+  log.clock = &clock;
+  degrade::MetricsRegistry registry(std::move(log));
+  recsys::Pipeline pipeline(&clock, &registry);
 
   const std::vector<recsys::Phase>& script = recsys::OutageScript();
   std::vector<PhaseStats> phases(script.size());
-  // Lifetime counters (a metrics library would export these).
-  std::array<uint64_t, recsys::kStages> fallbacks{};
-  std::array<uint64_t, recsys::kStages + 1> depth_histogram{};
   uint64_t total = 0;
   uint64_t empty = 0;
 
@@ -121,12 +147,10 @@ int main() {
           ++empty;
         }
         st.depth_sum += trace.depth();
-        ++depth_histogram[std::min(trace.depth(), recsys::kStages)];
         if (r.ranked_on_default_features) ++st.ranked_on_defaults;
         for (const degrade::TraceEntry& e : trace) {
           const std::size_t s = StageIndexOf(e.stage());
           ++st.degraded[{s, std::string(degrade::ReasonName(e.reason()))}];
-          if (s < recsys::kStages) ++fallbacks[s];
         }
         st.latencies.push_back(r.latency);
         ++st.traces[trace.Encode()];
@@ -187,18 +211,56 @@ int main() {
               static_cast<unsigned long long>(total));
   std::printf("  %-22s %llu\n", "empty results",
               static_cast<unsigned long long>(empty));
+  // From the metrics the pipeline exports (degrade_fallbacks_total and the
+  // degrade_request_degraded_stages histogram).
+  const degrade::StageMetrics& metrics = pipeline.stage_metrics();
   std::printf("  fallbacks served per stage:\n");
   for (std::size_t s = 0; s < recsys::kStages; ++s) {
+    uint64_t n = 0;
+    for (int r = 1; r <= static_cast<int>(degrade::DegradeReason::kInvalid);
+         ++r) {
+      n += metrics.fallbacks(recsys::kStageNames[s],
+                             static_cast<degrade::DegradeReason>(r));
+    }
     std::printf("    %-10s %llu\n", std::string(recsys::kStageNames[s]).c_str(),
-                static_cast<unsigned long long>(fallbacks[s]));
+                static_cast<unsigned long long>(n));
   }
   std::printf("  degradation depth distribution:\n");
-  for (std::size_t d = 0; d < depth_histogram.size(); ++d) {
+  for (std::size_t d = 0; d <= recsys::kStages; ++d) {
+    const uint64_t n = metrics.requests_at_depth(d);
     std::printf("    depth %zu    %5llu  (%.1f%%)\n", d,
-                static_cast<unsigned long long>(depth_histogram[d]),
+                static_cast<unsigned long long>(n),
                 total == 0 ? 0.0
-                           : 100.0 * static_cast<double>(depth_histogram[d]) /
+                           : 100.0 * static_cast<double>(n) /
                                  static_cast<double>(total));
+  }
+  std::printf(
+      "  event log: %llu lines written, %llu suppressed by the "
+      "per-key limit; the first breaker changes:\n",
+      static_cast<unsigned long long>(registry.log().written_total()),
+      static_cast<unsigned long long>(registry.log().suppressed_total()));
+  std::size_t shown = 0;
+  std::size_t breaker_lines = 0;
+  for (const std::string& line : log_lines) {
+    if (line.find("breaker_state_change") == std::string::npos) continue;
+    if (++breaker_lines <= 4) {
+      std::printf("    %s\n", line.c_str());
+      ++shown;
+    }
+  }
+  if (breaker_lines > shown) {
+    std::printf("    ... and %zu more\n", breaker_lines - shown);
+  }
+  if (metrics_out != nullptr) {
+    std::ofstream out(metrics_out, std::ios::binary | std::ios::trunc);
+    out << registry.RenderPrometheus();
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", metrics_out);
+      return 2;
+    }
+    std::printf("  metrics (Prometheus text format) written to %s\n",
+                metrics_out);
   }
 
   if (empty != 0) {

@@ -52,6 +52,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/fallback.hpp"
+#include "degrade/metrics.hpp"
 #include "degrade/stage_result.hpp"
 #include "degrade/testing/failing_backend.hpp"
 
@@ -161,14 +162,21 @@ class Pipeline {
  public:
   // Builds the backends, scripts them from `clock->Now()` with
   // OutageScript(), and installs the Plan B data. `clock` must outlive the
-  // pipeline.
-  explicit Pipeline(degrade::FakeClock* clock)
+  // pipeline. Breakers, the hot list and the per-request stage metrics
+  // register with `registry` (null: MetricsRegistry::Default()) under the
+  // pipeline `name`'s stage names.
+  explicit Pipeline(degrade::FakeClock* clock,
+                    degrade::MetricsRegistry* registry = nullptr,
+                    std::string name = "recsys")
       : clock_(clock),
+        registry_(registry),
+        stage_metrics_(
+            degrade::StageMetricsOptions{std::move(name), registry, clock}),
         features_(clock, UserFeatureBase(), Options("feature-service")),
         recall_(clock, RecallPool(), Options("recall-service")),
         rank_(clock, std::string("ranker-v7"), Options("rank-service")),
         rerank_(clock, std::string("diversity-v2"), Options("rerank-service")),
-        hot_list_(HotOptions(clock)) {
+        hot_list_(HotOptions(clock, registry)) {
     for (std::size_t s = kRecall; s < kStages; ++s) {
       breakers_[s] =
           std::make_unique<degrade::CircuitBreaker<std::vector<Candidate>>>(
@@ -196,6 +204,30 @@ class Pipeline {
   // Serves one request for `user`. Never returns an empty list while the
   // Plan B data is installed.
   Response Serve(uint64_t user) {
+    Response r = ServeUnobserved(user);
+    // One observation per request: fallbacks by stage and reason, the
+    // degradation-depth histogram, and the fallback_served log lines.
+    stage_metrics_.Observe(r.result.trace());
+    return r;
+  }
+
+  const degrade::StageMetrics& stage_metrics() const { return stage_metrics_; }
+
+  // The state of stage `s`'s breaker now (applying a due open -> half-open).
+  degrade::State BreakerState(std::size_t s) {
+    return s == kFeatures ? feature_breaker_->state() : breakers_[s]->state();
+  }
+
+  // When the scripted outage starts (the clock's time at construction) and
+  // ends.
+  absl::Time ScriptStart() const { return script_start_; }
+  absl::Time ScriptEnd() const {
+    return script_start_ +
+           kPhaseLength * static_cast<int64_t>(OutageScript().size());
+  }
+
+ private:
+  Response ServeUnobserved(uint64_t user) {
     const absl::Time start = clock_->Now();
 
     // 1. Features. DefaultFeatures::Fallback() can fail (before any load),
@@ -280,20 +312,6 @@ class Pipeline {
                     ranked_fresh && default_features};
   }
 
-  // The state of stage `s`'s breaker now (applying a due open -> half-open).
-  degrade::State BreakerState(std::size_t s) {
-    return s == kFeatures ? feature_breaker_->state() : breakers_[s]->state();
-  }
-
-  // When the scripted outage starts (the clock's time at construction) and
-  // ends.
-  absl::Time ScriptStart() const { return script_start_; }
-  absl::Time ScriptEnd() const {
-    return script_start_ +
-           kPhaseLength * static_cast<int64_t>(OutageScript().size());
-  }
-
- private:
   static degrade::testing::FailingBackendOptions Options(std::string name) {
     degrade::testing::FailingBackendOptions o;
     o.name = std::move(name);
@@ -303,8 +321,9 @@ class Pipeline {
   }
 
   static degrade::HotListOptions<Candidate> HotOptions(
-      const degrade::Clock* clock) {
+      const degrade::Clock* clock, degrade::MetricsRegistry* registry) {
     degrade::HotListOptions<Candidate> o;
+    o.metrics = registry;
     o.top_n = kHotListSize;
     o.clock = clock;
     o.name = "hot-list";
@@ -315,6 +334,7 @@ class Pipeline {
     degrade::BreakerSettings s;
     s.name = std::string(stage);
     s.clock = clock_;
+    s.metrics = registry_;
     s.timeout = kBreakerTimeout;
     s.ready_to_trip = degrade::trip::ConsecutiveFailures(kTripAfterFailures);
     return s;
@@ -438,6 +458,8 @@ class Pipeline {
   }
 
   degrade::FakeClock* const clock_;
+  degrade::MetricsRegistry* const registry_;
+  degrade::StageMetrics stage_metrics_;
   absl::Time script_start_;
   degrade::testing::FailingBackend<std::vector<float>> features_;
   degrade::testing::FailingBackend<std::vector<Candidate>> recall_;

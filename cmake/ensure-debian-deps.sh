@@ -6,6 +6,11 @@
 #   (default)      build tools: cmake g++ clang make
 #                  libraries:   libabsl-dev nlohmann-json3-dev libgtest-dev
 #                               libgmock-dev libbenchmark-dev
+#                  metrics:     libcpp-httplib-dev (the HTTP server of
+#                               examples/metrics_server), prometheus (the
+#                               integration test scrapes that server with a
+#                               real Prometheus; its promtool checks the
+#                               demo's exposition), python3 (runs that test)
 #   --sanitizers   also clang's sanitizer runtimes (libclang-rt-14-dev), which
 #                  Debian's clang only Recommends, so minimal installs lack it
 #   --dry-run      only report what is missing; exit 1 if anything is
@@ -25,7 +30,7 @@ for arg in "$@"; do
     --sanitizers) want_sanitizers=1 ;;
     --dry-run) dry_run=1 ;;
     -h | --help)
-      sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -41,7 +46,8 @@ if [[ "${DEGRADE_SKIP_DEPS:-0}" == 1 ]]; then
 fi
 
 packages=(cmake g++ clang make
-  libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus libcpp-httplib-dev python3)
 if ((want_sanitizers)); then
   packages+=(libclang-rt-14-dev)
 fi

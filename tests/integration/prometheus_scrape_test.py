@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+# Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+"""A real Prometheus scrapes examples/metrics_server.
+
+Starts two metrics_server processes on loopback, each holding one phase of
+the recommendation pipeline's outage script (--hold-phase), checks their
+/metrics with `promtool check metrics` (no error, no lint problem), then
+starts `prometheus` with a scrape config pointing at both (scrape interval
+1 s), waits until it has scraped them, and asks its HTTP API for:
+
+  up{job="degrade"}                              1 for both targets
+  degrade_breaker_state{job="degrade"}           per breaker, see SCENARIOS
+  degrade_level{job="degrade",manager="recsys"}  per scenario
+  degrade_fallbacks_total{...,stage=<failed>}    > 0
+
+A breaker that is open reads 1 (half-open) for the instant between its open
+timeout and the next request's probe, so the values are polled until they
+all match (or the deadline passes) rather than read once.
+
+Every process is stopped in a `finally` block (SIGTERM, then SIGKILL after
+a bound); the servers must exit 0 on SIGTERM. Python 3 standard library
+only. Exit status 0 on success, 1 on failure, 77 if a tool is missing.
+
+  prometheus_scrape_test.py --server build/dev/examples/metrics_server \
+      [--prometheus prometheus] [--promtool promtool] [--timeout 90]
+"""
+
+import argparse
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+JOB = "degrade"
+BREAKERS = ("features", "recall", "rank", "rerank")
+
+# scenario label -> (--hold-phase, breaker states, manager level, stages that
+# must have served fallbacks). Breaker states: 0 closed, 1 half-open, 2 open.
+SCENARIOS = {
+    "recall_down": (
+        "recall down",
+        {"features": 0, "recall": 2, "rank": 0, "rerank": 0},
+        1,
+        ("recall",),
+    ),
+    "everything_down": (
+        "everything down",
+        {"features": 2, "recall": 2, "rank": 2, "rerank": 2},
+        3,
+        ("features", "recall", "rank", "rerank"),
+    ),
+}
+
+
+class TestFailure(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[prometheus_scrape] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5.0):
+    """Returns (status, headers, body text); raises on connection errors."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.headers, resp.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode("utf-8", "replace")
+
+
+def tail(path, lines=30):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError as e:
+        return f"(cannot read {path}: {e})"
+
+
+class Proc:
+    """A child process with its stderr in a file, stopped by stop()."""
+
+    def __init__(self, name, argv, workdir, stdout=subprocess.DEVNULL):
+        self.name = name
+        self.stderr_path = os.path.join(workdir, f"{name}.stderr")
+        self._stderr = open(self.stderr_path, "wb")
+        log(f"starting {name}: {' '.join(argv)}")
+        self.popen = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=stdout,
+            stderr=self._stderr, cwd=workdir)
+        self.returncode = None
+
+    def alive(self):
+        return self.popen.poll() is None
+
+    def stop(self, grace=10.0):
+        """SIGTERM, wait up to `grace` s, then SIGKILL. Returns the exit
+        status (negative: killed by that signal) and whether it needed the
+        SIGKILL."""
+        killed = False
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                killed = True
+                self.popen.kill()
+                self.popen.wait(timeout=10)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
+        self._stderr.close()
+        self.returncode = self.popen.returncode
+        return self.returncode, killed
+
+
+def start_server(binary, scenario, workdir, lifetime):
+    hold = SCENARIOS[scenario][0]
+    proc = Proc(
+        f"metrics_server-{scenario}",
+        [binary, "--port", "0", "--bind", "127.0.0.1", "--hold-phase", hold,
+         "--phase-seconds", "20", "--rate", "100",
+         "--duration-seconds", str(int(lifetime)), "--quiet"],
+        workdir, stdout=subprocess.PIPE)
+    # Read the "listening on" line without blocking forever.
+    lines = queue.Queue()
+    threading.Thread(
+        target=lambda: lines.put(proc.popen.stdout.readline()),
+        daemon=True).start()
+    try:
+        line = lines.get(timeout=20).decode("utf-8", "replace").strip()
+    except queue.Empty:
+        line = ""
+    prefix = "listening on http://127.0.0.1:"
+    if not line.startswith(prefix) or not line.endswith("/metrics"):
+        proc.stop()
+        raise TestFailure(
+            f"{proc.name} did not print '{prefix}PORT/metrics' (got "
+            f"{line!r}); stderr:\n{tail(proc.stderr_path)}")
+    port = int(line[len(prefix):-len("/metrics")])
+    log(f"{proc.name} is listening on 127.0.0.1:{port}")
+    return proc, port
+
+
+def check_endpoints(name, port):
+    base = f"http://127.0.0.1:{port}"
+    status, headers, body = http_get(f"{base}/metrics")
+    ctype = headers.get("Content-Type", "")
+    if status != 200 or not ctype.startswith("text/plain; version=0.0.4"):
+        raise TestFailure(f"{name} /metrics: HTTP {status}, Content-Type {ctype!r}")
+    if "degrade_breaker_state{" not in body:
+        raise TestFailure(f"{name} /metrics has no degrade_breaker_state:\n{body[:2000]}")
+    status, _, health = http_get(f"{base}/healthz")
+    if status != 200 or health.strip() != "ok":
+        raise TestFailure(f"{name} /healthz: HTTP {status}, {health!r}")
+    status, _, js = http_get(f"{base}/metrics.json")
+    names = {m["name"] for m in json.loads(js)["metrics"]} if status == 200 else set()
+    if "degrade_breaker_state" not in names:
+        raise TestFailure(f"{name} /metrics.json: HTTP {status}, families {sorted(names)}")
+    return body
+
+
+def promtool_check(promtool, name, exposition):
+    """`promtool check metrics` must exit 0 and print nothing: it reports
+    lint problems (exit 3) and parse errors (exit 1) on stderr."""
+    r = subprocess.run([promtool, "check", "metrics"], input=exposition.encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60, check=False)
+    out = r.stdout.decode("utf-8", "replace").strip()
+    if r.returncode != 0 or out:
+        raise TestFailure(
+            f"promtool check metrics on {name}'s /metrics: exit {r.returncode}\n{out}")
+    log(f"promtool check metrics: {name}'s exposition "
+        f"({len(exposition.splitlines())} lines) is clean")
+
+
+def write_config(workdir, targets):
+    """targets: scenario -> port. Plain YAML, written by hand (stdlib only)."""
+    lines = [
+        "global:",
+        "  scrape_interval: 1s",
+        "  scrape_timeout: 1s",
+        "  evaluation_interval: 15s",
+        "scrape_configs:",
+        f"  - job_name: {JOB}",
+        "    metrics_path: /metrics",
+        "    static_configs:",
+    ]
+    for scenario, port in sorted(targets.items()):
+        lines += [
+            f"      - targets: ['127.0.0.1:{port}']",
+            "        labels:",
+            f"          scenario: {scenario}",
+        ]
+    path = os.path.join(workdir, "prometheus.yml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def start_prometheus(binary, config, workdir, deadline):
+    """Starts prometheus on a free loopback port; retries a few times if the
+    port was taken in between. Returns (proc, port) once /-/ready is 200."""
+    for attempt in range(3):
+        port = free_port()
+        tsdb = os.path.join(workdir, f"tsdb{attempt}")
+        proc = Proc(
+            f"prometheus{attempt}",
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=info"],
+            workdir)
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                break
+            try:
+                status, _, _ = http_get(f"http://127.0.0.1:{port}/-/ready", timeout=2)
+                if status == 200:
+                    log(f"prometheus is ready on 127.0.0.1:{port}")
+                    return proc, port
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        err = tail(proc.stderr_path)
+        proc.stop()
+        if "address already in use" not in err or time.monotonic() >= deadline:
+            raise TestFailure(f"prometheus did not become ready; stderr:\n{err}")
+        log(f"port {port} was taken; retrying")
+    raise TestFailure("prometheus could not find a free port")
+
+
+def query(prom_port, promql):
+    url = (f"http://127.0.0.1:{prom_port}/api/v1/query?"
+           + urllib.parse.urlencode({"query": promql}))
+    status, _, body = http_get(url)
+    data = json.loads(body)
+    if status != 200 or data.get("status") != "success":
+        raise TestFailure(f"query {promql!r}: HTTP {status}: {body[:500]}")
+    return [(r["metric"], float(r["value"][1])) for r in data["data"]["result"]]
+
+
+def observe(prom_port):
+    """What Prometheus has now, as {scenario: {...}}."""
+    seen = {s: {"up": None, "breakers": {}, "level": None, "fallbacks": {}}
+            for s in SCENARIOS}
+    for metric, value in query(prom_port, f'up{{job="{JOB}"}}'):
+        if metric.get("scenario") in seen:
+            seen[metric["scenario"]]["up"] = value
+    for metric, value in query(prom_port, f'degrade_breaker_state{{job="{JOB}"}}'):
+        if metric.get("scenario") in seen:
+            seen[metric["scenario"]]["breakers"][metric.get("breaker")] = value
+    for metric, value in query(
+            prom_port, f'degrade_level{{job="{JOB}",manager="recsys"}}'):
+        if metric.get("scenario") in seen:
+            seen[metric["scenario"]]["level"] = value
+    for metric, value in query(
+            prom_port,
+            f'sum by (scenario, stage) (degrade_fallbacks_total{{job="{JOB}",pipeline="recsys"}})'):
+        if metric.get("scenario") in seen:
+            seen[metric["scenario"]]["fallbacks"][metric.get("stage")] = value
+    return seen
+
+
+def mismatches(seen):
+    problems = []
+    for scenario, (_, breakers, level, failed) in SCENARIOS.items():
+        got = seen[scenario]
+        if got["up"] != 1.0:
+            problems.append(f"{scenario}: up = {got['up']}, want 1")
+        for b, want in breakers.items():
+            if got["breakers"].get(b) != float(want):
+                problems.append(
+                    f"{scenario}: degrade_breaker_state{{breaker=\"{b}\"}} = "
+                    f"{got['breakers'].get(b)}, want {want}")
+        extra = set(got["breakers"]) - set(BREAKERS)
+        if extra:
+            problems.append(f"{scenario}: unexpected breakers {sorted(extra)}")
+        if got["level"] != float(level):
+            problems.append(
+                f"{scenario}: degrade_level{{manager=\"recsys\"}} = {got['level']}, "
+                f"want {level}")
+        for stage in failed:
+            if not got["fallbacks"].get(stage, 0) > 0:
+                problems.append(
+                    f"{scenario}: degrade_fallbacks_total{{stage=\"{stage}\"}} = "
+                    f"{got['fallbacks'].get(stage)}, want > 0")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--server", required=True, help="the metrics_server binary")
+    ap.add_argument("--prometheus", default="prometheus")
+    ap.add_argument("--promtool", default="promtool")
+    ap.add_argument("--timeout", type=float, default=90.0,
+                    help="seconds to wait for the expected series (default 90)")
+    args = ap.parse_args()
+
+    tools = {}
+    for name in ("server", "prometheus", "promtool"):
+        path = shutil.which(getattr(args, name))
+        if path is None:
+            log(f"SKIP: {name} '{getattr(args, name)}' not found")
+            return 77
+        tools[name] = os.path.abspath(path)
+
+    started = time.monotonic()
+    deadline = started + args.timeout
+    workdir = tempfile.mkdtemp(prefix="degrade-prometheus-")
+    procs = []
+    ok = False
+    try:
+        # The servers stop on their own shortly after this test's own bound,
+        # should the test itself be killed.
+        lifetime = args.timeout + 60
+        ports = {}
+        for scenario in SCENARIOS:
+            proc, port = start_server(tools["server"], scenario, workdir, lifetime)
+            procs.append(proc)
+            ports[scenario] = port
+        servers = list(procs)
+
+        # 1. The exposition is valid and lint-clean.
+        for scenario, port in ports.items():
+            exposition = check_endpoints(scenario, port)
+            promtool_check(tools["promtool"], scenario, exposition)
+
+        # 2. A real Prometheus scrapes it.
+        config = write_config(workdir, ports)
+        r = subprocess.run([tools["promtool"], "check", "config", config],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=60, check=False)
+        if r.returncode != 0:
+            raise TestFailure(f"promtool check config:\n{r.stdout.decode()}")
+        prom, prom_port = start_prometheus(tools["prometheus"], config, workdir, deadline)
+        procs.append(prom)
+
+        seen, problems, polls = None, ["no query yet"], 0
+        while time.monotonic() < deadline:
+            for p in procs:
+                if not p.alive():
+                    raise TestFailure(
+                        f"{p.name} exited with {p.popen.returncode}:\n{tail(p.stderr_path)}")
+            polls += 1
+            seen = observe(prom_port)
+            problems = mismatches(seen)
+            if not problems:
+                break
+            time.sleep(0.5)
+        if problems:
+            raise TestFailure(
+                f"after {args.timeout:.0f} s ({polls} polls) Prometheus still has:\n  "
+                + "\n  ".join(problems)
+                + f"\nlast observation: {json.dumps(seen, sort_keys=True)}"
+                + f"\nprometheus stderr:\n{tail(prom.stderr_path)}")
+        log(f"Prometheus has the expected series after {polls} poll(s), "
+            f"{time.monotonic() - started:.1f} s into the test:")
+        for scenario, (hold, _, _, _) in SCENARIOS.items():
+            got = seen[scenario]
+            states = ", ".join(f"{b}={got['breakers'][b]:g}" for b in BREAKERS)
+            fallbacks = ", ".join(f"{s}={v:g}" for s, v in sorted(got["fallbacks"].items()))
+            log(f"  {scenario} (--hold-phase '{hold}'): up=1; degrade_breaker_state "
+                f"{states}; degrade_level{{manager=\"recsys\"}}={got['level']:g}; "
+                f"degrade_fallbacks_total by stage: {fallbacks}")
+
+        # 3. The servers stop cleanly on SIGTERM.
+        for p in servers:
+            code, killed = p.stop()
+            if killed or code != 0:
+                raise TestFailure(
+                    f"{p.name} did not exit 0 on SIGTERM (exit {code}, "
+                    f"{'SIGKILLed' if killed else 'not killed'}):\n{tail(p.stderr_path)}")
+            log(f"{p.name} exited 0 on SIGTERM: {tail(p.stderr_path, 1).strip()}")
+        ok = True
+    except TestFailure as e:
+        log(f"FAIL: {e}")
+    except Exception as e:  # pylint: disable=broad-except
+        log(f"FAIL: {type(e).__name__}: {e}")
+    finally:
+        for p in reversed(procs):
+            if p.returncode is None:
+                code, killed = p.stop()
+                log(f"stopped {p.name}: exit {code}{' (SIGKILL)' if killed else ''}")
+        if ok:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log(f"logs kept in {workdir}")
+    log(f"{'PASS' if ok else 'FAIL'} in {time.monotonic() - started:.1f} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -207,8 +207,8 @@ inline std::string Report(const Comparison& c,
       [](const Summary& x, const RunResult&) { return Ms(x.p99_ms); });
   row("max latency",
       [](const Summary& x, const RunResult&) { return Ms(x.max_ms); });
-  row(absl::StrCat("waited past the ", absl::FormatDuration(kTimeout),
-                   " timeout"),
+  row(absl::StrCat("past the ", absl::ToInt64Seconds(kTimeout),
+                   " s timeout (answered late or still waiting)"),
       [](const Summary& x, const RunResult&) {
         return absl::StrFormat(
             "%d (%.1f%%)", x.past_timeout,

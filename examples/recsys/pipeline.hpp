@@ -12,7 +12,9 @@
 // Each stage sits behind its own circuit breaker, latency budget and Plan B:
 //
 //   features  FailingBackend<vector<float>>  -> DefaultFeatures (global mean)
-//   recall    FailingBackend<vector<Cand.>>  -> HotList (200 hot items)
+//   recall    FailingBackend<vector<Cand.>>  -> HotList (200 hot items, built
+//                                               in, or from a HotSource
+//                                               such as Redis)
 //   rank      FailingBackend<std::string>    -> order by recall score
 //   rerank    FailingBackend<std::string>    -> dedup only
 //
@@ -38,6 +40,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -149,6 +152,10 @@ inline std::vector<float> ItemEmbedding(int64_t id) {
   return e;
 }
 
+// Where the hot list (recall's Plan B) can come from besides the built-in
+// snapshot, e.g. a Redis sorted set (degrade/redis/hot_list_source.hpp).
+using HotSource = std::function<absl::StatusOr<std::vector<Candidate>>()>;
+
 // What one request produced.
 struct Response {
   degrade::StageResult<std::vector<Candidate>> result;
@@ -161,14 +168,17 @@ class Pipeline {
  public:
   // Builds the backends, scripts them from `clock->Now()` with
   // OutageScript(), and installs the Plan B data. `clock` must outlive the
-  // pipeline.
-  explicit Pipeline(degrade::FakeClock* clock)
+  // pipeline. With a `hot_source`, the hot list is refreshed from it once
+  // here, and the built-in snapshot serves only if that refresh fails
+  // (`hot_list_status()` says which); what `hot_source` uses must outlive the
+  // pipeline too.
+  explicit Pipeline(degrade::FakeClock* clock, HotSource hot_source = nullptr)
       : clock_(clock),
         features_(clock, UserFeatureBase(), Options("feature-service")),
         recall_(clock, RecallPool(), Options("recall-service")),
         rank_(clock, std::string("ranker-v7"), Options("rank-service")),
         rerank_(clock, std::string("diversity-v2"), Options("rerank-service")),
-        hot_list_(HotOptions(clock)) {
+        hot_list_(HotOptions(clock, hot_source)) {
     for (std::size_t s = kRecall; s < kStages; ++s) {
       breakers_[s] =
           std::make_unique<degrade::CircuitBreaker<std::vector<Candidate>>>(
@@ -181,12 +191,18 @@ class Pipeline {
     // it has no Plan B and should refuse to start. The features' default
     // is the global mean, never zeros (zeros score every item the same).
     (void)defaults_.Set(std::vector<float>(kFeatureDim, 0.25f), "global-mean");
-    std::vector<Candidate> hot;
-    for (std::size_t i = 0; i < kHotListSize; ++i) {
-      hot.push_back(Candidate{static_cast<int64_t>(1000 + i),
-                              1.0f - static_cast<float>(i) / kHotListSize, 0});
+    hot_list_status_ =
+        hot_source ? hot_list_.RefreshOnce()
+                   : absl::FailedPreconditionError("no hot source was given");
+    if (!hot_list_status_.ok()) {
+      std::vector<Candidate> hot;
+      for (std::size_t i = 0; i < kHotListSize; ++i) {
+        hot.push_back(Candidate{static_cast<int64_t>(1000 + i),
+                                1.0f - static_cast<float>(i) / kHotListSize,
+                                0});
+      }
+      (void)hot_list_.Publish(std::move(hot));
     }
-    (void)hot_list_.Publish(std::move(hot));
     ScriptBackends();
   }
 
@@ -285,6 +301,15 @@ class Pipeline {
     return s == kFeatures ? feature_breaker_->state() : breakers_[s]->state();
   }
 
+  // OK if the hot list came from the hot source; otherwise why not (the
+  // built-in snapshot serves then; FAILED_PRECONDITION without a source).
+  const absl::Status& hot_list_status() const { return hot_list_status_; }
+  // How many items the hot list serves.
+  std::size_t hot_list_size() const {
+    degrade::HotList<Candidate>::Snapshot s = hot_list_.snapshot();
+    return s == nullptr ? 0 : s->size();
+  }
+
   // When the scripted outage starts (the clock's time at construction) and
   // ends.
   absl::Time ScriptStart() const { return script_start_; }
@@ -303,8 +328,9 @@ class Pipeline {
   }
 
   static degrade::HotListOptions<Candidate> HotOptions(
-      const degrade::Clock* clock) {
+      const degrade::Clock* clock, HotSource source) {
     degrade::HotListOptions<Candidate> o;
+    o.source = std::move(source);
     o.top_n = kHotListSize;
     o.clock = clock;
     o.name = "hot-list";
@@ -453,6 +479,7 @@ class Pipeline {
       breakers_;
   degrade::DefaultFeatures defaults_{kFeatureDim};
   degrade::HotList<Candidate> hot_list_;
+  absl::Status hot_list_status_;
 };
 
 // Drives `pipeline` through the whole outage script: one request every

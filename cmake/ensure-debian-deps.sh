@@ -11,6 +11,13 @@
 #                               integration test scrapes that server with a
 #                               real Prometheus; its promtool checks the
 #                               demo's exposition), python3 (runs that test)
+#                  Redis:       libhiredis-dev (the optional degrade::redis
+#                               adapter) and redis-server (its tests start
+#                               private instances; the package's own system
+#                               service is not used by them). Installed by
+#                               default so `run.sh test` and CI run those
+#                               tests; without them degrade still builds and
+#                               tests everything else.
 #   --sanitizers   also clang's sanitizer runtimes (libclang-rt-14-dev), which
 #                  Debian's clang only Recommends, so minimal installs lack it
 #   --dry-run      only report what is missing; exit 1 if anything is
@@ -30,7 +37,7 @@ for arg in "$@"; do
     --sanitizers) want_sanitizers=1 ;;
     --dry-run) dry_run=1 ;;
     -h | --help)
-      sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -47,7 +54,8 @@ fi
 
 packages=(cmake g++ clang make
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus libcpp-httplib-dev python3)
+  prometheus libcpp-httplib-dev python3
+  libhiredis-dev redis-server)
 if ((want_sanitizers)); then
   packages+=(libclang-rt-14-dev)
 fi

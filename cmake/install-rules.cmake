@@ -5,6 +5,13 @@
 #   share/cmake/degrade/degradeConfig.cmake                find_package(degrade CONFIG)
 #   share/cmake/degrade/degradeConfigVersion.cmake         SameMajorVersion, arch independent
 #   share/cmake/degrade/degradeTargets.cmake               imported target degrade::degrade
+# and, only when the Redis adapter is built (DEGRADE_HAVE_REDIS):
+#   include/degrade/redis/...                              its header
+#   share/cmake/degrade/degradeRedisTargets.cmake          imported target degrade::redis
+#   share/cmake/degrade/degradeHiredis.cmake               finds hiredis for it
+# The package config loads the last two only for
+# find_package(degrade COMPONENTS redis), so the core package never looks for
+# hiredis.
 include_guard(GLOBAL)
 
 include(GNUInstallDirs)
@@ -15,13 +22,17 @@ set(DEGRADE_INSTALL_CMAKEDIR
     CACHE STRING "Install directory for degrade's CMake package files, relative to the prefix")
 mark_as_advanced(DEGRADE_INSTALL_CMAKEDIR)
 
+set(_degrade_header_excludes "")
+if(NOT DEGRADE_HAVE_REDIS)
+  set(_degrade_header_excludes PATTERN "redis" EXCLUDE)
+endif()
 install(
   DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
   COMPONENT degrade_Development
   FILES_MATCHING
   PATTERN "*.hpp"
-  PATTERN "*.h")
+  PATTERN "*.h" ${_degrade_header_excludes})
 
 install(TARGETS degrade EXPORT degradeTargets)
 
@@ -30,6 +41,19 @@ install(
   NAMESPACE degrade::
   DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
   COMPONENT degrade_Development)
+
+if(DEGRADE_HAVE_REDIS)
+  install(TARGETS degrade_redis EXPORT degradeRedisTargets)
+  install(
+    EXPORT degradeRedisTargets
+    NAMESPACE degrade::
+    DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+    COMPONENT degrade_Development)
+  install(
+    FILES "${PROJECT_SOURCE_DIR}/cmake/degradeHiredis.cmake"
+    DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+    COMPONENT degrade_Development)
+endif()
 
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/degradeConfig.cmake.in"

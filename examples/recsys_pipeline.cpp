@@ -29,9 +29,18 @@
 // recsys/pipeline.hpp); in production `degrade::CallWithTimeout` cuts a
 // blocking call off at the budget with a real thread pool.
 //
-// Exits 1 if any request came back empty, 0 otherwise.
+// The hot list (recall's Plan B) is a built-in snapshot of 200 items. With
+// `--redis host:port[/key]` (key default `hot_items`) it is read instead from
+// that Redis sorted set, members being numeric item ids and scores their
+// popularity, through degrade/redis/hot_list_source.hpp; if that read fails
+// the demo says why and serves the built-in snapshot. Redis support is
+// compiled in only when hiredis was found (DEGRADE_HAVE_REDIS).
+//
+// Exits 1 if any request came back empty, 2 on a bad argument, 0 otherwise.
 //
 //   build/dev/examples/recsys_pipeline [--metrics-out FILE]
+//   redis-cli ZADD hot_items 0.99 1001 0.98 1002 0.97 1003
+//   build/dev/examples/recsys_pipeline --redis 127.0.0.1:6379/hot_items
 
 #include <algorithm>
 #include <array>
@@ -41,12 +50,17 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
@@ -54,6 +68,12 @@
 #include "degrade/metrics.hpp"
 #include "degrade/stage_result.hpp"
 #include "recsys/pipeline.hpp"
+
+#if DEGRADE_HAVE_REDIS
+#include <memory>
+
+#include "degrade/redis/hot_list_source.hpp"
+#endif
 
 namespace {
 
@@ -93,18 +113,100 @@ std::size_t StageIndexOf(absl::string_view stage) {
   return recsys::kStages;
 }
 
+struct RedisAddress {
+  std::string host;
+  int port = 0;
+  std::string key = "hot_items";
+};
+
+// Parses "host:port[/key]".
+absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view text) {
+  RedisAddress a;
+  absl::string_view addr = text;
+  if (const std::size_t slash = text.find('/');
+      slash != absl::string_view::npos) {
+    addr = text.substr(0, slash);
+    a.key = std::string(text.substr(slash + 1));
+  }
+  const std::size_t colon = addr.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(addr.substr(colon + 1), &a.port) || a.key.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--redis ", text, ": expected host:port[/key], e.g. 127.0.0.1:6379"));
+  }
+  a.host = std::string(addr.substr(0, colon));
+  return a;
+}
+
+int Usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--metrics-out FILE] [--redis host:port[/key]]\n",
+               argv0);
+  return 2;
+}
+
+#if DEGRADE_HAVE_REDIS
+// A hot-list member is an item id; its score is the item's popularity.
+absl::StatusOr<recsys::Candidate> CandidateFromMember(
+    const degrade::redis::ScoredMember& m) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(m.member, &id)) {
+    return absl::InvalidArgumentError("not a numeric item id");
+  }
+  return recsys::Candidate{id, static_cast<float>(m.score), 0};
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* metrics_out = nullptr;
+  std::optional<RedisAddress> redis_address;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--metrics-out") == 0 && i + 1 < argc) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--redis" && i + 1 < argc) {
+      absl::StatusOr<RedisAddress> a = ParseRedisAddress(argv[++i]);
+      if (!a.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(a.status().message()).c_str());
+        return Usage(argv[0]);
+      }
+      redis_address = *std::move(a);
+    } else if (arg == "--metrics-out" && i + 1 < argc) {
       metrics_out = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--metrics-out FILE]\n", argv[0]);
-      return 2;
+      return Usage(argv[0]);
     }
   }
+
+  // The hot list's source, when one was given. It must outlive the
+  // pipeline, whose hot list calls it.
+  recsys::HotSource hot_source;
+#if DEGRADE_HAVE_REDIS
+  std::unique_ptr<degrade::redis::HotListSource> redis;
+  if (redis_address.has_value()) {
+    degrade::redis::HotListSourceSettings rs;
+    rs.host = redis_address->host;
+    rs.port = redis_address->port;
+    rs.key = redis_address->key;
+    rs.top_n = recsys::kHotListSize;
+    absl::StatusOr<std::unique_ptr<degrade::redis::HotListSource>> created =
+        degrade::redis::HotListSource::Create(rs);
+    if (!created.ok()) {
+      std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    redis = *std::move(created);
+    hot_source = redis->SourceFor<recsys::Candidate>(&CandidateFromMember);
+  }
+#else
+  if (redis_address.has_value()) {
+    std::fprintf(stderr,
+                 "--redis: this build has no Redis support (hiredis was not "
+                 "found; on Debian: apt-get install libhiredis-dev, then "
+                 "configure again)\n");
+    return 2;
+  }
+#endif
 
   degrade::FakeClock clock;
   // A registry of the demo's own, whose event log keeps its lines for the
@@ -117,7 +219,7 @@ int main(int argc, char** argv) {
   };
   log.clock = &clock;
   degrade::MetricsRegistry registry(std::move(log));
-  recsys::Pipeline pipeline(&clock, &registry);
+  recsys::Pipeline pipeline(&clock, &registry, "recsys", hot_source);
 
   const std::vector<recsys::Phase>& script = recsys::OutageScript();
   std::vector<PhaseStats> phases(script.size());
@@ -133,6 +235,19 @@ int main(int argc, char** argv) {
       absl::FormatDuration(recsys::kStageBudget).c_str(),
       absl::FormatDuration(recsys::kPhaseLength).c_str(),
       absl::FormatDuration(recsys::kRequestInterval).c_str());
+  if (redis_address.has_value()) {
+    // Only with --redis, so the default output stays as it was.
+    if (pipeline.hot_list_status().ok()) {
+      std::printf("Hot list: %zu items from redis %s:%d key '%s'.\n",
+                  pipeline.hot_list_size(), redis_address->host.c_str(),
+                  redis_address->port, redis_address->key.c_str());
+    } else {
+      std::printf(
+          "Hot list: reading it from Redis failed, serving the built-in "
+          "snapshot:\n  %s\n",
+          pipeline.hot_list_status().ToString().c_str());
+    }
+  }
 
   recsys::RunScript(
       clock, pipeline,

@@ -12,7 +12,9 @@
 // Each stage sits behind its own circuit breaker, latency budget and Plan B:
 //
 //   features  FailingBackend<vector<float>>  -> DefaultFeatures (global mean)
-//   recall    FailingBackend<vector<Cand.>>  -> HotList (200 hot items)
+//   recall    FailingBackend<vector<Cand.>>  -> HotList (200 hot items, built
+//                                               in, or from a HotSource
+//                                               such as Redis)
 //   rank      FailingBackend<std::string>    -> order by recall score
 //   rerank    FailingBackend<std::string>    -> dedup only
 //
@@ -38,6 +40,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -150,6 +153,10 @@ inline std::vector<float> ItemEmbedding(int64_t id) {
   return e;
 }
 
+// Where the hot list (recall's Plan B) can come from besides the built-in
+// snapshot, e.g. a Redis sorted set (degrade/redis/hot_list_source.hpp).
+using HotSource = std::function<absl::StatusOr<std::vector<Candidate>>()>;
+
 // What one request produced.
 struct Response {
   degrade::StageResult<std::vector<Candidate>> result;
@@ -164,10 +171,13 @@ class Pipeline {
   // OutageScript(), and installs the Plan B data. `clock` must outlive the
   // pipeline. Breakers, the hot list and the per-request stage metrics
   // register with `registry` (null: MetricsRegistry::Default()) under the
-  // pipeline `name`'s stage names.
+  // pipeline `name`'s stage names. With a `hot_source`, the hot list is
+  // refreshed from it once here, and the built-in snapshot serves only if
+  // that refresh fails (`hot_list_status()` says which); what `hot_source`
+  // uses must outlive the pipeline too.
   explicit Pipeline(degrade::FakeClock* clock,
                     degrade::MetricsRegistry* registry = nullptr,
-                    std::string name = "recsys")
+                    std::string name = "recsys", HotSource hot_source = nullptr)
       : clock_(clock),
         registry_(registry),
         stage_metrics_(
@@ -176,7 +186,7 @@ class Pipeline {
         recall_(clock, RecallPool(), Options("recall-service")),
         rank_(clock, std::string("ranker-v7"), Options("rank-service")),
         rerank_(clock, std::string("diversity-v2"), Options("rerank-service")),
-        hot_list_(HotOptions(clock, registry)) {
+        hot_list_(HotOptions(clock, registry, hot_source)) {
     for (std::size_t s = kRecall; s < kStages; ++s) {
       breakers_[s] =
           std::make_unique<degrade::CircuitBreaker<std::vector<Candidate>>>(
@@ -189,12 +199,18 @@ class Pipeline {
     // it has no Plan B and should refuse to start. The features' default
     // is the global mean, never zeros (zeros score every item the same).
     (void)defaults_.Set(std::vector<float>(kFeatureDim, 0.25f), "global-mean");
-    std::vector<Candidate> hot;
-    for (std::size_t i = 0; i < kHotListSize; ++i) {
-      hot.push_back(Candidate{static_cast<int64_t>(1000 + i),
-                              1.0f - static_cast<float>(i) / kHotListSize, 0});
+    hot_list_status_ =
+        hot_source ? hot_list_.RefreshOnce()
+                   : absl::FailedPreconditionError("no hot source was given");
+    if (!hot_list_status_.ok()) {
+      std::vector<Candidate> hot;
+      for (std::size_t i = 0; i < kHotListSize; ++i) {
+        hot.push_back(Candidate{static_cast<int64_t>(1000 + i),
+                                1.0f - static_cast<float>(i) / kHotListSize,
+                                0});
+      }
+      (void)hot_list_.Publish(std::move(hot));
     }
-    (void)hot_list_.Publish(std::move(hot));
     ScriptBackends();
   }
 
@@ -212,6 +228,15 @@ class Pipeline {
   }
 
   const degrade::StageMetrics& stage_metrics() const { return stage_metrics_; }
+
+  // OK if the hot list came from the hot source; otherwise why not (the
+  // built-in snapshot serves then; FAILED_PRECONDITION without a source).
+  const absl::Status& hot_list_status() const { return hot_list_status_; }
+  // How many items the hot list serves.
+  std::size_t hot_list_size() const {
+    degrade::HotList<Candidate>::Snapshot s = hot_list_.snapshot();
+    return s == nullptr ? 0 : s->size();
+  }
 
   // The state of stage `s`'s breaker now (applying a due open -> half-open).
   degrade::State BreakerState(std::size_t s) {
@@ -321,9 +346,11 @@ class Pipeline {
   }
 
   static degrade::HotListOptions<Candidate> HotOptions(
-      const degrade::Clock* clock, degrade::MetricsRegistry* registry) {
+      const degrade::Clock* clock, degrade::MetricsRegistry* registry,
+      HotSource source) {
     degrade::HotListOptions<Candidate> o;
     o.metrics = registry;
+    o.source = std::move(source);
     o.top_n = kHotListSize;
     o.clock = clock;
     o.name = "hot-list";
@@ -475,6 +502,7 @@ class Pipeline {
       breakers_;
   degrade::DefaultFeatures defaults_{kFeatureDim};
   degrade::HotList<Candidate> hot_list_;
+  absl::Status hot_list_status_;
 };
 
 // Drives `pipeline` through the whole outage script: one request every

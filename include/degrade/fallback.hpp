@@ -617,9 +617,10 @@ struct HotListOptions {
   // published). Default 200, the article's; 0 is treated as 1.
   std::size_t top_n = 200;
   // Where `RefreshOnce()` and the background thread get a new list, e.g. a
-  // Redis ZREVRANGE. May be empty (snapshots are then only pushed with
-  // `Publish`). Runs outside every lock; it may block for as long as it
-  // needs, readers are not affected.
+  // Redis ZREVRANGE (`redis::HotListSource::SourceFor`, in the optional
+  // degrade/redis/hot_list_source.hpp). May be empty (snapshots are then only
+  // pushed with `Publish`). Runs outside every lock; it may block for as long
+  // as it needs, readers are not affected.
   std::function<absl::StatusOr<std::vector<Item>>()> source;
   // The clock for `age()`; null means `RealClock::Instance()`. Must outlive
   // the list.

@@ -1,6 +1,8 @@
 // The consumer program of both package tests (find_package and
 // add_subdirectory; DEGRADE_CONSUMER_KIND names which). Exits 0 only if the
-// breaker behaves as documented with default settings.
+// breaker behaves as documented with default settings, and, when built
+// against degrade::redis (DEGRADE_CONSUMER_REDIS), the Redis adapter's header
+// compiles, links against hiredis and validates its settings.
 #include <cstdio>
 #include <string>
 
@@ -8,6 +10,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "degrade/degrade.hpp"
+
+#if DEGRADE_CONSUMER_REDIS
+#include "degrade/redis/hot_list_source.hpp"
+#endif
 
 namespace {
 
@@ -74,6 +80,19 @@ int main() {
   Check(transitions == 3, "closed->open->half-open->closed reported");
   Check(degrade::StateName(degrade::State::kHalfOpen) == "half-open",
         "StateName");
+
+#if DEGRADE_CONSUMER_REDIS
+  degrade::redis::HotListSourceSettings rs;
+  rs.key = "hot_items";
+  rs.port = 0;
+  Check(absl::IsInvalidArgument(
+            degrade::redis::HotListSource::Create(rs).status()),
+        "redis: port 0 is refused");
+  rs.port = 6379;
+  auto source = degrade::redis::HotListSource::Create(rs);
+  Check(source.ok() && !(*source)->connected(),
+        "redis: Create validates and does not connect");
+#endif
 
   if (failures != 0) return 1;
   std::printf("%s consumer: OK\n", DEGRADE_CONSUMER_KIND);

@@ -1,0 +1,719 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: redis/hot_list_source.hpp
+// -----------------------------------------------------------------------------
+//
+// The hot list from Redis. In the article the recall stage's Plan B, the
+// global hot list, is computed offline every hour and written to a Redis
+// sorted set; the service reads the top 200 by score. `HotListSource` is that
+// reader, as a `HotListOptions<Item>::source`:
+//
+//   degrade::redis::HotListSourceSettings rs;
+//   rs.host = "10.0.0.7";
+//   rs.port = 6379;
+//   rs.key = "hot_items";                 // ZADD hot_items 0.97 item42 ...
+//   auto redis = degrade::redis::HotListSource::Create(rs);
+//   if (!redis.ok()) return redis.status();   // invalid settings
+//
+//   degrade::HotListOptions<std::string> o;
+//   o.source = (*redis)->SourceFor<std::string>();   // members, best first
+//   degrade::HotList<std::string> hot(std::move(o));
+//   hot.Start(absl::Minutes(5));
+//
+// Optional: this header needs hiredis (Debian: libhiredis-dev) and the CMake
+// target `degrade::redis`; the core library (`degrade::degrade`,
+// `degrade/degrade.hpp`) never includes it.
+//
+// What a fetch does: `ZREVRANGE key 0 N-1 WITHSCORES` on one connection,
+// made lazily (with `connect_timeout`, then `AUTH` and `SELECT` when
+// configured) and kept between fetches, every socket operation bounded by
+// `command_timeout`, all behind the adapter's own `CircuitBreaker`. Every
+// failure is a status naming the server, the key and the cause, and the
+// hot list keeps serving its previous snapshot (its `age()` keeps growing):
+//
+//   Redis down, refused      UNAVAILABLE, "cannot connect: Connection refused"
+//   connection lost          UNAVAILABLE (the connection is dropped; the next
+//                            fetch reconnects)
+//   connect or command slow  DEADLINE_EXCEEDED (the connection is dropped: a
+//                            late reply must not be read as the next one's)
+//   key missing, set empty   NOT_FOUND (Redis deletes empty sorted sets)
+//   key of another type      FAILED_PRECONDITION, with Redis's WRONGTYPE text
+//   a bad score (inf, text)  INVALID_ARGUMENT naming the index and the value
+//   a malformed reply        INVALID_ARGUMENT naming what was expected
+//   AUTH refused, NOAUTH     UNAUTHENTICATED (the password is never printed)
+//   breaker open             the breaker's rejection (`IsBreakerOpen`), at
+//                            once, without touching the network
+//
+// Reconnection is lazy: a transport error drops the connection and the next
+// fetch the breaker admits connects again. A fetch that finds its kept
+// connection closed by the server (Redis restarted since the last fetch)
+// reconnects and retries once at once; a timeout is never retried.
+//
+// The breaker (defaults: `DefaultHotListBreakerSettings()`) counts only
+// transport failures, UNAVAILABLE and DEADLINE_EXCEEDED: it measures whether
+// Redis answers, and an answer about bad data is an answer. After 3 in a row
+// it opens for 30 s, during which fetches fail at once; then one trial fetch
+// decides. So a dead Redis costs at most three bounded waits, and then
+// nothing until it is tried again.
+//
+// How long a fetch can block: `connect_timeout` (plus name resolution, which
+// hiredis does with a blocking getaddrinfo: use an IP address, or a name the
+// resolver answers at once) and `command_timeout` per socket read or write
+// of each command sent (AUTH, SELECT, ZREVRANGE), twice over when a stale
+// connection is retried. Readers of the hot list never wait for any of it.
+//
+// Thread safety: `HotListSource` is thread-safe. Fetches are serialised on
+// one connection (a second concurrent fetch waits for the first), so it may
+// be used from `HotList`'s background thread and `RefreshOnce()` at once.
+// SIGPIPE: a write to a connection the server closed raises SIGPIPE, whose
+// default action kills the process; fetches block it on the calling thread
+// for their duration and discard one they caused, so the process needs no
+// SIGPIPE handler (one already pending is left alone).
+//
+// Nothing here throws; the header compiles with -fno-exceptions.
+
+#ifndef DEGRADE_REDIS_HOT_LIST_SOURCE_HPP_
+#define DEGRADE_REDIS_HOT_LIST_SOURCE_HPP_
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/config.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/fallback.hpp"
+#include "degrade/status.hpp"
+
+namespace degrade {
+namespace redis {
+
+// ScoredMember
+//
+// One entry of the sorted set: the member (binary-safe) and its score.
+struct ScoredMember {
+  std::string member;
+  double score = 0;
+
+  friend bool operator==(const ScoredMember& a, const ScoredMember& b) {
+    return a.member == b.member && a.score == b.score;
+  }
+  friend bool operator!=(const ScoredMember& a, const ScoredMember& b) {
+    return !(a == b);
+  }
+};
+
+// The largest `top_n` accepted: a hot list is hundreds of items, and a
+// mistyped N must not pull a million-member set into every refresh.
+inline constexpr std::size_t kMaxHotListSourceItems = 100000;
+
+// True for the statuses the adapter's breaker counts as failures: Redis did
+// not answer in time (DEADLINE_EXCEEDED) or could not be reached, lost the
+// connection or is not ready (UNAVAILABLE). Every other outcome (OK, a
+// missing key, a wrong type, bad data, a refused AUTH) means Redis answered.
+inline bool IsRedisTransportFailure(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
+
+// DefaultHotListBreakerSettings()
+//
+// The adapter's breaker defaults: open after 3 consecutive transport
+// failures, for 30 s, then one trial; only transport failures count
+// (`is_successful` is `!IsRedisTransportFailure`). The name is filled in by
+// `HotListSource::Create` when left empty. Change fields of this value
+// rather than replacing it: a default-constructed `BreakerSettings` has
+// gobreaker's defaults and counts every error, bad data included.
+inline BreakerSettings DefaultHotListBreakerSettings() {
+  BreakerSettings s;
+  s.max_requests = 1;
+  s.timeout = absl::Seconds(30);
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  s.is_successful = [](const absl::Status& status) {
+    return !IsRedisTransportFailure(status);
+  };
+  return s;
+}
+
+// HotListSourceSettings
+//
+// Where the hot list lives and how long to wait for it. Checked by
+// `ValidateHotListSourceSettings()` (and `HotListSource::Create`).
+struct HotListSourceSettings {
+  // Server address: an IP address or a host name (resolved with a blocking
+  // getaddrinfo on each connect; see the file comment). Not empty.
+  std::string host = "127.0.0.1";
+  // TCP port, 1..65535.
+  int port = 6379;
+  // The sorted set's key (binary-safe). Not empty.
+  std::string key;
+  // How many members to read, best (highest score) first: the N of
+  // ZREVRANGE key 0 N-1. 1..kMaxHotListSourceItems; 200 as in the article.
+  std::size_t top_n = 200;
+  // Bound on establishing the TCP connection. > 0 and finite.
+  absl::Duration connect_timeout = absl::Milliseconds(500);
+  // Bound on each socket read or write of a command. > 0 and finite.
+  absl::Duration command_timeout = absl::Milliseconds(500);
+  // If set, `AUTH [username] password` after connecting. `username` (Redis 6
+  // ACL users) requires `password`; neither may be empty.
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  // If not 0, `SELECT database` after connecting. >= 0.
+  int database = 0;
+  // The adapter's breaker; see DefaultHotListBreakerSettings(). Its clock
+  // (a FakeClock in tests) times only the breaker; socket timeouts are real.
+  // An empty name becomes "redis <host>:<port>/<database> <key>".
+  BreakerSettings breaker = DefaultHotListBreakerSettings();
+};
+
+// ValidateHotListSourceSettings()
+//
+// Returns OK, or INVALID_ARGUMENT naming the first bad field, its value and
+// the rule, then the breaker's own settings (`ValidateBreakerSettings`).
+inline absl::Status ValidateHotListSourceSettings(
+    const HotListSourceSettings& s) {
+  const auto bad = [&s](absl::string_view field, auto value,
+                        absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "redis hot list source (",
+        degrade::detail::config_json::Printable(s.host), ":", s.port, " key '",
+        degrade::detail::config_json::Printable(s.key), "'): setting '", field,
+        "' = ", value, " is invalid: ", why));
+  };
+  const auto valid_timeout = [](absl::Duration d) {
+    return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
+  };
+  if (s.host.empty()) return bad("host", "\"\"", "must not be empty");
+  if (s.host.find('\0') != std::string::npos) {
+    return bad("host", degrade::detail::config_json::Printable(s.host),
+               "must not contain a NUL byte");
+  }
+  if (s.port < 1 || s.port > 65535) {
+    return bad("port", s.port, "must be in 1..65535");
+  }
+  if (s.key.empty()) return bad("key", "\"\"", "must not be empty");
+  if (s.top_n < 1 || s.top_n > kMaxHotListSourceItems) {
+    return bad("top_n", s.top_n,
+               absl::StrCat("must be in 1..", kMaxHotListSourceItems));
+  }
+  if (!valid_timeout(s.connect_timeout)) {
+    return bad("connect_timeout", absl::FormatDuration(s.connect_timeout),
+               "must be > 0 and finite");
+  }
+  if (!valid_timeout(s.command_timeout)) {
+    return bad("command_timeout", absl::FormatDuration(s.command_timeout),
+               "must be > 0 and finite");
+  }
+  if (s.username.has_value() && s.username->empty()) {
+    return bad("username", "\"\"", "must not be empty when set");
+  }
+  if (s.username.has_value() && !s.password.has_value()) {
+    return bad("username", degrade::detail::config_json::Printable(*s.username),
+               "needs a password");
+  }
+  if (s.password.has_value() && s.password->empty()) {
+    // The value itself is never printed.
+    return bad("password", "\"\"", "must not be empty when set");
+  }
+  if (s.database < 0) {
+    return bad("database", s.database, "must be >= 0");
+  }
+  return ValidateBreakerSettings(s.breaker);
+}
+
+namespace detail {
+
+struct RedisContextFree {
+  void operator()(redisContext* c) const {
+    if (c != nullptr) redisFree(c);
+  }
+};
+struct RedisReplyFree {
+  void operator()(redisReply* r) const {
+    if (r != nullptr) freeReplyObject(r);
+  }
+};
+using RedisContextPtr = std::unique_ptr<redisContext, RedisContextFree>;
+using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyFree>;
+
+// `text` for a message: escaped, and cut at 64 bytes so a huge member or
+// value can't flood a log line.
+inline std::string RedisPrintable(absl::string_view text) {
+  constexpr std::size_t kMax = 64;
+  if (text.size() <= kMax) return degrade::detail::config_json::Printable(text);
+  return absl::StrCat(
+      degrade::detail::config_json::Printable(text.substr(0, kMax)), "... (",
+      text.size(), " bytes)");
+}
+
+inline absl::string_view ReplyText(const redisReply& r) {
+  return r.str == nullptr ? absl::string_view()
+                          : absl::string_view(r.str, r.len);
+}
+
+inline const char* ReplyTypeName(int type) {
+  switch (type) {
+    case REDIS_REPLY_STRING:
+      return "a bulk string";
+    case REDIS_REPLY_ARRAY:
+      return "an array";
+    case REDIS_REPLY_INTEGER:
+      return "an integer";
+    case REDIS_REPLY_NIL:
+      return "nil";
+    case REDIS_REPLY_STATUS:
+      return "a status";
+    case REDIS_REPLY_ERROR:
+      return "an error";
+    default:
+      return "an unknown reply type";
+  }
+}
+
+// The status for an error reply `text` to `command`, prefixed by `where`.
+inline absl::Status ErrorReplyStatus(absl::string_view where,
+                                     absl::string_view command,
+                                     absl::string_view text) {
+  const std::string msg =
+      absl::StrCat(where, ": ", command, " refused: ", RedisPrintable(text));
+  if (absl::StartsWith(text, "WRONGTYPE")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(msg, " (the key is not a sorted set)"));
+  }
+  if (absl::StartsWith(text, "NOAUTH") || absl::StartsWith(text, "WRONGPASS") ||
+      absl::StartsWith(text, "NOPERM")) {
+    return absl::UnauthenticatedError(msg);
+  }
+  if (absl::StartsWith(text, "LOADING") || absl::StartsWith(text, "BUSY") ||
+      absl::StartsWith(text, "MASTERDOWN") ||
+      absl::StartsWith(text, "TRYAGAIN") ||
+      absl::StartsWith(text, "CLUSTERDOWN")) {
+    return absl::UnavailableError(msg);  // not ready: a transport failure
+  }
+  return absl::FailedPreconditionError(msg);
+}
+
+// ParseScoredMembers()
+//
+// Turns the RESP2 reply to `ZREVRANGE key 0 N-1 WITHSCORES` (a flat array
+// member, score, member, score, ...) into members with their scores, in the
+// reply's order. `where` prefixes every message; `top_n` is the N asked for.
+// Errors: an error reply (see ErrorReplyStatus), NOT_FOUND for an empty
+// array (a missing key: Redis deletes empty sorted sets), INVALID_ARGUMENT
+// for any other reply type, an odd or too large element count, an element
+// that is not a bulk string, or a score that is not a finite number (named
+// with the member's index and the value).
+inline absl::StatusOr<std::vector<ScoredMember>> ParseScoredMembers(
+    const redisReply& reply, absl::string_view where, std::size_t top_n) {
+  if (reply.type == REDIS_REPLY_ERROR) {
+    return ErrorReplyStatus(where, "ZREVRANGE", ReplyText(reply));
+  }
+  if (reply.type != REDIS_REPLY_ARRAY) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ZREVRANGE answered ", ReplyTypeName(reply.type),
+                     ", expected an array of members and scores"));
+  }
+  if (reply.elements == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        where, ": the key does not exist or its sorted set is empty"));
+  }
+  if (reply.elements % 2 != 0 || reply.elements / 2 > top_n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ZREVRANGE answered an array of ", reply.elements,
+        " elements, expected an even number (member, score pairs) of at most ",
+        2 * top_n));
+  }
+  std::vector<ScoredMember> out;
+  out.reserve(reply.elements / 2);
+  for (std::size_t i = 0; i < reply.elements / 2; ++i) {
+    const redisReply* member = reply.element[2 * i];
+    const redisReply* score = reply.element[2 * i + 1];
+    for (const redisReply* e : {member, score}) {
+      if (e == nullptr || e->type != REDIS_REPLY_STRING) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": member [", i, "]: the ", e == member ? "member" : "score",
+            " is ", e == nullptr ? "missing" : ReplyTypeName(e->type),
+            ", expected a bulk string"));
+      }
+    }
+    const absl::string_view text = ReplyText(*score);
+    double value = 0;
+    if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": member [", i, "] '", RedisPrintable(ReplyText(*member)),
+          "': score '", RedisPrintable(text), "' is not a finite number"));
+    }
+    out.push_back(ScoredMember{std::string(ReplyText(*member)), value});
+  }
+  return out;
+}
+
+// Blocks SIGPIPE on the calling thread while alive and, on destruction,
+// discards a SIGPIPE that became pending meanwhile (one raised by a write
+// to a closed socket is directed at the writing thread), then restores the
+// thread's signal mask.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+  ~ScopedSigpipeBlock() {
+    if (!blocked_) return;
+    const int saved_errno = errno;
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (!was_pending_ && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE)) {
+      const struct timespec zero = {0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    errno = saved_errno;
+  }
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
+
+}  // namespace detail
+
+// HotListSource
+//
+// Reads the hot list from a Redis sorted set; see the file comment. Made by
+// `Create`, which validates the settings; connects on the first fetch.
+//
+// Thread-safe. Neither copyable nor movable. The callables from
+// `SourceFor` hold its address: it must outlive them (declare it before the
+// `HotList` that uses it, or `Stop()` the list first).
+class HotListSource {
+ public:
+  using Breaker = CircuitBreaker<std::vector<ScoredMember>>;
+
+  // HotListSource::Create()
+  //
+  // A source for `settings`, or the INVALID_ARGUMENT of
+  // `ValidateHotListSourceSettings`. Does not connect.
+  static absl::StatusOr<std::unique_ptr<HotListSource>> Create(
+      HotListSourceSettings settings) {
+    absl::Status valid = ValidateHotListSourceSettings(settings);
+    if (!valid.ok()) return valid;
+    return std::unique_ptr<HotListSource>(
+        new HotListSource(std::move(settings)));
+  }
+
+  HotListSource(const HotListSource&) = delete;
+  HotListSource& operator=(const HotListSource&) = delete;
+
+  // HotListSource::Fetch()
+  //
+  // The top `top_n` members with their scores, highest score first, through
+  // the breaker; or the failure (see the file comment for the statuses).
+  // Blocks for at most the bounds in the file comment; returns at once when
+  // the breaker is open.
+  //
+  // Thread-safe; fetches are serialised.
+  absl::StatusOr<std::vector<ScoredMember>> Fetch() {
+    absl::StatusOr<std::vector<ScoredMember>> result =
+        breaker_.Execute([this] { return FetchNow(); });
+    degrade::detail::MutexLock lock(&mu_);
+    ++fetches_;
+    if (!result.ok()) ++failures_;
+    last_status_ = result.status();
+    return result;
+  }
+
+  // HotListSource::SourceFor<Item>()
+  //
+  // A `HotListOptions<Item>::source` calling `Fetch()`: for
+  // `Item = std::string` the members, for `Item = ScoredMember` the members
+  // with their scores. For any other item type pass a map (below).
+  template <typename Item>
+  std::function<absl::StatusOr<std::vector<Item>>()> SourceFor() {
+    if constexpr (std::is_same_v<Item, ScoredMember>) {
+      return [this] { return Fetch(); };
+    } else {
+      static_assert(std::is_same_v<Item, std::string>,
+                    "SourceFor<Item>() without a map gives std::string "
+                    "members or ScoredMember; for other items pass a map "
+                    "(const ScoredMember&) -> Item or absl::StatusOr<Item>");
+      return SourceFor<std::string>(
+          [](const ScoredMember& m) { return m.member; });
+    }
+  }
+
+  // HotListSource::SourceFor<Item>(map)
+  //
+  // As above, each member turned into an `Item` by `map(const
+  // ScoredMember&)`, returning `Item` or `absl::StatusOr<Item>` (to refuse a
+  // member, e.g. one that is not a numeric id). One refused member fails the
+  // whole refresh, with the map's code and a message naming the member and
+  // its index, so the hot list keeps its previous snapshot rather than
+  // serve a partial one. `map` is copied into the callable, must be
+  // thread-safe if the callable is called concurrently, and must not throw
+  // (a throw is caught by `HotList` and reported).
+  template <typename Item, typename Map>
+  std::function<absl::StatusOr<std::vector<Item>>()> SourceFor(Map map) {
+    return [this, map]() -> absl::StatusOr<std::vector<Item>> {
+      absl::StatusOr<std::vector<ScoredMember>> fetched = Fetch();
+      if (!fetched.ok()) return fetched.status();
+      std::vector<Item> items;
+      items.reserve(fetched->size());
+      for (std::size_t i = 0; i < fetched->size(); ++i) {
+        const ScoredMember& m = (*fetched)[i];
+        using Out =
+            std::decay_t<std::invoke_result_t<const Map&, const ScoredMember&>>;
+        if constexpr (std::is_same_v<Out, absl::StatusOr<Item>>) {
+          absl::StatusOr<Item> item = std::invoke(map, m);
+          if (!item.ok()) {
+            return degrade::detail::Reworded(
+                item.status(),
+                absl::StrCat(where_, ": member [", i, "] '",
+                             detail::RedisPrintable(m.member), "' (score ",
+                             m.score,
+                             ") was refused: ", item.status().message()));
+          }
+          items.push_back(*std::move(item));
+        } else {
+          static_assert(std::is_convertible_v<Out, Item>,
+                        "SourceFor<Item>(map): map must take const "
+                        "ScoredMember& and return Item or "
+                        "absl::StatusOr<Item>");
+          items.push_back(std::invoke(map, m));
+        }
+      }
+      return items;
+    };
+  }
+
+  // The breaker in front of Redis (state, counts, manual control).
+  Breaker& breaker() { return breaker_; }
+  // The breaker's state now (applying a due open -> half-open).
+  State breaker_state() { return breaker_.state(); }
+
+  // Whether a connection is kept open for the next fetch.
+  // Thread-safe; may be stale the moment it returns.
+  bool connected() const {
+    degrade::detail::MutexLock lock(&mu_);
+    return context_ != nullptr;
+  }
+  // Connections established (connected, authenticated, database selected)
+  // so far: 1 after the first fetch, +1 for each reconnection.
+  uint64_t connects() const {
+    degrade::detail::MutexLock lock(&mu_);
+    return connects_;
+  }
+  // Fetch() calls so far, and how many of them failed (breaker rejections
+  // included).
+  uint64_t fetches() const {
+    degrade::detail::MutexLock lock(&mu_);
+    return fetches_;
+  }
+  uint64_t failures() const {
+    degrade::detail::MutexLock lock(&mu_);
+    return failures_;
+  }
+  // The status of the last Fetch() (OK before any).
+  absl::Status last_status() const {
+    degrade::detail::MutexLock lock(&mu_);
+    return last_status_;
+  }
+
+  // The validated settings (with the breaker's name filled in).
+  const HotListSourceSettings& settings() const { return settings_; }
+  // "redis <host>:<port>/<database> key '<key>'": how messages name it.
+  const std::string& where() const { return where_; }
+
+ private:
+  explicit HotListSource(HotListSourceSettings settings)
+      : settings_(WithBreakerName(std::move(settings))),
+        where_(absl::StrCat("redis ", settings_.host, ":", settings_.port, "/",
+                            settings_.database, " key '",
+                            detail::RedisPrintable(settings_.key), "'")),
+        breaker_(settings_.breaker) {}
+
+  static HotListSourceSettings WithBreakerName(HotListSourceSettings s) {
+    if (s.breaker.name.empty()) {
+      s.breaker.name =
+          absl::StrCat("redis ", s.host, ":", s.port, "/", s.database, " ",
+                       detail::RedisPrintable(s.key));
+    }
+    return s;
+  }
+
+  // The breaker's callable: one fetch, under the connection's lock.
+  absl::StatusOr<std::vector<ScoredMember>> FetchNow() {
+    degrade::detail::MutexLock lock(&mu_);
+    detail::ScopedSigpipeBlock no_sigpipe;
+    const bool reused = context_ != nullptr;
+    bool stale = false;
+    absl::StatusOr<std::vector<ScoredMember>> result = QueryLocked(&stale);
+    if (!result.ok() && reused && stale) {
+      // The kept connection was closed by the other end (Redis restarted
+      // or dropped idle clients): that says nothing about Redis now, so
+      // reconnect and ask once more.
+      result = QueryLocked(&stale);
+    }
+    return result;
+  }
+
+  // Connects if needed, then sends ZREVRANGE and parses the reply.
+  absl::StatusOr<std::vector<ScoredMember>> QueryLocked(bool* stale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    *stale = false;
+    if (context_ == nullptr) {
+      absl::Status connected = ConnectLocked();
+      if (!connected.ok()) return connected;
+    }
+    const std::string stop = std::to_string(settings_.top_n - 1);
+    const std::vector<absl::string_view> argv = {"ZREVRANGE", settings_.key,
+                                                 "0", stop, "WITHSCORES"};
+    absl::StatusOr<detail::RedisReplyPtr> reply =
+        Command(context_, "ZREVRANGE", argv, stale);
+    if (!reply.ok()) {
+      context_.reset();  // a transport error leaves it unusable
+      return reply.status();
+    }
+    return detail::ParseScoredMembers(**reply, where_, settings_.top_n);
+  }
+
+  // Connects, sets the command timeout, authenticates and selects the
+  // database; keeps the connection only if all of it worked.
+  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    detail::RedisContextPtr c(
+        redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
+                                absl::ToTimeval(settings_.connect_timeout)));
+    const int connect_errno = errno;
+    if (c == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat(where_, ": cannot connect: out of memory"));
+    }
+    if (c->err != 0) {
+      const std::string msg =
+          absl::StrCat(where_, ": cannot connect within ",
+                       absl::FormatDuration(settings_.connect_timeout), ": ",
+                       detail::RedisPrintable(c->errstr));
+      return IsTimeoutErrno(connect_errno) ? absl::DeadlineExceededError(msg)
+                                           : absl::UnavailableError(msg);
+    }
+    if (redisSetTimeout(c.get(), absl::ToTimeval(settings_.command_timeout)) !=
+        REDIS_OK) {
+      return absl::UnavailableError(
+          absl::StrCat(where_, ": cannot set the command timeout: ",
+                       detail::RedisPrintable(c->errstr)));
+    }
+    bool stale = false;
+    if (settings_.password.has_value()) {
+      std::vector<absl::string_view> argv = {"AUTH"};
+      if (settings_.username.has_value()) argv.push_back(*settings_.username);
+      argv.push_back(*settings_.password);
+      absl::StatusOr<detail::RedisReplyPtr> r =
+          Command(c, "AUTH", argv, &stale);
+      if (!r.ok()) return r.status();
+      if ((*r)->type == REDIS_REPLY_ERROR) {
+        return detail::ErrorReplyStatus(where_, "AUTH", detail::ReplyText(**r));
+      }
+    }
+    if (settings_.database != 0) {
+      const std::string db = std::to_string(settings_.database);
+      absl::StatusOr<detail::RedisReplyPtr> r =
+          Command(c, "SELECT", {"SELECT", db}, &stale);
+      if (!r.ok()) return r.status();
+      if ((*r)->type == REDIS_REPLY_ERROR) {
+        return detail::ErrorReplyStatus(
+            where_, absl::StrCat("SELECT ", settings_.database),
+            detail::ReplyText(**r));
+      }
+    }
+    context_ = std::move(c);
+    ++connects_;
+    return absl::OkStatus();
+  }
+
+  // Sends `argv` on `c` and reads the reply (an error reply is a reply).
+  // A transport failure is UNAVAILABLE or DEADLINE_EXCEEDED naming
+  // `command`; `*stale` says whether the other end had closed the
+  // connection. `c` is then unusable.
+  absl::StatusOr<detail::RedisReplyPtr> Command(
+      const detail::RedisContextPtr& c, absl::string_view command,
+      const std::vector<absl::string_view>& argv, bool* stale) const {
+    std::vector<const char*> args;
+    std::vector<std::size_t> lens;
+    args.reserve(argv.size());
+    lens.reserve(argv.size());
+    for (absl::string_view a : argv) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    void* raw = redisCommandArgv(c.get(), static_cast<int>(args.size()),
+                                 args.data(), lens.data());
+    const int command_errno = errno;
+    detail::RedisReplyPtr reply(static_cast<redisReply*>(raw));
+    if (reply != nullptr) return reply;
+    *stale = c->err == REDIS_ERR_EOF ||
+             (c->err == REDIS_ERR_IO &&
+              (command_errno == ECONNRESET || command_errno == EPIPE));
+    if (c->err == REDIS_ERR_IO && IsTimeoutErrno(command_errno)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(where_, ": ", command, ": no answer within ",
+                       absl::FormatDuration(settings_.command_timeout), " (",
+                       detail::RedisPrintable(c->errstr), ")"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat(where_, ": ", command, ": connection lost: ",
+                     c->err != 0 ? detail::RedisPrintable(c->errstr)
+                                 : std::string("no reply")));
+  }
+
+  static bool IsTimeoutErrno(int e) {
+    return e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT ||
+           e == EINPROGRESS;
+  }
+
+  const HotListSourceSettings settings_;
+  const std::string where_;
+  Breaker breaker_;
+
+  mutable degrade::detail::Mutex mu_;
+  detail::RedisContextPtr context_ ABSL_GUARDED_BY(mu_);
+  uint64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t fetches_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status last_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace redis
+}  // namespace degrade
+
+#endif  // DEGRADE_REDIS_HOT_LIST_SOURCE_HPP_

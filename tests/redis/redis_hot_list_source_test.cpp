@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -37,13 +38,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/fallback.hpp"
+#include "degrade/metrics.hpp"
 #include "degrade/redis/hot_list_source.hpp"
 #include "degrade/status.hpp"
 #include "gmock/gmock.h"
@@ -423,7 +427,24 @@ class RedisHotListSourceTest : public ::testing::Test {
     o.source = source.SourceFor<std::string>();
     o.clock = &clock_;
     o.name = "hot";
+    o.metrics = &registry_;
     return o;
+  }
+
+  // The value of the first exported sample whose line starts with `prefix`
+  // (NaN if none): what a Prometheus scrape of this process would read.
+  double Scraped(absl::string_view prefix) const {
+    for (absl::string_view line :
+         absl::StrSplit(registry_.RenderPrometheus(), '\n')) {
+      if (!absl::StartsWith(line, prefix)) continue;
+      double v = 0;
+      const std::size_t space = line.rfind(' ');
+      if (space != absl::string_view::npos &&
+          absl::SimpleAtod(line.substr(space + 1), &v)) {
+        return v;
+      }
+    }
+    return std::nan("");
   }
 
   static std::vector<std::string> Items(const HotList<std::string>& hot) {
@@ -444,13 +465,16 @@ class RedisHotListSourceTest : public ::testing::Test {
   // refreshes once, which must succeed.
   void Serve(const std::vector<std::pair<double, std::string>>& items) {
     WriteHotList(items);
-    source_ = MustCreate(Settings());
+    HotListSourceSettings settings = Settings();
+    settings.breaker.metrics = &registry_;
+    source_ = MustCreate(std::move(settings));
     ASSERT_NE(source_, nullptr);
     hot_ = std::make_unique<HotList<std::string>>(ListOptions(*source_));
     ASSERT_TRUE(hot_->RefreshOnce().ok()) << hot_->last_status();
   }
 
   FakeClock clock_;
+  MetricsRegistry registry_;
   std::unique_ptr<RedisServer> server_;
   std::unique_ptr<HotListSource> source_;
   std::unique_ptr<HotList<std::string>> hot_;  // after source_: it calls it
@@ -635,9 +659,12 @@ TEST_F(RedisHotListSourceTest, StoppedRedisOpensTheBreakerAndTheOldListServes) {
                       HasSubstr("cannot connect"), HasSubstr("refused")));
     EXPECT_FALSE(source.connected());
     clock_.Advance(absl::Seconds(5));
-    EXPECT_EQ(hot.age(), absl::Seconds(5 * (i + 1)));  // what the metric reads
+    EXPECT_EQ(hot.age(), absl::Seconds(5 * (i + 1)));
+    EXPECT_EQ(Scraped(R"(degrade_hot_list_age_seconds{hot_list="hot"})"),
+              5 * (i + 1));
   }
   EXPECT_EQ(source.breaker_state(), State::kOpen);  // for 30 s
+  EXPECT_EQ(Scraped(R"(degrade_breaker_state{breaker="redis 127.0.0.1:)"), 2);
 
   // Open: refreshes fail at once, without touching the network.
   for (int i = 0; i < 10; ++i) {
@@ -657,6 +684,11 @@ TEST_F(RedisHotListSourceTest, StoppedRedisOpensTheBreakerAndTheOldListServes) {
   EXPECT_LT(readers.slowest(), absl::Milliseconds(250));
   clock_.Advance(absl::Seconds(20));
   EXPECT_EQ(hot.age(), absl::Seconds(35));
+  EXPECT_EQ(Scraped(R"(degrade_hot_list_age_seconds{hot_list="hot"})"), 35);
+  EXPECT_EQ(
+      Scraped(
+          R"(degrade_hot_list_refreshes_total{hot_list="hot",result="failed"})"),
+      13);
   EXPECT_EQ(source.breaker_state(), State::kOpen);
   EXPECT_EQ(hot.failures(), 13u);
 }

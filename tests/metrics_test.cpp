@@ -675,6 +675,24 @@ TEST(EventLogTest, AStageDegradingEveryRequestAt10kQpsWritesAHandfulPerSecond) {
   EXPECT_EQ(reported, 9u * 9995u);
 }
 
+TEST(EventLogTest, AClockThatJumpsBackOrSaturatesStartsANewWindow) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  EventLogOptions o;
+  o.sink = [&lines](absl::string_view l) { lines.emplace_back(l); };
+  o.clock = &clock;
+  o.max_lines_per_key = 1;
+  EventLog log(std::move(o));
+  EXPECT_TRUE(log.Emit("k", "{}"));
+  EXPECT_FALSE(log.Emit("k", "{}"));
+  clock.Set(clock.Now() - absl::Hours(1));  // back: not stuck for an hour
+  EXPECT_TRUE(log.Emit("k", "{}"));
+  clock.Set(absl::InfiniteFuture());  // saturated readings: no overflow (UBSan)
+  EXPECT_TRUE(log.Emit("k", "{}"));
+  EXPECT_FALSE(log.Emit("k", "{}"));
+  EXPECT_EQ(lines.size(), 3u);
+}
+
 TEST(EventLogTest, KeysPastTheCapShareOneLimit) {
   FakeClock clock;
   std::vector<std::string> lines;

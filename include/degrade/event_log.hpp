@@ -105,14 +105,12 @@ class RateLimiter {
     // may refuse one line the new window would have taken; it is still
     // counted, and reported by the next line.
     if (used_.load(std::memory_order_relaxed) >= limit_ &&
-        now_nanos - window_start_.load(std::memory_order_relaxed) <
-            interval_nanos_) {
+        !WindowOver(now_nanos, window_start_.load(std::memory_order_relaxed))) {
       suppressed_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
     detail::MutexLock lock(&mu_);
-    if (now_nanos - window_start_.load(std::memory_order_relaxed) >=
-        interval_nanos_) {
+    if (WindowOver(now_nanos, window_start_.load(std::memory_order_relaxed))) {
       window_start_.store(now_nanos, std::memory_order_relaxed);
       used_.store(0, std::memory_order_relaxed);
     }
@@ -132,11 +130,23 @@ class RateLimiter {
   }
 
  private:
+  // Whether the window that started at `start` is over at `now`. A clock
+  // that went backwards starts a new window too (a FakeClock can be Set
+  // back); the difference is taken unsigned so that extreme readings (a
+  // saturated clock) cannot overflow.
+  bool WindowOver(int64_t now, int64_t start) const {
+    return now < start ||
+           static_cast<uint64_t>(now) - static_cast<uint64_t>(start) >=
+               static_cast<uint64_t>(interval_nanos_);
+  }
+
   const uint32_t limit_;
   const int64_t interval_nanos_;
   detail::Mutex mu_;
   // Written under mu_, read without it by the full-window fast path.
-  std::atomic<int64_t> window_start_{std::numeric_limits<int64_t>::min() / 2};
+  // So that the first Admit opens a window: any real reading is more than
+  // `interval` past the minimum.
+  std::atomic<int64_t> window_start_{std::numeric_limits<int64_t>::min()};
   std::atomic<uint32_t> used_{0};
   std::atomic<uint64_t> suppressed_{0};
 };

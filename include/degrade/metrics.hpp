@@ -26,7 +26,9 @@
 //   stages.Observe(response.trace());
 //
 //   // Page a human when a degradation has lasted 30 minutes.
-//   degrade::EscalationWatch watch(registry, {.on_escalate = Page});
+//   degrade::EscalationOptions escalation;
+//   escalation.on_escalate = Page;  // (const DegradationEpisode&, Duration)
+//   degrade::EscalationWatch watch(registry, escalation);
 //   watch.Start(absl::Minutes(1));
 //
 // `RenderPrometheus()` writes the text exposition format 0.0.4 (HELP and TYPE

@@ -11,6 +11,8 @@
 #   asan    same with the `asan-ubsan` workflow (clang++, ASan + UBSan)
 #   tsan    same with the `tsan` workflow (clang++, ThreadSanitizer)
 #   bench   `cmake --workflow --preset bench` (configure + build benchmarks)
+#   soak    the chaos soak (tests/chaos_soak_test.cpp, 1,000,000 requests) in
+#           an optimised build: `cmake --workflow --preset soak`
 #   fuzz [seconds]
 #           build the libFuzzer targets (`fuzz` preset, clang++ with
 #           -fsanitize=fuzzer,address,undefined) and run each for `seconds`
@@ -38,7 +40,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 check_cmake() {
@@ -198,6 +200,11 @@ case "$cmd" in
     probe_sanitizer tsan "-fsanitize=thread"
     log "${wrapper[*]:+${wrapper[*]} }cmake --workflow --preset tsan"
     timed "${wrapper[@]}" cmake --workflow --preset tsan
+    ;;
+  soak)
+    ensure_deps
+    log "cmake --workflow --preset soak"
+    timed cmake --workflow --preset soak
     ;;
   fuzz)
     seconds="${2:-60}"

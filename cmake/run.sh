@@ -132,29 +132,37 @@ CPP
   fi
 }
 
+# Runs one fuzz target ($1) for $2 seconds with dictionary $3, reading its
+# committed corpus and writing new inputs under $4, crashes under $5; the
+# output goes to $4/<target>.log.
+fuzz_one() {
+  local target="$1" seconds="$2" dict="$3" work="$4" artifacts="$5" leaks=1
+  [[ "${DEGRADE_ASAN_OPTIONS:-}" == *detect_leaks=0* ]] && leaks=0
+  mkdir -p "$work/$target" "$artifacts/$target"
+  env ASAN_OPTIONS="${DEGRADE_ASAN_OPTIONS:-}" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "${wrapper[@]}" "$root/build/fuzz/tests/fuzz/${target}_fuzzer" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -detect_leaks="$leaks" -print_final_stats=1 -dict="$dict" \
+    -artifact_prefix="$artifacts/$target/" \
+    "$work/$target" "$root/tests/fuzz/corpus/$target" \
+    >"$work/$target.log" 2>&1
+}
+
 # Runs every fuzz target for $1 seconds under the probed wrapper. New inputs
 # go to a scratch directory (removed at exit), never into the repository.
 fuzz_targets=(config trace_decode default_features hot_list_baseline)
 run_fuzzers() {
-  local seconds="$1" work artifacts leaks=1 failed=() target dict
+  local seconds="$1" work artifacts failed=() target dict
   work="$(mktemp -d "${TMPDIR:-/tmp}/degrade-fuzz.XXXXXX")"
   probe_dirs+=("$work")
   artifacts="$root/build/fuzz/artifacts"
-  [[ "${DEGRADE_ASAN_OPTIONS:-}" == *detect_leaks=0* ]] && leaks=0
   for target in "${fuzz_targets[@]}"; do
     dict="$root/tests/fuzz/json.dict"
     [[ "$target" == trace_decode ]] && dict="$root/tests/fuzz/trace.dict"
-    mkdir -p "$work/$target" "$artifacts/$target"
     log "fuzzing $target for ${seconds} s"
-    if timed env ASAN_OPTIONS="${DEGRADE_ASAN_OPTIONS:-}" \
-      UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-      "${wrapper[@]}" "$root/build/fuzz/tests/fuzz/${target}_fuzzer" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -detect_leaks="$leaks" -print_final_stats=1 -dict="$dict" \
-      -artifact_prefix="$artifacts/$target/" \
-      "$work/$target" "$root/tests/fuzz/corpus/$target" \
-      >"$work/$target.log" 2>&1; then
-      grep -E '^#[0-9]+ +DONE|^stat::(number_of_executed_units|peak_rss_mb)' \
+    if timed fuzz_one "$target" "$seconds" "$dict" "$work" "$artifacts"; then
+      grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' \
         "$work/$target.log" | sed 's/^/    /' >&2 || true
     else
       tail -n 60 "$work/$target.log" >&2

@@ -2,9 +2,12 @@
 // new counts into a per-thread counter. Thread-local rather than one shared
 // atomic so that a thread's count covers exactly its own timed loop, with no
 // cross-thread traffic and no double counting when several benchmark threads
-// run at once. Linked into every benchmark binary.
+// run at once. Linked into every benchmark binary, and into the chaos soak
+// test, which also reads the process-wide count of live allocations to show
+// that memory does not grow with the request count.
 #include "alloc_counter.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,9 +17,32 @@ namespace {
 
 thread_local std::uint64_t t_allocations = 0;
 
+// Live allocations, in cache-line shards so that threads allocating at once
+// don't all write one counter. A thread takes a shard on first use.
+constexpr std::size_t kLiveShards = 16;
+struct alignas(64) LiveShard {
+  std::atomic<std::int64_t> live{0};
+};
+LiveShard g_live[kLiveShards];
+std::atomic<std::size_t> g_next_live_shard{0};
+thread_local std::size_t t_live_shard = kLiveShards;  // not taken yet
+
+std::atomic<std::int64_t>& Live() noexcept {
+  if (t_live_shard == kLiveShards) {
+    t_live_shard =
+        g_next_live_shard.fetch_add(1, std::memory_order_relaxed) % kLiveShards;
+  }
+  return g_live[t_live_shard].live;
+}
+
+void* Counted(void* p) noexcept {
+  if (p != nullptr) Live().fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
 void* CountedAlloc(std::size_t size) noexcept {
   ++t_allocations;
-  return std::malloc(size == 0 ? 1 : size);
+  return Counted(std::malloc(size == 0 ? 1 : size));
 }
 
 void* CountedAlignedAlloc(std::size_t size, std::align_val_t align) noexcept {
@@ -25,12 +51,16 @@ void* CountedAlignedAlloc(std::size_t size, std::align_val_t align) noexcept {
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
   void* p = nullptr;
   if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) return nullptr;
-  return p;
+  return Counted(p);
 }
 
 // Out of line so that GCC does not pair the free() with an inlined operator
 // new and report -Wmismatched-new-delete.
-__attribute__((noinline)) void Release(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void Release(void* p) noexcept {
+  if (p == nullptr) return;
+  Live().fetch_sub(1, std::memory_order_relaxed);
+  std::free(p);
+}
 
 void* OrThrow(void* p) {
   if (p == nullptr) throw std::bad_alloc();
@@ -86,3 +116,11 @@ void operator delete[](void* p, std::align_val_t,
 }
 
 std::uint64_t degrade_bench::ThreadAllocations() { return t_allocations; }
+
+std::int64_t degrade_bench::LiveAllocations() {
+  std::int64_t sum = 0;
+  for (const LiveShard& s : g_live) {
+    sum += s.live.load(std::memory_order_relaxed);
+  }
+  return sum;
+}

@@ -11,6 +11,14 @@
 #   asan    same with the `asan-ubsan` workflow (clang++, ASan + UBSan)
 #   tsan    same with the `tsan` workflow (clang++, ThreadSanitizer)
 #   bench   `cmake --workflow --preset bench` (configure + build benchmarks)
+#   soak    the chaos soak (tests/chaos_soak_test.cpp, 1,000,000 requests) in
+#           an optimised build: `cmake --workflow --preset soak`
+#   fuzz [seconds]
+#           build the libFuzzer targets (`fuzz` preset, clang++ with
+#           -fsanitize=fuzzer,address,undefined) and run each for `seconds`
+#           (default 60) from its committed corpus (tests/fuzz/corpus/<target>/,
+#           only read: new inputs go to a scratch directory); crashing inputs
+#           are saved in build/fuzz/artifacts/<target>/
 #
 # The sanitizer commands first compile and run a tiny probe program. If the
 # sanitizer runtime cannot start on this kernel (clang 14 TSan/ASan with
@@ -32,7 +40,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 check_cmake() {
@@ -124,6 +132,48 @@ CPP
   fi
 }
 
+# Runs one fuzz target ($1) for $2 seconds with dictionary $3, reading its
+# committed corpus and writing new inputs under $4, crashes under $5; the
+# output goes to $4/<target>.log.
+fuzz_one() {
+  local target="$1" seconds="$2" dict="$3" work="$4" artifacts="$5" leaks=1
+  [[ "${DEGRADE_ASAN_OPTIONS:-}" == *detect_leaks=0* ]] && leaks=0
+  mkdir -p "$work/$target" "$artifacts/$target"
+  env ASAN_OPTIONS="${DEGRADE_ASAN_OPTIONS:-}" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "${wrapper[@]}" "$root/build/fuzz/tests/fuzz/${target}_fuzzer" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -detect_leaks="$leaks" -print_final_stats=1 -dict="$dict" \
+    -artifact_prefix="$artifacts/$target/" \
+    "$work/$target" "$root/tests/fuzz/corpus/$target" \
+    >"$work/$target.log" 2>&1
+}
+
+# Runs every fuzz target for $1 seconds under the probed wrapper. New inputs
+# go to a scratch directory (removed at exit), never into the repository.
+fuzz_targets=(config trace_decode default_features hot_list_baseline)
+run_fuzzers() {
+  local seconds="$1" work artifacts failed=() target dict
+  work="$(mktemp -d "${TMPDIR:-/tmp}/degrade-fuzz.XXXXXX")"
+  probe_dirs+=("$work")
+  artifacts="$root/build/fuzz/artifacts"
+  for target in "${fuzz_targets[@]}"; do
+    dict="$root/tests/fuzz/json.dict"
+    [[ "$target" == trace_decode ]] && dict="$root/tests/fuzz/trace.dict"
+    log "fuzzing $target for ${seconds} s"
+    if timed fuzz_one "$target" "$seconds" "$dict" "$work" "$artifacts"; then
+      grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' \
+        "$work/$target.log" | sed 's/^/    /' >&2 || true
+    else
+      tail -n 60 "$work/$target.log" >&2
+      failed+=("$target")
+    fi
+  done
+  ((${#failed[@]} == 0)) || die "fuzz targets failed: ${failed[*]}.
+The crashing inputs are in $artifacts/<target>/: add each to
+tests/fuzz/corpus/<target>/ and a regression test to the suite."
+}
+
 timed() {
   local start=$SECONDS
   "$@"
@@ -158,6 +208,21 @@ case "$cmd" in
     probe_sanitizer tsan "-fsanitize=thread"
     log "${wrapper[*]:+${wrapper[*]} }cmake --workflow --preset tsan"
     timed "${wrapper[@]}" cmake --workflow --preset tsan
+    ;;
+  soak)
+    ensure_deps
+    log "cmake --workflow --preset soak"
+    timed cmake --workflow --preset soak
+    ;;
+  fuzz)
+    seconds="${2:-60}"
+    [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "fuzz: seconds per target must be a positive integer (got '$seconds')"
+    ensure_deps --sanitizers
+    probe_sanitizer asan "-fsanitize=address,undefined -fno-omit-frame-pointer"
+    log "building the fuzz targets (preset fuzz)"
+    timed cmake --preset fuzz
+    timed cmake --build --preset fuzz
+    run_fuzzers "$seconds"
     ;;
   bench)
     ensure_deps

@@ -1022,6 +1022,37 @@ TEST_F(ConfigFileWatcherTest, InvalidContentIsRejectedOnceAndTheOldConfigKept) {
   EXPECT_EQ(watcher.reloads(), 2u);
 }
 
+// A config centre agent that truncates and rewrites the file in place can be
+// caught with the file empty, or half written: each such read is refused and
+// the applied config keeps serving; the whole file is applied once written.
+TEST_F(ConfigFileWatcherTest, EmptiedOrHalfWrittenFileKeepsTheOldConfig) {
+  const std::string path = dir_.Path("degrade.json");
+  WriteInPlace(path, OneLevelJson(0.8));
+  ConfigFileWatcher watcher(path, &manager_);
+  ASSERT_TRUE(watcher.PollOnce().ok());
+  const std::shared_ptr<const DegradationConfig> applied = manager_.config();
+
+  WriteInPlace(path, "");
+  absl::Status s = watcher.PollOnce();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(path + ": config is empty"));
+  EXPECT_EQ(manager_.config(), applied);
+
+  const std::string next = OneLevelJson(0.9);
+  WriteInPlace(path, next.substr(0, next.size() / 2));
+  s = watcher.PollOnce();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("malformed JSON at byte"));
+  EXPECT_EQ(manager_.config(), applied);
+  EXPECT_EQ(Level1Gpu(manager_), 0.8);
+  EXPECT_EQ(manager_.rejected_reloads(), 2u);
+
+  WriteInPlace(path, next);
+  EXPECT_TRUE(watcher.PollOnce().ok());
+  EXPECT_EQ(Level1Gpu(manager_), 0.9);
+  EXPECT_EQ(watcher.reloads(), 2u);
+}
+
 TEST_F(ConfigFileWatcherTest, StopIsPromptAndIdempotent) {
   const std::string path = dir_.Path("degrade.json");
   WriteInPlace(path, OneLevelJson(0.8));

@@ -370,6 +370,32 @@ TEST_F(DefaultFeaturesTest, WithoutExpectedDimensionTheFirstLoadFixesIt) {
   EXPECT_EQ(f.dimension(), 4u);
 }
 
+// The model consumes a fixed dimension: a vector of another one, from a file
+// or from Set(), never replaces the one serving, and the fallback keeps
+// handing out the serving vector.
+TEST_F(DefaultFeaturesTest, WrongDimensionNeverReplacesTheServingVector) {
+  DefaultFeatures f(4);
+  ASSERT_TRUE(f.Reload(good_).ok());
+  const DefaultFeatures::Snapshot serving = f.snapshot();
+
+  for (const std::size_t dim : {1u, 3u, 5u, 64u}) {
+    SCOPED_TRACE(dim);
+    const std::string file =
+        WriteFile(absl::StrCat("dim", dim, ".json"), FeaturesJson(dim, 1.0f));
+    EXPECT_EQ(f.Reload(file).code(), absl::StatusCode::kInvalidArgument);
+    const absl::Status set = f.Set(std::vector<float>(dim, 1.0f), "push");
+    EXPECT_EQ(set.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(set.message()),
+                HasSubstr(absl::StrCat("dimension ", dim)));
+    EXPECT_EQ(f.snapshot(), serving);
+  }
+  absl::StatusOr<std::vector<float>> fb = f.Fallback()();
+  ASSERT_TRUE(fb.ok());
+  EXPECT_EQ(*fb, std::vector<float>(4, 0.5f));
+  EXPECT_EQ(f.errors(), 8u);
+  EXPECT_EQ(f.reloads(), 1u);
+}
+
 TEST_F(DefaultFeaturesTest, ReloadSwapsAndOldSnapshotsStayValid) {
   DefaultFeatures f(4);
   ASSERT_TRUE(f.Reload(good_).ok());

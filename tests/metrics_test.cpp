@@ -128,6 +128,32 @@ TEST(ExpositionTest, LabelValuesAndHelpAreEscaped) {
   EXPECT_THAT(text, HasSubstr("escape_gauge{v=\"a\\\\b\\\"c\\nd\"} 1\n"));
 }
 
+TEST(ExpositionTest, InvalidUtf8InNamesBecomesTheReplacementCharacter) {
+  // One bad byte would make Prometheus refuse the whole scrape; names can
+  // come from anywhere (a BreakerFamily key taken from a request).
+  FakeClock clock;
+  MetricsRegistry registry;
+  BreakerSettings s;
+  s.clock = &clock;
+  s.metrics = &registry;
+  s.name = "caf\xe9";
+  CircuitBreaker<int> latin1(s);
+  s.name = "\xe6\x8e\xa8\xe8\x8d\x90";  // valid UTF-8 is kept
+  CircuitBreaker<int> chinese(s);
+  auto r = registry.Register("test", "x", [](MetricWriter& w) {
+    w.Gauge("help_gauge", "bad \xff byte", {}, 1);
+  });
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_THAT(
+      text, HasSubstr("degrade_breaker_state{breaker=\"caf\xEF\xBF\xBD\"} 0"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "degrade_breaker_state{breaker=\"\xe6\x8e\xa8\xe8\x8d\x90\"} 0"));
+  EXPECT_THAT(text, HasSubstr("# HELP help_gauge bad \xEF\xBF\xBD byte\n"));
+  EXPECT_THAT(text, Not(HasSubstr("caf\xe9\"")));
+}
+
 TEST(ExpositionTest, ValuesUseTheFormatsSpellings) {
   EXPECT_EQ(detail::FormatMetricValue(0), "0");
   EXPECT_EQ(detail::FormatMetricValue(-3), "-3");
@@ -159,12 +185,19 @@ TEST(ExpositionTest, SamplesThatWouldBreakTheFormatAreDroppedAndCounted) {
     const uint64_t buckets[] = {1, 1, 1};
     w.Histogram("bad_histogram", "bounds not ascending", {}, bounds, buckets,
                 0);  // dropped
+    w.Gauge("dup_labels", "a label name twice", {{"a", "1"}, {"a", "2"}},
+            1);                                                 // dropped
+    w.Counter("neg_total", "a negative counter", {}, -1);       // dropped
+    w.Counter("nan_total", "a NaN counter", {}, std::nan(""));  // dropped
   });
   const std::string text = registry.RenderPrometheus();
-  EXPECT_EQ(SampleValue(text, "degrade_metrics_dropped_samples_total"), 9);
+  EXPECT_EQ(SampleValue(text, "degrade_metrics_dropped_samples_total"), 12);
   EXPECT_EQ(SampleValue(text, R"(ok_gauge{a="1"})"), 1);  // the first wins
   EXPECT_THAT(text, Not(HasSubstr("bad")));
   EXPECT_THAT(text, Not(HasSubstr("no_suffix")));
+  EXPECT_THAT(text, Not(HasSubstr("dup_labels")));
+  EXPECT_THAT(text, Not(HasSubstr("neg_total")));
+  EXPECT_THAT(text, Not(HasSubstr("nan_total")));
   EXPECT_THAT(text, Not(HasSubstr("__reserved")));
   EXPECT_EQ(LinesStartingWith(text, "ok_gauge_total").size(), 1u);
 }
@@ -558,6 +591,51 @@ TEST(StageMetricsTest, DegradedTimeRunsUntilANormalAnswer) {
   EXPECT_TRUE(registry.Episodes().empty());
 }
 
+TEST(StageMetricsTest, OnlyAStageThatRanCanEndItsEpisode) {
+  FakeClock clock;
+  MetricsRegistry registry;
+  StageMetrics stages({"recsys", &registry, &clock});
+  const absl::string_view all[] = {"recall", "rank", "rerank"};
+  const absl::string_view no_rerank[] = {"recall", "rank"};
+  DegradationTrace rerank_failed;
+  rerank_failed.Add("rerank", DegradeReason::kError);
+  stages.Observe(rerank_failed, all);
+  clock.Advance(absl::Minutes(10));
+  // Requests that never reached re-ranking say nothing about it.
+  stages.Observe(DegradationTrace(), no_rerank);
+  clock.Advance(absl::Minutes(10));
+  ASSERT_EQ(registry.Episodes().size(), 1u);
+  EXPECT_EQ(registry.Episodes()[0].since, clock.Now() - absl::Minutes(20));
+  // Nor does a trace with an entry it could not name.
+  DegradationTrace full;
+  for (std::size_t i = 0; i < kTraceCapacity + 1; ++i) {
+    full.Add(absl::StrCat("s", i), DegradeReason::kShed);
+  }
+  ASSERT_GT(full.dropped(), 0u);
+  stages.Observe(full);
+  EXPECT_FALSE(registry.Episodes().empty());
+  // A request that ran it normally does.
+  stages.Observe(DegradationTrace(), all);
+  for (const DegradationEpisode& e : registry.Episodes()) {
+    EXPECT_NE(e.name, "rerank");
+  }
+}
+
+TEST(StageMetricsTest, LogLinesUseTheUniqueRegisteredName) {
+  FakeClock clock;
+  Fixture f(&clock);
+  StageMetrics a({"p", f.registry.get(), &clock});
+  StageMetrics b({"p", f.registry.get(), &clock});
+  EXPECT_EQ(b.name(), "p#2");
+  DegradationTrace t;
+  t.Add("recall", DegradeReason::kError);
+  a.Observe(t);
+  b.Observe(t);
+  ASSERT_EQ(f.lines.size(), 2u);
+  EXPECT_THAT(f.lines[0], HasSubstr(R"("pipeline":"p",)"));
+  EXPECT_THAT(f.lines[1], HasSubstr(R"("pipeline":"p#2",)"));
+}
+
 TEST(StageMetricsTest, TooManyStageNamesShareOneSeriesAndUnnamedAreCounted) {
   FakeClock clock;
   MetricsRegistry registry;
@@ -693,7 +771,7 @@ TEST(EventLogTest, AClockThatJumpsBackOrSaturatesStartsANewWindow) {
   EXPECT_EQ(lines.size(), 3u);
 }
 
-TEST(EventLogTest, KeysPastTheCapShareOneLimit) {
+TEST(EventLogTest, KeysPastTheCapShareOneLimitUnlessIdleOnesCanGo) {
   FakeClock clock;
   std::vector<std::string> lines;
   EventLogOptions o;
@@ -702,11 +780,23 @@ TEST(EventLogTest, KeysPastTheCapShareOneLimit) {
   o.max_lines_per_key = 1;
   o.max_keys = 2;
   EventLog log(std::move(o));
-  EXPECT_TRUE(log.Emit("a", "{}"));
-  EXPECT_TRUE(log.Emit("b", "{}"));
-  EXPECT_TRUE(log.Emit("c", "{}"));   // first overflow key
+  // Held keys in their window: nothing can be forgotten.
+  EventLog::Key a = log.GetKey("a");
+  EventLog::Key b = log.GetKey("b");
+  EXPECT_TRUE(log.Emit(a, [] { return std::string("{}"); }));
+  EXPECT_TRUE(log.Emit(b, [] { return std::string("{}"); }));
+  EXPECT_TRUE(log.Emit("c", "{}"));   // the first overflow key
   EXPECT_FALSE(log.Emit("d", "{}"));  // shares c's allowance
-  EXPECT_EQ(lines.size(), 3u);
+  EXPECT_EQ(log.key_overflows(), 2u);
+  // Their owners are gone (a BreakerFamily evicted them) and their windows
+  // are over: a new key gets a limit of its own.
+  a = EventLog::Key();
+  b = EventLog::Key();
+  clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(log.Emit("e", "{}"));
+  EXPECT_TRUE(log.Emit("f", "{}"));
+  EXPECT_EQ(log.key_overflows(), 2u);
+  EXPECT_EQ(lines.size(), 5u);
 }
 
 TEST(EventLogTest, ZeroLimitSilencesAndAThrowingSinkLosesOnlyItsLine) {

@@ -1128,16 +1128,22 @@ class BreakerCore {
   // detail/serial_dispatcher.hpp for the ordering guarantees).
   void DispatchEvents() {
     events_.Drain([this](const Event& e) {
-      registration_.log().Emit(log_key_, [&] {
-        return absl::StrCat(R"({"time":")", JsonTime(absl::FromUnixNanos(e.at)),
-                            R"(","event":"breaker_state_change","breaker":")",
-                            JsonEscape(registration_.name()), R"(","from":")",
-                            StateName(e.from), R"(","to":")", StateName(e.to),
-                            R"("})");
-      });
+      // Each on its own: a log line that cannot be written (bad_alloc) must
+      // not cost the user's callback its event.
+      CallQuietly([this, &e] { LogTransition(e); });
       if (settings_.on_state_change) {
         settings_.on_state_change(settings_.name, e.from, e.to);
       }
+    });
+  }
+
+  void LogTransition(const Event& e) {
+    registration_.log().Emit(log_key_, [&] {
+      return absl::StrCat(R"({"time":")", JsonTime(absl::FromUnixNanos(e.at)),
+                          R"(","event":"breaker_state_change","breaker":")",
+                          JsonEscape(registration_.name()), R"(","from":")",
+                          StateName(e.from), R"(","to":")", StateName(e.to),
+                          R"("})");
     });
   }
 

@@ -929,9 +929,10 @@ class DegradationManager {
   // The opening of every log line, up to and including the event name; the
   // caller appends its fields and the closing brace.
   std::string LogHead(absl::Time t, absl::string_view event) const {
+    // The registered name: unique among live managers, like the metrics.
     return absl::StrCat(R"({"time":")", detail::JsonTime(t), R"(","manager":")",
-                        detail::JsonEscape(name_), R"(","event":")", event,
-                        R"(")");
+                        detail::JsonEscape(registration_.name()),
+                        R"(","event":")", event, R"(")");
   }
 
   void LogPollError(const absl::Status& s) {
@@ -1045,8 +1046,11 @@ class DegradationManager {
   void Dispatch() {
     events_.Drain([this](const Event& e) {
       // Each callback on its own: one that throws silences no other.
-      log_->Emit(log_->GetKey(absl::StrCat("manager/", name_, "/", e.event)),
-                 [&e] { return e.log_line; });
+      detail::CallQuietly([this, &e] {
+        log_->Emit(log_->GetKey(absl::StrCat("manager/", registration_.name(),
+                                             "/", e.event)),
+                   [&e] { return e.log_line; });
+      });
       if (!e.change) return;
       std::vector<Observer> observers;
       {

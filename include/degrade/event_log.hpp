@@ -27,8 +27,9 @@
 // Thread safety: EventLog is thread-safe. The sink is called outside every
 // lock and may be called from several threads at once (the default stderr
 // sink writes each line with one stdio call, which glibc keeps whole); a sink
-// that throws loses that line and nothing else. Keys are never forgotten, so
-// their number is capped (`max_keys`): keys past the cap share one limit.
+// that throws loses that line and nothing else. The number of keys is capped
+// (`max_keys`): idle keys nobody holds are forgotten first, and keys past
+// the cap share one limit.
 
 #ifndef DEGRADE_EVENT_LOG_HPP_
 #define DEGRADE_EVENT_LOG_HPP_
@@ -129,6 +130,13 @@ class RateLimiter {
     return suppressed_.load(std::memory_order_relaxed);
   }
 
+  // Whether a fresh limiter would behave the same from `now_nanos` on: the
+  // window is over and no refusal is waiting to be reported.
+  bool Idle(int64_t now_nanos) const {
+    return pending_suppressed() == 0 &&
+           WindowOver(now_nanos, window_start_.load(std::memory_order_relaxed));
+  }
+
  private:
   // Whether the window that started at `start` is over at `now`. A clock
   // that went backwards starts a new window too (a FakeClock can be Set
@@ -157,14 +165,18 @@ class RateLimiter {
 class EventLog {
  public:
   // A resolved key: a stable handle, valid as long as the log.
+  // A resolved key: a handle on the key's limit, valid on its own (it keeps
+  // the limit alive even if the log forgets the key). Cheap to pass by
+  // reference; copying touches a reference count.
   class Key {
    public:
     Key() = default;
 
    private:
     friend class EventLog;
-    explicit Key(RateLimiter* limiter) : limiter_(limiter) {}
-    RateLimiter* limiter_ = nullptr;
+    explicit Key(std::shared_ptr<RateLimiter> limiter)
+        : limiter_(std::move(limiter)) {}
+    std::shared_ptr<RateLimiter> limiter_;
   };
 
   explicit EventLog(EventLogOptions options = {})
@@ -174,7 +186,7 @@ class EventLog {
         interval_(options.interval > absl::ZeroDuration() ? options.interval
                                                           : absl::Seconds(1)),
         max_keys_(options.max_keys),
-        overflow_(limit_, interval_),
+        overflow_(std::make_shared<RateLimiter>(limit_, interval_)),
         sink_(std::make_shared<const Sink>(
             options.sink ? std::move(options.sink) : Sink(StderrLogSink))) {}
 
@@ -191,15 +203,32 @@ class EventLog {
   }
 
   // The handle of `key`, created on first use (takes a lock; keep it).
+  // When `max_keys` keys exist, keys that nobody holds a handle to and whose
+  // limit is idle (window over, nothing suppressed) are forgotten first:
+  // a fresh limit behaves the same, so components that come and go (a
+  // BreakerFamily's breakers) don't use the cap up. If every key is in use,
+  // the new one shares the overflow limit (counted in key_overflows()).
   Key GetKey(absl::string_view key) {
     detail::MutexLock lock(&mu_);
     auto it = keys_.find(key);
-    if (it != keys_.end()) return Key(it->second.get());
-    if (keys_.size() >= max_keys_) return Key(&overflow_);
-    auto limiter = std::make_unique<RateLimiter>(limit_, interval_);
-    RateLimiter* raw = limiter.get();
-    keys_.emplace(std::string(key), std::move(limiter));
-    return Key(raw);
+    if (it != keys_.end()) return Key(it->second);
+    if (keys_.size() >= max_keys_) {
+      const int64_t now = NowNanos();
+      for (auto k = keys_.begin(); k != keys_.end();) {
+        if (k->second.use_count() == 1 && k->second->Idle(now)) {
+          k = keys_.erase(k);
+        } else {
+          ++k;
+        }
+      }
+    }
+    if (keys_.size() >= max_keys_) {
+      key_overflows_.fetch_add(1, std::memory_order_relaxed);
+      return Key(overflow_);
+    }
+    auto limiter = std::make_shared<RateLimiter>(limit_, interval_);
+    keys_.emplace(std::string(key), limiter);
+    return Key(std::move(limiter));
   }
 
   // Writes `json_object` (a JSON object: "{...}") unless `key` is over its
@@ -215,8 +244,9 @@ class EventLog {
   // called when it will be written. A default-constructed key uses the
   // overflow limit.
   template <typename MakeLine>
-  bool Emit(Key key, MakeLine&& make_line) {
-    RateLimiter* limiter = key.limiter_ != nullptr ? key.limiter_ : &overflow_;
+  bool Emit(const Key& key, MakeLine&& make_line) {
+    RateLimiter* limiter =
+        key.limiter_ != nullptr ? key.limiter_.get() : overflow_.get();
     uint64_t suppressed = 0;
     if (!limiter->Admit(NowNanos(), &suppressed)) {
       suppressed_total_.fetch_add(1, std::memory_order_relaxed);
@@ -246,6 +276,11 @@ class EventLog {
   uint64_t suppressed_total() const {
     return suppressed_total_.load(std::memory_order_relaxed);
   }
+  // GetKey calls that found every key in use and got the shared overflow
+  // limit instead.
+  uint64_t key_overflows() const {
+    return key_overflows_.load(std::memory_order_relaxed);
+  }
 
   const Clock& clock() const { return *clock_; }
 
@@ -258,11 +293,12 @@ class EventLog {
   const uint32_t limit_;
   const absl::Duration interval_;
   const std::size_t max_keys_;
-  RateLimiter overflow_;
+  const std::shared_ptr<RateLimiter> overflow_;
+  std::atomic<uint64_t> key_overflows_{0};
   std::atomic<uint64_t> written_total_{0};
   std::atomic<uint64_t> suppressed_total_{0};
   detail::Mutex mu_;
-  std::map<std::string, std::unique_ptr<RateLimiter>, std::less<>> keys_
+  std::map<std::string, std::shared_ptr<RateLimiter>, std::less<>> keys_
       ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Sink> sink_ ABSL_GUARDED_BY(mu_);
 };

@@ -667,7 +667,7 @@ class HotList {
     MetricsRegistry& registry = options.metrics != nullptr
                                     ? *options.metrics
                                     : MetricsRegistry::Default();
-    registration_ = registry.Register("hot_list", options.name,
+    registration_ = registry.Register("hot_list", name_,
                                       [this](MetricWriter& w) { Collect(w); });
   }
 

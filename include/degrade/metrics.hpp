@@ -151,9 +151,21 @@ inline std::string FormatMetricValue(double v) {
   return std::string(buf, r.ptr);
 }
 
+// Escapes `s` for a label value (`quotes`) or a HELP text. Invalid UTF-8
+// becomes U+FFFD: Prometheus refuses the whole scrape over one bad byte, and
+// names can come from anywhere (a BreakerFamily key from a request).
 inline void AppendEscaped(std::string* out, absl::string_view s, bool quotes) {
-  for (char c : s) {
-    if (c == '\\') {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const std::size_t n = Utf8SequenceLength(s, i);
+      if (n == 0) {
+        *out += "\xEF\xBF\xBD";
+      } else {
+        out->append(s.data() + i, n);
+        i += n - 1;
+      }
+    } else if (c == '\\') {
       *out += "\\\\";
     } else if (c == '\n') {
       *out += "\\n";
@@ -198,8 +210,9 @@ inline nlohmann::json JsonMetricValue(double v) {
 // from many components (every breaker writes `degrade_breaker_state`); the
 // writer merges them under one HELP and TYPE. A sample that would make the
 // exposition invalid (a bad metric or label name, a counter not ending in
-// `_total`, a type different from the family's, a label set the family
-// already has, histogram bounds not ascending) is dropped and counted in
+// `_total` or with a negative or NaN value, a label name used twice, a type
+// different from the family's, a label set the family already has,
+// histogram bounds not ascending) is dropped and counted in
 // `degrade_metrics_dropped_samples_total`.
 //
 // Not thread-safe: one writer per scrape.
@@ -207,7 +220,10 @@ class MetricWriter {
  public:
   void Counter(absl::string_view name, absl::string_view help,
                MetricLabels labels, double value) {
-    if (name.size() < 6 || name.substr(name.size() - 6) != "_total") {
+    // A counter only goes up from zero: NaN or a negative value is a bug in
+    // the collector, and Prometheus would read it as a reset.
+    if (name.size() < 6 || name.substr(name.size() - 6) != "_total" ||
+        !(value >= 0)) {
       ++dropped_;
       return;
     }
@@ -262,8 +278,12 @@ class MetricWriter {
       ++dropped_;
       return;
     }
-    for (const auto& label : sample.labels) {
-      if (!IsValidLabelName(label.first)) {
+    for (std::size_t i = 0; i < sample.labels.size(); ++i) {
+      bool ok = IsValidLabelName(sample.labels[i].first);
+      for (std::size_t j = 0; ok && j < i; ++j) {
+        ok = sample.labels[j].first != sample.labels[i].first;
+      }
+      if (!ok) {
         ++dropped_;
         return;
       }
@@ -361,6 +381,9 @@ class MetricsRegistry {
   // scrape; `probe` (optional) reports its degradations in progress. Both
   // run on the scraping thread, never concurrently with each other for one
   // component, and never after the registration is destroyed or reset.
+  // They run under that component's entry lock, so they must be quick (the
+  // component's destruction waits for them) and must not call this
+  // registry's Render*/Episodes (self-deadlock) or destroy the component.
   Registration Register(absl::string_view kind, absl::string_view name,
                         Collector collect, EpisodeProbe probe = nullptr);
 
@@ -522,6 +545,10 @@ class MetricsRegistry {
     w.Counter("degrade_log_lines_total", kLogLinesHelp,
               {{"result", "suppressed"}},
               static_cast<double>(log.suppressed_total()));
+    w.Counter("degrade_log_key_overflows_total",
+              "Event log keys that found every key slot in use and share one "
+              "rate limit (raise EventLogOptions::max_keys).",
+              {}, static_cast<double>(log.key_overflows()));
     w.Finish();
     // Counted after Finish() so that it includes duplicates.
     w.Counter("degrade_metrics_dropped_samples_total",
@@ -631,9 +658,11 @@ struct StageMetricsOptions {
 // counted under the stage "_other", and degradations the trace could not
 // name (`dropped()`) under "_unnamed".
 //
-// Thread-safe. `Observe` takes no lock once its stages are known: relaxed
-// atomic adds, a few loads, and a clock read only when a stage starts or
-// stops degrading or a log line is due. Neither copyable nor movable.
+// Thread-safe. `Observe` takes no lock once its stages, and the reasons they
+// fail with, are known (or once `kMaxStages` names are): relaxed atomic adds
+// and loads, plus, for each degraded stage, the event log's rate limiter (a
+// coarse clock read and two relaxed loads when the key's window is full).
+// Neither copyable nor movable.
 class StageMetrics {
  public:
   static constexpr std::size_t kMaxStages = 32;
@@ -656,41 +685,19 @@ class StageMetrics {
   StageMetrics(const StageMetrics&) = delete;
   StageMetrics& operator=(const StageMetrics&) = delete;
 
-  // Records one finished request. Call it once per request with the trace
-  // of its final result.
-  void Observe(const DegradationTrace& trace) {
-    const std::size_t depth = trace.depth();
-    depth_[std::min<std::size_t>(depth, kDepthBuckets)].fetch_add(
-        1, std::memory_order_relaxed);
-    depth_sum_.fetch_add(depth, std::memory_order_relaxed);
+  // Records one finished request that ran every stage this pipeline has
+  // seen. Call it once per request with the trace of its final result. A
+  // known stage missing from the trace answered normally, which ends its
+  // degradation episode (unless the trace dropped entries it could not name:
+  // one of them might be that stage).
+  void Observe(const DegradationTrace& trace) { ObserveImpl(trace, nullptr); }
 
-    uint64_t seen = 0;  // bit i: slot i degraded in this request
-    for (const TraceEntry& e : trace.entries()) {
-      Slot* slot = FindOrAdd(e.stage());
-      const auto reason = static_cast<std::size_t>(e.reason());
-      if (reason >= kReasons) continue;
-      slot->fallbacks[reason].fetch_add(1, std::memory_order_relaxed);
-      const std::size_t index = static_cast<std::size_t>(slot - slots_.data());
-      seen |= uint64_t{1} << index;
-      int64_t since = slot->degraded_since.load(std::memory_order_relaxed);
-      if (since == kNotDegraded) {
-        const int64_t now = NowNanos();
-        slot->degraded_since.compare_exchange_strong(since, now,
-                                                     std::memory_order_relaxed);
-      }
-      LogFallback(*slot, e.reason());
-    }
-    if (trace.dropped() > 0) {
-      unnamed_.fetch_add(trace.dropped(), std::memory_order_relaxed);
-    }
-    const std::size_t n = count_.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < n; ++i) {
-      if ((seen >> i) & 1u) continue;
-      std::atomic<int64_t>& since = slots_[i].degraded_since;
-      if (since.load(std::memory_order_relaxed) != kNotDegraded) {
-        since.store(kNotDegraded, std::memory_order_relaxed);
-      }
-    }
+  // As above, for a request that ran only the stages in `ran` (say, a
+  // re-rank stage that only some requests reach): a stage not in `ran`
+  // tells nothing about its health, so its episode goes on.
+  void Observe(const DegradationTrace& trace,
+               absl::Span<const absl::string_view> ran) {
+    ObserveImpl(trace, &ran);
   }
 
   // Fallbacks counted for `stage` with `reason`.
@@ -725,16 +732,59 @@ class StageMetrics {
     std::string name;  // written before the slot is published
     std::array<std::atomic<uint64_t>, kReasons> fallbacks{};
     std::atomic<int64_t> degraded_since{kNotDegraded};
+    // log_keys[r] is written once, under mu_, before key_ready[r] is set.
     std::array<EventLog::Key, kReasons> log_keys{};
+    std::array<std::atomic<bool>, kReasons> key_ready{};
   };
 
   int64_t NowNanos() const { return absl::ToUnixNanos(clock_->CoarseNow()); }
+
+  void ObserveImpl(const DegradationTrace& trace,
+                   const absl::Span<const absl::string_view>* ran) {
+    const std::size_t depth = trace.depth();
+    depth_[std::min<std::size_t>(depth, kDepthBuckets)].fetch_add(
+        1, std::memory_order_relaxed);
+    depth_sum_.fetch_add(depth, std::memory_order_relaxed);
+
+    uint64_t seen = 0;  // bit i: slot i degraded in this request
+    for (const TraceEntry& e : trace.entries()) {
+      Slot* slot = FindOrAdd(e.stage());
+      const auto reason = static_cast<std::size_t>(e.reason());
+      if (reason >= kReasons) continue;
+      slot->fallbacks[reason].fetch_add(1, std::memory_order_relaxed);
+      seen |= uint64_t{1} << static_cast<std::size_t>(slot - slots_.data());
+      int64_t since = slot->degraded_since.load(std::memory_order_relaxed);
+      if (since == kNotDegraded) {
+        slot->degraded_since.compare_exchange_strong(since, NowNanos(),
+                                                     std::memory_order_relaxed);
+      }
+      LogFallback(*slot, e.reason());
+    }
+    if (trace.dropped() > 0) {
+      unnamed_.fetch_add(trace.dropped(), std::memory_order_relaxed);
+      return;  // an unnamed degradation could be any stage: end no episode
+    }
+    const std::size_t n = count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((seen >> i) & 1u) continue;
+      if (ran != nullptr &&
+          std::find(ran->begin(), ran->end(), slots_[i].name) == ran->end()) {
+        continue;
+      }
+      std::atomic<int64_t>& since = slots_[i].degraded_since;
+      if (since.load(std::memory_order_relaxed) != kNotDegraded) {
+        since.store(kNotDegraded, std::memory_order_relaxed);
+      }
+    }
+  }
 
   Slot* FindOrAdd(absl::string_view stage) {
     std::size_t n = count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < n; ++i) {
       if (slots_[i].name == stage) return &slots_[i];
     }
+    // Full: every unknown name is "_other", which holds the last slot.
+    if (n == kMaxStages) return &slots_[kMaxStages - 1];
     detail::MutexLock lock(&mu_);
     n = count_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) {
@@ -742,10 +792,7 @@ class StageMetrics {
     }
     if (n == kMaxStages - 1 && stage != "_other")
       return FindOrAddLocked("_other", n);
-    if (n == kMaxStages) {
-      // Only reachable if "_other" itself took the last slot.
-      return &slots_[kMaxStages - 1];
-    }
+    if (n == kMaxStages) return &slots_[kMaxStages - 1];
     return FindOrAddLocked(stage, n);
   }
 
@@ -756,25 +803,30 @@ class StageMetrics {
     }
     Slot& slot = slots_[n];
     slot.name = std::string(stage);
-    EventLog& log = registration_.log();
-    for (std::size_t r = 0; r < kReasons; ++r) {
-      slot.log_keys[r] =
-          log.GetKey(absl::StrCat("fallback/", name_, "/", stage, "/",
-                                  ReasonName(static_cast<DegradeReason>(r))));
-    }
     count_.store(n + 1, std::memory_order_release);
     return &slot;
   }
 
-  void LogFallback(const Slot& slot, DegradeReason reason) {
-    registration_.log().Emit(
-        slot.log_keys[static_cast<std::size_t>(reason)], [&] {
-          return absl::StrCat(R"({"time":")", detail::JsonTime(clock_->Now()),
-                              R"(","event":"fallback_served","pipeline":")",
-                              detail::JsonEscape(name_), R"(","stage":")",
-                              detail::JsonEscape(slot.name), R"(","reason":")",
-                              ReasonName(reason), R"("})");
-        });
+  void LogFallback(Slot& slot, DegradeReason reason) {
+    const auto r = static_cast<std::size_t>(reason);
+    // Keys are made for the reasons a stage actually fails with, not all
+    // nine up front: the log keeps a bounded number of keys.
+    if (!slot.key_ready[r].load(std::memory_order_acquire)) {
+      detail::MutexLock lock(&mu_);
+      if (!slot.key_ready[r].load(std::memory_order_relaxed)) {
+        slot.log_keys[r] = registration_.log().GetKey(
+            absl::StrCat("fallback/", registration_.name(), "/", slot.name, "/",
+                         ReasonName(reason)));
+        slot.key_ready[r].store(true, std::memory_order_release);
+      }
+    }
+    registration_.log().Emit(slot.log_keys[r], [&] {
+      return absl::StrCat(R"({"time":")", detail::JsonTime(clock_->Now()),
+                          R"(","event":"fallback_served","pipeline":")",
+                          detail::JsonEscape(registration_.name()),
+                          R"(","stage":")", detail::JsonEscape(slot.name),
+                          R"(","reason":")", ReasonName(reason), R"("})");
+    });
   }
 
   static constexpr absl::string_view kFallbacksHelp =

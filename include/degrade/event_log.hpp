@@ -164,7 +164,6 @@ class RateLimiter {
 // See the file comment.
 class EventLog {
  public:
-  // A resolved key: a stable handle, valid as long as the log.
   // A resolved key: a handle on the key's limit, valid on its own (it keeps
   // the limit alive even if the log forgets the key). Cheap to pass by
   // reference; copying touches a reference count.

@@ -72,6 +72,16 @@ void ExpectSeries(
   }
 }
 
+// Settings for a breaker named `name` on `clock`, exporting to `registry`.
+BreakerSettings ExportedBreaker(absl::string_view name, const Clock* clock,
+                                MetricsRegistry* registry) {
+  BreakerSettings s;
+  s.name = std::string(name);
+  s.clock = clock;
+  s.metrics = registry;
+  return s;
+}
+
 // A registry whose event log writes into a vector, on `clock`.
 struct Fixture {
   explicit Fixture(const Clock* clock, uint32_t per_key = 1000) {
@@ -133,10 +143,7 @@ TEST(ExpositionTest, InvalidUtf8InNamesBecomesTheReplacementCharacter) {
   // come from anywhere (a BreakerFamily key taken from a request).
   FakeClock clock;
   MetricsRegistry registry;
-  BreakerSettings s;
-  s.clock = &clock;
-  s.metrics = &registry;
-  s.name = "caf\xe9";
+  BreakerSettings s = ExportedBreaker("caf\xe9", &clock, &registry);
   CircuitBreaker<int> latin1(s);
   s.name = "\xe6\x8e\xa8\xe8\x8d\x90";  // valid UTF-8 is kept
   CircuitBreaker<int> chinese(s);
@@ -253,10 +260,7 @@ TEST(ExpositionTest, JsonSnapshotCarriesTheSameValues) {
 TEST(RegistryTest, ComponentsUnregisterWhenDestroyed) {
   FakeClock clock;
   MetricsRegistry registry;
-  BreakerSettings s;
-  s.name = "recall";
-  s.clock = &clock;
-  s.metrics = &registry;
+  BreakerSettings s = ExportedBreaker("recall", &clock, &registry);
   {
     CircuitBreaker<int> b(s);
     EXPECT_THAT(registry.Names("breaker"), ElementsAre("recall"));
@@ -270,10 +274,7 @@ TEST(RegistryTest, ComponentsUnregisterWhenDestroyed) {
 TEST(RegistryTest, DuplicateNamesAreMadeUniqueAndFreedAgain) {
   FakeClock clock;
   MetricsRegistry registry;
-  BreakerSettings s;
-  s.name = "recall";
-  s.clock = &clock;
-  s.metrics = &registry;
+  BreakerSettings s = ExportedBreaker("recall", &clock, &registry);
   auto first = std::make_unique<CircuitBreaker<int>>(s);
   CircuitBreaker<int> second(s);
   EXPECT_THAT(registry.Names("breaker"), ElementsAre("recall", "recall#2"));
@@ -354,10 +355,7 @@ TEST(RegistryTest, DestructionWaitsForACollectionInProgress) {
 TEST(BreakerMetricsTest, OutcomesStateTransitionsAndDegradedTime) {
   FakeClock clock;
   Fixture f(&clock);
-  BreakerSettings s;
-  s.name = "rank";
-  s.clock = &clock;
-  s.metrics = f.registry.get();
+  BreakerSettings s = ExportedBreaker("rank", &clock, f.registry.get());
   s.timeout = absl::Seconds(10);
   s.ready_to_trip = trip::ConsecutiveFailures(2);
   CircuitBreaker<int> b(s);
@@ -412,10 +410,7 @@ TEST(BreakerMetricsTest, OutcomesStateTransitionsAndDegradedTime) {
 TEST(BreakerMetricsTest, SlowAndExcludedCallsAreCounted) {
   FakeClock clock;
   MetricsRegistry registry;
-  BreakerSettings s;
-  s.name = "features";
-  s.clock = &clock;
-  s.metrics = &registry;
+  BreakerSettings s = ExportedBreaker("features", &clock, &registry);
   s.slow_call_duration = absl::Milliseconds(50);
   s.is_excluded = [](const absl::Status& st) {
     return absl::IsInvalidArgument(st);
@@ -831,10 +826,7 @@ TEST(EventLogTest, ZeroLimitSilencesAndAThrowingSinkLosesOnlyItsLine) {
 TEST(EscalationTest, ABreakerOpenPastTheLimitFiresOncePerEpisode) {
   FakeClock clock;
   Fixture f(&clock);
-  BreakerSettings s;
-  s.name = "recall";
-  s.clock = &clock;
-  s.metrics = f.registry.get();
+  BreakerSettings s = ExportedBreaker("recall", &clock, f.registry.get());
   CircuitBreaker<int> b(s);
   std::vector<std::pair<DegradationEpisode, absl::Duration>> fired;
   EscalationOptions o;

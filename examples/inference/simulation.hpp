@@ -66,6 +66,7 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_config.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/degradation_manager.hpp"
 
 namespace inference {
@@ -198,13 +199,12 @@ inline LoadPattern DefaultPattern() {
   return p;
 }
 
-// splitmix64: a small, fast, portable generator (the standard library's
-// distributions differ between implementations; these do not).
+// The library's SplitMix64 (the standard library's distributions differ
+// between implementations; this does not).
 inline uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  const uint64_t out = degrade::detail::SplitMix64Step(state);
+  state += 0x9E3779B97F4A7C15ull;
+  return out;
 }
 
 // Uniform in [0, 1).
@@ -330,15 +330,22 @@ class Arrivals {
         capacity_(CapacityRps(0)),
         peak_rps_(std::max(pattern.Peak() * capacity_, 1e-9)) {}
 
-  // The next arrival (offset, best-effort?), or nullopt past the end.
-  std::optional<std::pair<absl::Duration, bool>> Next() {
+  struct Arrival {
+    // Offset from the start; InfiniteDuration() once the pattern has ended.
+    absl::Duration at = absl::InfiniteDuration();
+    bool best_effort = false;
+  };
+
+  // The next arrival. A plain value rather than an optional: g++ 12 cannot
+  // prove an optional pair set on every path at -O2 (-Wmaybe-uninitialized).
+  Arrival Next() {
     while (true) {
       next_ += -std::log(1.0 - NextUnit(state_)) / peak_rps_;
-      if (next_ >= end_) return std::nullopt;
+      if (next_ >= end_) return Arrival{};
       const bool accept =
           NextUnit(state_) * peak_rps_ < load_(next_) * capacity_;
       const bool best_effort = NextUnit(state_) < kBestEffortShare;
-      if (accept) return std::make_pair(absl::Seconds(next_), best_effort);
+      if (accept) return Arrival{absl::Seconds(next_), best_effort};
     }
   }
 
@@ -472,12 +479,11 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
   };
 
   internal::Arrivals arrivals(options.pattern, options.seed);
-  std::optional<std::pair<absl::Duration, bool>> next_arrival = arrivals.Next();
+  internal::Arrivals::Arrival next_arrival = arrivals.Next();
   absl::Duration next_poll = options.sample_period;
 
   while (true) {
-    const absl::Duration arrival_at =
-        next_arrival ? next_arrival->first : absl::InfiniteDuration();
+    const absl::Duration arrival_at = next_arrival.at;
     const absl::Duration t = std::min({batch_end, arrival_at, next_poll});
     if (t >= r.length) break;
     now = t;
@@ -493,7 +499,7 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
       batch_end = absl::InfiniteDuration();
     } else if (t == arrival_at) {
       r.arrivals.push_back(now);
-      if (next_arrival->second && !best_effort.enabled()) {
+      if (next_arrival.best_effort && !best_effort.enabled()) {
         r.refused.push_back(now);
       } else {
         queue.push_back({now});

@@ -54,6 +54,7 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/fallback.hpp"
 #include "degrade/metrics.hpp"
 #include "degrade/stage_result.hpp"
@@ -128,13 +129,9 @@ inline const std::vector<Phase>& OutageScript() {
   return *script;
 }
 
-// A SplitMix64 step, for deterministic "random" users and embeddings.
-inline uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+// Deterministic "random" users and embeddings, from the library's own
+// generator (a service would bring its own; the demo must repeat exactly).
+inline uint64_t Mix(uint64_t x) { return degrade::detail::SplitMix64Step(x); }
 
 // A value in [-1, 1) drawn from `seed`.
 inline float Unit(uint64_t seed) {

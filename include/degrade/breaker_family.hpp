@@ -51,8 +51,9 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // FamilyOptions
 //
@@ -229,6 +230,6 @@ class BreakerFamily {
   uint64_t evicted_ = 0;
 };
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_BREAKER_FAMILY_HPP_

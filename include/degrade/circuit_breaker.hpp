@@ -73,104 +73,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/breaker_types.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/cache_line.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/windows.hpp"
 #include "degrade/metrics.hpp"
 #include "degrade/status.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
-
-// State
-//
-// The three states of a breaker.
-enum class State : uint8_t { kClosed = 0, kHalfOpen = 1, kOpen = 2 };
-
-// Returns "closed", "half-open" or "open".
-inline absl::string_view StateName(State s) {
-  switch (s) {
-    case State::kClosed:
-      return "closed";
-    case State::kHalfOpen:
-      return "half-open";
-    case State::kOpen:
-      return "open";
-  }
-  return "unknown";
-}
-
-// Counts
-//
-// What the breaker has seen in the current generation. A plain value: copies
-// are snapshots.
-struct Counts {
-  // Calls admitted in this generation, less those whose permit was destroyed
-  // without reporting. Includes calls still in flight and excluded ones.
-  uint64_t requests = 0;
-  uint64_t total_successes = 0;
-  uint64_t total_failures = 0;
-  // Outcomes that `is_excluded` said to count as neither success nor failure.
-  uint64_t total_exclusions = 0;
-  uint64_t consecutive_successes = 0;
-  uint64_t consecutive_failures = 0;
-
-  // The sliding window's view (see `SlidingWindow`). Without a window these
-  // cover the whole generation: successes + failures, failures, slow calls.
-  uint64_t window_calls = 0;
-  uint64_t window_failures = 0;
-  uint64_t window_slow_calls = 0;
-
-  // Failures over calls in the window; 0 when the window is empty.
-  double failure_rate() const {
-    return window_calls == 0 ? 0.0
-                             : static_cast<double>(window_failures) /
-                                   static_cast<double>(window_calls);
-  }
-  // Slow calls over calls in the window; 0 when the window is empty.
-  double slow_call_rate() const {
-    return window_calls == 0 ? 0.0
-                             : static_cast<double>(window_slow_calls) /
-                                   static_cast<double>(window_calls);
-  }
-};
-
-// SlidingWindow
-//
-// Which recent calls the failure and slow-call rates are computed over. The
-// window is cleared with the rest of `Counts` at every transition and closed
-// interval, so rates never mix generations.
-struct SlidingWindow {
-  enum class Kind : uint8_t { kNone, kCount, kTime };
-
-  Kind kind = Kind::kNone;
-  // kCount: the number of most recent completed calls kept.
-  // kTime: the number of buckets `length` is divided into.
-  uint32_t size = 0;
-  // kTime only: how far back the window reaches. Calls are placed by the
-  // time they were admitted.
-  absl::Duration length = absl::ZeroDuration();
-
-  // The last `calls` completed calls. REQUIRES: calls > 0.
-  static SlidingWindow Count(uint32_t calls) {
-    SlidingWindow w;
-    w.kind = Kind::kCount;
-    w.size = calls;
-    return w;
-  }
-  // The calls admitted in the last `length`, kept in `buckets` buckets; the
-  // oldest bucket drops out whole, so the window spans between
-  // `length - length / buckets` and `length`.
-  // REQUIRES: length > 0, buckets > 0.
-  static SlidingWindow Time(absl::Duration length, uint32_t buckets = 10) {
-    SlidingWindow w;
-    w.kind = Kind::kTime;
-    w.size = buckets;
-    w.length = length;
-    return w;
-  }
-};
+DEGRADE_NAMESPACE_BEGIN
 
 // Trip rules: ready-made `ready_to_trip` predicates. They are evaluated on
 // every failure and every slow call in the closed state.
@@ -350,26 +266,6 @@ inline absl::Status ValidateBreakerSettings(const BreakerSettings& s) {
   return absl::OkStatus();
 }
 
-// BreakerTotals
-//
-// Lifetime counters, never cleared; exact at any quiescent point:
-// admitted == successes + failures + exclusions + abandoned + stale
-//             + calls in flight.
-struct BreakerTotals {
-  uint64_t admitted = 0;
-  uint64_t successes = 0;
-  uint64_t failures = 0;
-  uint64_t exclusions = 0;
-  // Calls (successes or failures) slower than `slow_call_duration`.
-  uint64_t slow_calls = 0;
-  // Permits destroyed without reporting in the generation that issued them.
-  uint64_t abandoned = 0;
-  // Outcomes (or abandonments) ignored because the generation had changed.
-  uint64_t stale = 0;
-  uint64_t rejected_open = 0;
-  uint64_t rejected_too_many = 0;
-};
-
 namespace detail {
 class BreakerCore;
 
@@ -433,8 +329,6 @@ class [[nodiscard]] Permit {
 
 namespace detail {
 
-inline constexpr std::size_t kCacheLine = 64;
-
 // Shard slots of live threads, one bit each. A thread claims the lowest free
 // slot on first use and frees it when it exits, so threads alive at the same
 // time never share a shard while there are no more of them than shards
@@ -480,21 +374,6 @@ inline std::size_t ThreadShardIndex() {
   return index_plus_one - 1;
 }
 
-// Runs a user predicate, turning a throw into `on_throw`.
-template <typename F, typename... Args>
-bool SafePredicate(const F& f, bool on_throw, const Args&... args) {
-#if DEGRADE_HAS_EXCEPTIONS
-  try {
-    return static_cast<bool>(f(args...));
-  } catch (...) {
-    return on_throw;
-  }
-#else
-  (void)on_throw;
-  return static_cast<bool>(f(args...));
-#endif
-}
-
 // The type-independent machinery behind CircuitBreaker<T>.
 //
 // The state, mode and generation live in one atomic word, so the fast paths
@@ -527,7 +406,7 @@ class BreakerCore {
         shard_mask_(ShardCount() - 1),
         shards_(new Shard[ShardCount()]),
         current_open_(timeout_),
-        rng_(0x9E3779B97F4A7C15ULL ^ std::hash<std::string>{}(settings_.name)) {
+        rng_(StableHash(settings_.name)) {
     // One copy of each rejection per shard: returning a status bumps its
     // reference count, and a single shared one would make every rejecting
     // thread write the same cache line.
@@ -935,12 +814,8 @@ class BreakerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const double j = settings_.backoff_jitter;
     if (j <= 0.0) return d;
-    // splitmix64: deterministic per breaker name, so tests are repeatable.
-    uint64_t z = (rng_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+    // Deterministic per breaker name, so tests are repeatable.
+    const double u = rng_.NextUnit();  // [0, 1)
     return d * (1.0 - j + 2.0 * j * u);
   }
 
@@ -1263,74 +1138,13 @@ class BreakerCore {
   TrialLedger trials_ ABSL_GUARDED_BY(mu_);
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration current_open_ ABSL_GUARDED_BY(mu_);
-  uint64_t rng_ ABSL_GUARDED_BY(mu_);
+  SplitMix64 rng_ ABSL_GUARDED_BY(mu_);
   SerialDispatcher<Event> events_;
   // Last: unregisters (waiting for a scrape of this breaker) before anything
   // a collection reads is destroyed.
   MetricsRegistry::Registration registration_;
   EventLog::Key log_key_;
 };
-
-template <typename T>
-using ResultOf =
-    std::conditional_t<std::is_void_v<T>, absl::Status, absl::StatusOr<T>>;
-
-inline const absl::Status& StatusOf(const absl::Status& s) { return s; }
-template <typename T>
-const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
-  return s.status();
-}
-
-template <typename T, typename F>
-ResultOf<T> InvokeToResult(F& f) {
-  using R = std::invoke_result_t<F&>;
-  if constexpr (std::is_void_v<T>) {
-    if constexpr (std::is_void_v<R>) {
-      std::invoke(f);
-      return absl::OkStatus();
-    } else {
-      static_assert(std::is_convertible_v<R, absl::Status>,
-                    "CircuitBreaker<void>::Execute: the callable must return "
-                    "void or absl::Status");
-      return std::invoke(f);
-    }
-  } else {
-    static_assert(!std::is_same_v<std::decay_t<R>, absl::Status>,
-                  "CircuitBreaker<T>::Execute: the callable returns "
-                  "absl::Status; return absl::StatusOr<T> (or use "
-                  "CircuitBreaker<void>)");
-    static_assert(std::is_convertible_v<R, absl::StatusOr<T>>,
-                  "CircuitBreaker<T>::Execute: the callable must return T "
-                  "or absl::StatusOr<T>");
-    return absl::StatusOr<T>(std::invoke(f));
-  }
-}
-
-// Runs `f`, turning a throw into a status naming where it was called: `kind`
-// alone ("CallWithTimeout"), or `kind 'name'` ("circuit breaker 'recall'").
-// The name is only formatted on the exception path.
-template <typename T, typename F>
-ResultOf<T> InvokeCatching(F& f, absl::string_view kind,
-                           absl::string_view name = absl::string_view()) {
-#if DEGRADE_HAS_EXCEPTIONS
-  const auto where = [kind, name] {
-    return name.empty() ? std::string(kind)
-                        : absl::StrCat(kind, " '", name, "'");
-  };
-  try {
-    return InvokeToResult<T>(f);
-  } catch (const std::exception& e) {
-    return CallableExceptionError(where(), e.what());
-  } catch (...) {
-    return CallableExceptionError(
-        where(), "an exception not derived from std::exception");
-  }
-#else
-  (void)kind;
-  (void)name;
-  return InvokeToResult<T>(f);
-#endif
-}
 
 }  // namespace detail
 
@@ -1436,6 +1250,6 @@ inline void Permit::Release() {
   core->Abandon(ticket_);
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_CIRCUIT_BREAKER_HPP_

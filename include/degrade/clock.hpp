@@ -29,8 +29,9 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // Clock
 //
@@ -157,6 +158,6 @@ class FakeClock final : public Clock {
   std::atomic<int64_t> nanos_;
 };
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_CLOCK_HPP_

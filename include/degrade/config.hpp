@@ -101,9 +101,10 @@
 #include "degrade/degradation_manager.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
+#include "degrade/version.hpp"
 #include "nlohmann/json.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // The largest config text or file accepted, 1 MiB. A real config is a few
 // kilobytes; anything near this is a wrong file (a log, a binary) and is
@@ -954,7 +955,7 @@ inline void ConfigFileWatcher::Start(absl::Duration period) {
 
 inline void ConfigFileWatcher::Stop() { worker_.Stop(); }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #undef DEGRADE_CONFIG_POSIX_IO
 

@@ -53,10 +53,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/invoke.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
+
+template <typename T>
+class CircuitBreaker;  // degrade/circuit_breaker.hpp
 
 // Deadline
 //
@@ -183,24 +187,6 @@ struct TimedCall {
 
 }  // namespace detail
 
-namespace detail {
-
-// The T of a callable returning T or absl::StatusOr<T> (void for Status).
-template <typename R>
-struct Unwrapped {
-  using type = R;
-};
-template <typename T>
-struct Unwrapped<absl::StatusOr<T>> {
-  using type = T;
-};
-template <>
-struct Unwrapped<absl::Status> {
-  using type = void;
-};
-
-}  // namespace detail
-
 // CallWithTimeout(executor, budget, f)
 //
 // Runs `f()` on `executor` and waits at most `budget` for it. `f` returns T
@@ -263,13 +249,15 @@ template <typename T, typename F>
 typename CircuitBreaker<T>::Result ExecuteWithTimeout(
     CircuitBreaker<T>& breaker, Executor& executor, absl::Duration budget,
     F f) {
-  absl::StatusOr<Permit> permit = breaker.Allow();
+  // Everything below depends on T, so this header needs only the forward
+  // declaration: a caller that has a breaker has included its header.
+  auto permit = breaker.Allow();
   if (!permit.ok()) return typename CircuitBreaker<T>::Result(permit.status());
   auto result = CallWithTimeout(executor, budget, std::move(f));
   permit->Done(detail::StatusOf(result));
   return result;
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DEADLINE_HPP_

@@ -38,8 +38,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // The `disable` token that switches off every feature not listed as critical.
 inline constexpr absl::string_view kAllNonCritical = "all_non_critical";
@@ -257,6 +258,6 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
   return absl::OkStatus();
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DEGRADATION_CONFIG_HPP_

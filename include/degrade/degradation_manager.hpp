@@ -77,14 +77,17 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_config.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/event_log.hpp"
+#include "degrade/level_change.hpp"
 #include "degrade/metrics.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 class DegradationManager;
 
@@ -119,25 +122,6 @@ class FeatureGate {
 
   const std::atomic<bool>* slot_ = AlwaysOn();
   const std::string* name_ = nullptr;
-};
-
-// LevelChange
-//
-// What observers receive for every level change.
-struct LevelChange {
-  absl::Time time;
-  std::string manager;
-  int from = 0;
-  int to = 0;
-  // "signal" (escalation), "recovered" (a hold completed), "override"
-  // (ForceLevel) or "reload" (clamped to fewer levels).
-  std::string reason;
-  // For "signal": the signal that wanted the new level, its value and its
-  // enter threshold. For "recovered": the hold that completed is in `hold`.
-  std::string signal;
-  double value = 0.0;
-  double threshold = 0.0;
-  absl::Duration hold = absl::ZeroDuration();
 };
 
 // LatencyTracker
@@ -604,7 +588,8 @@ class DegradationManager {
                                       ? absl::InfiniteFuture()
                                       : now + ttl};
       if (level != this->level()) {
-        LevelChange c = MakeChange(now, level, "override");
+        LevelChange c = MakeChange(now, level, LevelChangeReason::kOverride);
+        c.until = override_->until;
         ChangeLevelLocked(std::move(c));
       }
       recover_since_.reset();
@@ -697,21 +682,11 @@ class DegradationManager {
   };
 
   absl::StatusOr<double> CallSource(const Source& src) const {
-#if DEGRADE_HAS_EXCEPTIONS
-    try {
-      return src.fn();
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("degradation manager '", name_,
-                                                 "': source for '", src.signal,
-                                                 "' threw: ", e.what()));
-    } catch (...) {
-      return absl::UnavailableError(
-          absl::StrCat("degradation manager '", name_, "': source for '",
-                       src.signal, "' threw a non-std exception"));
-    }
-#else
-    return src.fn();
-#endif
+    // The same status as every throwing callable: UNKNOWN, with the
+    // callable_exception payload.
+    return detail::InvokeCatching<double>(
+        src.fn, "degradation manager", name_,
+        absl::StrCat("source for '", src.signal, "'"));
   }
 
   absl::Status CheckSampleLocked(const std::string& signal, double value) const
@@ -776,7 +751,7 @@ class DegradationManager {
     const int n = static_cast<int>(compiled_.size());
     if (override_ && override_->level > n) override_->level = n;
     if (level() > n) {
-      LevelChange c = MakeChange(now, n, "reload");
+      LevelChange c = MakeChange(now, n, LevelChangeReason::kReload);
       ChangeLevelLocked(std::move(c));
     } else {
       RecomputeGatesLocked();
@@ -882,14 +857,14 @@ class DegradationManager {
     }
   }
 
-  LevelChange MakeChange(absl::Time now, int to, absl::string_view reason) const
+  LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     LevelChange c;
     c.time = now;
     c.manager = name_;
     c.from = level();
     c.to = to;
-    c.reason = std::string(reason);
+    c.reason = reason;
     return c;
   }
 
@@ -907,15 +882,15 @@ class DegradationManager {
     RecomputeGatesLocked();
     std::string line =
         absl::StrCat(LogHead(c.time, "level_change"), R"(,"from":)", c.from,
-                     R"(,"to":)", c.to, R"(,"reason":")", c.reason, R"(")");
-    if (c.reason == "signal") {
+                     R"(,"to":)", c.to, R"(,"reason":")", LevelChangeReasonName(c.reason), R"(")");
+    if (c.reason == LevelChangeReason::kSignal) {
       absl::StrAppend(&line, R"(,"signal":")", detail::JsonEscape(c.signal),
                       R"(","value":)", c.value, R"(,"threshold":)",
                       c.threshold);
-    } else if (c.reason == "recovered") {
+    } else if (c.reason == LevelChangeReason::kRecovered) {
       absl::StrAppend(&line, R"(,"hold_seconds":)",
                       absl::ToDoubleSeconds(c.hold));
-    } else if (c.reason == "override" && override_) {
+    } else if (c.reason == LevelChangeReason::kOverride && override_) {
       absl::StrAppend(&line, R"(,"until":")",
                       override_->until == absl::InfiniteFuture()
                           ? std::string("never")
@@ -1006,7 +981,7 @@ class DegradationManager {
 
     const int current = level();
     if (wanted > current) {
-      LevelChange c = MakeChange(now, wanted, "signal");
+      LevelChange c = MakeChange(now, wanted, LevelChangeReason::kSignal);
       c.signal = SignalName(why->signal);
       c.value = *values_[why->signal];
       c.threshold = why->value;
@@ -1023,7 +998,7 @@ class DegradationManager {
     const CompiledLevel& c = compiled_[static_cast<std::size_t>(current) - 1];
     if (now - *recover_since_ >= c.hold &&
         now - last_change_ >= config_->cooldown) {
-      LevelChange change = MakeChange(now, current - 1, "recovered");
+      LevelChange change = MakeChange(now, current - 1, LevelChangeReason::kRecovered);
       change.hold = c.hold;
       ChangeLevelLocked(std::move(change));
       // Each step needs a fresh hold, starting now if the next level's
@@ -1185,6 +1160,6 @@ auto WhenEnabled(FeatureGate gate, F f) {
   return WhenEnabled(gate, std::move(f), detail::NoFallback{});
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DEGRADATION_MANAGER_HPP_

@@ -53,8 +53,9 @@
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // The default sink: one line to stderr.
 inline void StderrLogSink(absl::string_view line) {
@@ -302,6 +303,6 @@ class EventLog {
   std::shared_ptr<const Sink> sink_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_EVENT_LOG_HPP_

@@ -91,33 +91,19 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/config.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/metrics.hpp"
 #include "degrade/stage_result.hpp"
 #include "degrade/status.hpp"
+#include "degrade/version.hpp"
 #include "nlohmann/json.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 namespace detail {
-
-// `status` with `message` in place of its message, keeping its code and
-// payloads, so predicates such as IsCallableException() still hold after a
-// layer adds context.
-inline absl::Status Reworded(const absl::Status& status,
-                             absl::string_view message) {
-  absl::Status out(status.code(), message);
-  status.ForEachPayload([&out](absl::string_view url, const absl::Cord& p) {
-    out.SetPayload(url, p);
-  });
-  return out;
-}
-
-template <typename R, typename T>
-inline constexpr bool kIsStatusOrOf =
-    std::is_same_v<std::decay_t<R>, absl::StatusOr<T>>;
 
 // What a fallback of type `Fb` produces for `T`: the callable's result, or
 // `T` for a plain value.
@@ -916,20 +902,8 @@ class HotList {
   }
 
   absl::StatusOr<std::vector<Item>> CallSource() {
-#if DEGRADE_HAS_EXCEPTIONS
-    try {
-      return source_();
-    } catch (const std::exception& e) {
-      return CallableExceptionError(absl::StrCat("hot list '", name_, "'"),
-                                    e.what());
-    } catch (...) {
-      return CallableExceptionError(
-          absl::StrCat("hot list '", name_, "'"),
-          "an exception not derived from std::exception");
-    }
-#else
-    return source_();
-#endif
+    return detail::InvokeCatching<std::vector<Item>>(source_, "hot list",
+                                                     name_);
   }
 
   static absl::StatusOr<std::vector<Item>> ParseIds(absl::string_view text,
@@ -1111,6 +1085,6 @@ StageResult<std::vector<Item>> RerankOrFallback(
       [&id_of](std::vector<Item> v) { return DedupOnly(std::move(v), id_of); });
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_FALLBACK_HPP_

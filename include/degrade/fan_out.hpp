@@ -94,8 +94,9 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/fallback.hpp"
 #include "degrade/stage_result.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // The stage recorded when every route failed and the fallback served.
 inline constexpr absl::string_view kRecallStage = "recall";
@@ -361,6 +362,6 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> FanOutRecall(
                                             merge);
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_FAN_OUT_HPP_

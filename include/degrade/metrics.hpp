@@ -71,9 +71,10 @@
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/stage_result.hpp"
+#include "degrade/version.hpp"
 #include "nlohmann/json.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // Label names and values of one sample, in the order they are written.
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
@@ -1021,6 +1022,6 @@ class EscalationWatch {
   detail::PeriodicWorker worker_;
 };
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_METRICS_HPP_

@@ -73,8 +73,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "degrade/status.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 
 // DegradeReason
 //
@@ -685,6 +686,6 @@ class StageResult {
   DegradationTrace trace_;
 };
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_STAGE_RESULT_HPP_

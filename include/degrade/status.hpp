@@ -19,34 +19,12 @@
 #define DEGRADE_STATUS_HPP_
 
 #include "absl/status/status.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "degrade/detail/status_payload.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
-
-// The payload type URL under which degrade records why it produced a status.
-inline constexpr absl::string_view kStatusPayloadUrl =
-    "type.degrade.dev/degrade.Reason";
-
-namespace detail {
-
-inline bool HasReason(const absl::Status& status, absl::string_view reason) {
-  if (status.ok()) return false;
-  const auto payload = status.GetPayload(kStatusPayloadUrl);
-  return payload.has_value() && *payload == reason;
-}
-
-inline absl::Status WithReason(absl::Status status, absl::string_view reason) {
-  status.SetPayload(kStatusPayloadUrl, absl::Cord(reason));
-  return status;
-}
-
-inline constexpr absl::string_view kReasonOpen = "breaker_open";
-inline constexpr absl::string_view kReasonTooMany = "too_many_requests";
-inline constexpr absl::string_view kReasonException = "callable_exception";
-
-}  // namespace detail
+DEGRADE_NAMESPACE_BEGIN
 
 // True when `status` is a rejection by a circuit breaker that is open (or
 // forced open): the callable was not run.
@@ -71,7 +49,10 @@ inline bool IsRejected(const absl::Status& status) {
   return IsBreakerOpen(status) || IsTooManyRequests(status);
 }
 
-// Builds the status for a callable named by `where` that threw `what`.
+// Builds the status for a callable named by `where` that threw `what`:
+// UNKNOWN, with the payload IsCallableException() reads. Every callable the
+// library runs for a user (a breaker's call, a signal source, a hot-list
+// refresh) that throws yields this one shape.
 inline absl::Status CallableExceptionError(absl::string_view where,
                                            absl::string_view what) {
   return detail::WithReason(
@@ -80,6 +61,6 @@ inline absl::Status CallableExceptionError(absl::string_view where,
       detail::kReasonException);
 }
 
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_STATUS_HPP_

@@ -12,8 +12,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
 // The length of the valid UTF-8 sequence starting at s[i], or 0.
@@ -96,6 +97,6 @@ inline std::string JsonTime(absl::Time t) {
 }
 
 }  // namespace detail
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DETAIL_JSON_TEXT_HPP_

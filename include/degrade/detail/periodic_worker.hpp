@@ -24,8 +24,9 @@
 #include <utility>
 
 #include "absl/time/time.h"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
 class PeriodicWorker {
@@ -114,6 +115,6 @@ class PeriodicWorker {
 };
 
 }  // namespace detail
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DETAIL_PERIODIC_WORKER_HPP_

@@ -15,26 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "degrade/detail/macros.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace detail {
-
-// Calls `f(args...)`, swallowing anything it throws: a logging or observing
-// callback must not break the component calling it, nor silence the
-// callbacks after it.
-template <typename F, typename... Args>
-void CallQuietly(const F& f, const Args&... args) {
-#if DEGRADE_HAS_EXCEPTIONS
-  try {
-    f(args...);
-  } catch (...) {
-  }
-#else
-  f(args...);
-#endif
-}
 
 template <typename Event>
 class SerialDispatcher {
@@ -70,6 +56,6 @@ class SerialDispatcher {
 };
 
 }  // namespace detail
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DETAIL_SERIAL_DISPATCHER_HPP_

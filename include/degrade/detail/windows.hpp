@@ -15,8 +15,9 @@
 #include <memory>
 
 #include "degrade/detail/mutex.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
 // Outcome bits stored per call.
@@ -161,6 +162,6 @@ class TimeWindow {
 };
 
 }  // namespace detail
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DETAIL_WINDOWS_HPP_

@@ -106,8 +106,9 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/fallback.hpp"
 #include "degrade/status.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace redis {
 
 // ScoredMember
@@ -714,6 +715,6 @@ class HotListSource {
 };
 
 }  // namespace redis
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_REDIS_HOT_LIST_SOURCE_HPP_

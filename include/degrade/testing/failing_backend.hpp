@@ -76,9 +76,11 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/detail/macros.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/status.hpp"
+#include "degrade/version.hpp"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace testing {
 
 // PhaseKind
@@ -351,14 +353,8 @@ class FailingBackendCore {
   absl::Status Hang(uint64_t generation);
   absl::Status DefaultFailure(absl::string_view why) const;
 
-  // A SplitMix64 step: a well-mixed 64-bit value from a counter, so the
-  // k-th draw of a seed is a pure function of (seed, k).
-  static uint64_t Mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-  }
+  // The k-th draw of a seed is a pure function of (seed, k).
+  static uint64_t Mix(uint64_t x) { return detail::SplitMix64Step(x); }
 
   const Clock* const clock_;
   FakeClock* const fake_;  // nullptr unless constructed with a FakeClock*
@@ -745,6 +741,6 @@ inline void FailingBackendCore::ResetCounts() {
 }
 
 }  // namespace testing
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_TESTING_FAILING_BACKEND_HPP_

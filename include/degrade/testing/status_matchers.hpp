@@ -46,9 +46,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "degrade/status.hpp"
+#include "degrade/version.hpp"
 #include "gmock/gmock.h"
 
-namespace degrade {
+DEGRADE_NAMESPACE_BEGIN
 namespace testing {
 namespace status_matchers_internal {
 
@@ -351,6 +352,6 @@ IsCallableExceptionStatus() {
 }
 
 }  // namespace testing
-}  // namespace degrade
+DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_TESTING_STATUS_MATCHERS_HPP_

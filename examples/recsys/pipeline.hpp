@@ -167,7 +167,7 @@ class Pipeline {
   // Builds the backends, scripts them from `clock->Now()` with
   // OutageScript(), and installs the Plan B data. `clock` must outlive the
   // pipeline. Breakers, the hot list and the per-request stage metrics
-  // register with `registry` (null: MetricsRegistry::Default()) under the
+  // export to `registry` (null: the default telemetry) under the
   // pipeline `name`'s stage names. With a `hot_source`, the hot list is
   // refreshed from it once here, and the built-in snapshot serves only if
   // that refresh fails (`hot_list_status()` says which); what `hot_source`

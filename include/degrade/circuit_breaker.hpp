@@ -82,8 +82,8 @@
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/windows.hpp"
-#include "degrade/metrics.hpp"
 #include "degrade/status.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -161,12 +161,12 @@ struct BreakerSettings {
   // comment). A throw is swallowed.
   std::function<void(const std::string& name, State from, State to)>
       on_state_change;
-  // Where the breaker exports its metrics (degrade_breaker_*) and writes a
-  // `breaker_state_change` line per transition; it registers under `name`
-  // (see MetricsRegistry::Register) and unregisters when destroyed. nullptr
-  // means MetricsRegistry::Default(). Must outlive nothing: a registration
-  // keeps what it needs of the registry alive.
-  MetricsRegistry* metrics = nullptr;
+  // The telemetry the breaker reports to (see telemetry.hpp): with a
+  // MetricsRegistry, the degrade_breaker_* series and a rate-limited
+  // `breaker_state_change` line per transition. nullptr means
+  // DefaultTelemetry() (none unless SetDefaultTelemetry() was called);
+  // NoTelemetry() means none even then. REQUIRES: outlives the breaker.
+  Telemetry* metrics = nullptr;
   // Whether a callable's status is a success. Unset means `status.ok()`.
   // A throw means failure.
   std::function<bool(const absl::Status&)> is_successful;
@@ -382,7 +382,7 @@ inline std::size_t ThreadShardIndex() {
 // write a shared line; a generation's `Counts` are the shard sums minus a
 // base snapshot taken at the generation's start. Everything else is guarded
 // by `mu_`.
-class BreakerCore {
+class BreakerCore final : private BreakerView {
  public:
   explicit BreakerCore(BreakerSettings settings)
       : settings_(Normalize(std::move(settings))),
@@ -433,22 +433,21 @@ class BreakerCore {
       MutexLock lock(&mu_);
       StartGenerationLocked(State::kClosed, NowNanos());
     }
-    MetricsRegistry& registry = settings_.metrics != nullptr
-                                    ? *settings_.metrics
-                                    : MetricsRegistry::Default();
-    registration_ = registry.Register(
-        "breaker", settings_.name, [this](MetricWriter& w) { Collect(w); },
-        [this](const std::string& name, std::vector<DegradationEpisode>* out) {
-          Probe(name, out);
-        });
-    log_key_ = registration_.log().GetKey(
-        absl::StrCat("breaker/", registration_.name()));
+    // Last: the view must be complete before a telemetry may read it.
+    if (Telemetry* t = ResolveTelemetry(settings_.metrics)) {
+      listener_ = t->AttachBreaker(*this);
+      if (listener_ != nullptr && listener_->wants_calls()) {
+        call_listener_ = listener_.get();
+      }
+    }
   }
 
   BreakerCore(const BreakerCore&) = delete;
   BreakerCore& operator=(const BreakerCore&) = delete;
+  // The listener goes first, while everything its view reads still exists.
+  ~BreakerCore() { listener_.reset(); }
 
-  const std::string& name() const { return settings_.name; }
+  const std::string& name() const override { return settings_.name; }
   const BreakerSettings& settings() const { return settings_; }
 
   // Admits a call (fills `t`, returns nullptr) or returns the rejection.
@@ -474,6 +473,9 @@ class BreakerCore {
           NowNanos() <= open_expiry_.load(std::memory_order_acquire)) {
         Shard& shard = LocalShard();
         shard.rejected_open.fetch_add(1, std::memory_order_relaxed);
+        if (DEGRADE_UNLIKELY(call_listener_ != nullptr)) {
+          NotifyCall(CallOutcome::kRejectedOpen);
+        }
         return &shard.open_status;
       }
     }
@@ -481,6 +483,22 @@ class BreakerCore {
   }
 
   void Complete(const Ticket& t, const absl::Status& outcome) {
+    bool slow = false;
+    const CallOutcome o = Record(t, outcome, &slow);
+    if (DEGRADE_UNLIKELY(call_listener_ != nullptr)) NotifyCall(o, slow);
+  }
+
+  void Abandon(const Ticket& t) {
+    const CallOutcome o = RecordAbandon(t);
+    if (DEGRADE_UNLIKELY(call_listener_ != nullptr)) NotifyCall(o);
+  }
+
+  BreakerTotals totals() const override { return SumShards(); }
+
+ private:
+  // Counts one outcome; returns what it was counted as.
+  CallOutcome Record(const Ticket& t, const absl::Status& outcome,
+                     bool* slow_out) {
     const bool excluded = has_is_excluded_ &&
                           SafePredicate(settings_.is_excluded, false, outcome);
     const bool success =
@@ -490,15 +508,16 @@ class BreakerCore {
              : outcome.ok());
     const bool slow =
         slow_nanos_ > 0 && NowNanos() - t.start_nanos > slow_nanos_;
+    *slow_out = slow;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
       LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
-      return;
+      return CallOutcome::kStale;
     }
     if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
       if (excluded) {
         LocalShard().exclusions.fetch_add(1, std::memory_order_relaxed);
-        return;
+        return CallOutcome::kExcluded;
       }
       if (DEGRADE_LIKELY(success && !slow)) {
         LocalShard().successes.fetch_add(1, std::memory_order_relaxed);
@@ -507,25 +526,25 @@ class BreakerCore {
           consecutive_failures_.store(0, std::memory_order_relaxed);
         }
         RecordWindow(t.start_nanos, kOutcomeRecorded);
-        return;
+        return CallOutcome::kSuccess;
       }
     }
-    CompleteSlow(t, success, excluded, slow);
+    return CompleteSlow(t, success, excluded, slow);
   }
 
-  void Abandon(const Ticket& t) {
-    if (t.state == State::kHalfOpen) {
-      AbandonTrial(t);
-      return;
-    }
+  CallOutcome RecordAbandon(const Ticket& t) {
+    if (t.state == State::kHalfOpen) return AbandonTrial(t);
     const uint64_t w = word_.load(std::memory_order_acquire);
     Shard& s = LocalShard();
     if (GenOf(w) != t.generation) {
       s.stale.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      s.abandoned.fetch_add(1, std::memory_order_relaxed);
+      return CallOutcome::kStale;
     }
+    s.abandoned.fetch_add(1, std::memory_order_relaxed);
+    return CallOutcome::kAbandoned;
   }
+
+ public:
 
   State state() {
     const uint64_t w = word_.load(std::memory_order_acquire);
@@ -550,11 +569,15 @@ class BreakerCore {
                                                                    : 0);
   }
 
-  BreakerTotals totals() const { return SumShards(); }
-
-  void ForceOpen() { ManualTransition(State::kOpen, kForcedOpen); }
-  void Disable() { ManualTransition(State::kClosed, kDisabled); }
-  void Reset() { ManualTransition(State::kClosed, kNormal); }
+  void ForceOpen() {
+    ManualTransition(State::kOpen, kForcedOpen, TransitionCause::kForcedOpen);
+  }
+  void Disable() {
+    ManualTransition(State::kClosed, kDisabled, TransitionCause::kDisabled);
+  }
+  void Reset() {
+    ManualTransition(State::kClosed, kNormal, TransitionCause::kReset);
+  }
 
   bool forced_open() const {
     return ModeOf(word_.load(std::memory_order_acquire)) == kForcedOpen;
@@ -608,7 +631,9 @@ class BreakerCore {
   struct Event {
     State from;
     State to;
+    TransitionCause cause;
     int64_t at;
+    Counts counts;  // of the generation that ended
   };
 
   // What happened to the trials of the current half-open generation.
@@ -819,11 +844,16 @@ class BreakerCore {
     return d * (1.0 - j + 2.0 * j * u);
   }
 
-  void TransitionLocked(State to, int64_t now, Mode mode = kNormal)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void TransitionLocked(State to, int64_t now, TransitionCause cause,
+                        Mode mode = kNormal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const State from = StateOf(word_.load(std::memory_order_relaxed));
+    if (from == to) {
+      StartGenerationLocked(to, now, mode);
+      return;
+    }
+    // Read before the new generation clears them: why the state changed.
+    const Counts ended = CountsLocked(now);
     StartGenerationLocked(to, now, mode);
-    if (from == to) return;
     transitions_[TransitionIndex(from, to)].fetch_add(
         1, std::memory_order_relaxed);
     if (from == State::kClosed) {
@@ -831,11 +861,12 @@ class BreakerCore {
     } else if (to == State::kClosed) {
       degraded_since_.store(kNever, std::memory_order_relaxed);
     }
-    events_.Push(Event{from, to, now});
+    events_.Push(Event{from, to, cause, now, ended});
   }
 
   // A half-open trial failed (or timed out): back off, then reopen.
-  void ReopenLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void ReopenLocked(int64_t now, TransitionCause cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (settings_.backoff_multiplier > 1.0) {
       absl::Duration next = current_open_ * settings_.backoff_multiplier;
       if (settings_.max_timeout > absl::ZeroDuration()) {
@@ -843,7 +874,7 @@ class BreakerCore {
       }
       current_open_ = next;
     }
-    TransitionLocked(State::kOpen, now);
+    TransitionLocked(State::kOpen, now, cause);
   }
 
   // Applies the transitions that the passage of time alone causes.
@@ -858,13 +889,13 @@ class BreakerCore {
       case State::kOpen:
         if (ModeOf(w) != kForcedOpen &&
             now > open_expiry_.load(std::memory_order_relaxed)) {
-          TransitionLocked(State::kHalfOpen, now);
+          TransitionLocked(State::kHalfOpen, now, TransitionCause::kOpenElapsed);
         }
         break;
       case State::kHalfOpen:
         if (now > half_open_deadline_.load(std::memory_order_relaxed) &&
             trials_.outstanding() > 0) {
-          ReopenLocked(now);
+          ReopenLocked(now, TransitionCause::kTrialTimedOut);
         }
         break;
     }
@@ -872,6 +903,7 @@ class BreakerCore {
 
   const absl::Status* AcquireSlow(Ticket* t) {
     const absl::Status* rejection = nullptr;
+    CallOutcome rejected = CallOutcome::kRejectedOpen;
     {
       MutexLock lock(&mu_);
       const int64_t now = NowNanos();
@@ -889,6 +921,7 @@ class BreakerCore {
           if (trials_.slots_used() >= max_requests_) {
             shard.rejected_too_many.fetch_add(1, std::memory_order_relaxed);
             rejection = &shard.too_many_status;
+            rejected = CallOutcome::kRejectedTooMany;
             break;
           }
           ++trials_.admitted;
@@ -904,22 +937,24 @@ class BreakerCore {
       }
     }
     DispatchEvents();
+    if (rejection != nullptr && call_listener_ != nullptr) NotifyCall(rejected);
     return rejection;
   }
 
   // A half-open trial's slot is given back under the lock, and only to the
   // generation that issued it.
-  void AbandonTrial(const Ticket& t) {
+  CallOutcome AbandonTrial(const Ticket& t) {
     MutexLock lock(&mu_);
     const uint64_t w = word_.load(std::memory_order_relaxed);
     Shard& shard = LocalShard();
     if (GenOf(w) != t.generation) {
       shard.stale.fetch_add(1, std::memory_order_relaxed);
-      return;
+      return CallOutcome::kStale;
     }
     shard.abandoned.fetch_add(1, std::memory_order_relaxed);
     ++trials_.abandoned;
     UpdateDeadlineLocked(NowNanos());
+    return CallOutcome::kAbandoned;
   }
 
   // Keeps the half-open deadline running exactly while a trial is
@@ -936,7 +971,9 @@ class BreakerCore {
     }
   }
 
-  void CompleteSlow(const Ticket& t, bool success, bool excluded, bool slow) {
+  CallOutcome CompleteSlow(const Ticket& t, bool success, bool excluded,
+                           bool slow) {
+    CallOutcome counted = success ? CallOutcome::kSuccess : CallOutcome::kFailure;
     {
       MutexLock lock(&mu_);
       const int64_t now = NowNanos();
@@ -948,8 +985,10 @@ class BreakerCore {
       Shard& shard = LocalShard();
       if (GenOf(w) != t.generation || StateOf(w) == State::kOpen) {
         shard.stale.fetch_add(1, std::memory_order_relaxed);
+        counted = CallOutcome::kStale;
       } else if (excluded) {
         shard.exclusions.fetch_add(1, std::memory_order_relaxed);
+        counted = CallOutcome::kExcluded;
         if (StateOf(w) == State::kHalfOpen) {
           ++trials_.excluded;
           UpdateDeadlineLocked(now);
@@ -970,10 +1009,11 @@ class BreakerCore {
         }
         if (StateOf(w) == State::kHalfOpen) {
           if (!success) {
-            ReopenLocked(now);
+            ReopenLocked(now, TransitionCause::kTrialFailed);
           } else if (++trials_.succeeded >= max_requests_) {
             current_open_ = timeout_;
-            TransitionLocked(State::kClosed, now);
+            TransitionLocked(State::kClosed, now,
+                             TransitionCause::kTrialsSucceeded);
           } else {
             UpdateDeadlineLocked(now);
           }
@@ -983,53 +1023,61 @@ class BreakerCore {
               settings_.ready_to_trip
                   ? SafePredicate(settings_.ready_to_trip, false, c)
                   : c.consecutive_failures > 5;
-          if (trip) TransitionLocked(State::kOpen, now);
+          if (trip) TransitionLocked(State::kOpen, now, TransitionCause::kTripped);
         }
       }
     }
     DispatchEvents();
+    return counted;
   }
 
-  void ManualTransition(State to, Mode mode) {
+  void ManualTransition(State to, Mode mode, TransitionCause cause) {
     {
       MutexLock lock(&mu_);
       current_open_ = timeout_;
-      TransitionLocked(to, NowNanos(), mode);
+      TransitionLocked(to, NowNanos(), cause, mode);
     }
     DispatchEvents();
   }
 
-  // Runs queued on_state_change callbacks outside `mu_` (see
-  // detail/serial_dispatcher.hpp for the ordering guarantees).
+  // Runs queued events outside `mu_` (see detail/serial_dispatcher.hpp for
+  // the ordering guarantees): the telemetry's listener, then the user's
+  // on_state_change, each on its own so that one that throws costs the
+  // other nothing.
   void DispatchEvents() {
     events_.Drain([this](const Event& e) {
-      // Each on its own: a log line that cannot be written (bad_alloc) must
-      // not cost the user's callback its event.
-      CallQuietly([this, &e] { LogTransition(e); });
+      if (listener_ != nullptr) {
+        BreakerStateChange change;
+        change.breaker = settings_.name;
+        change.from = e.from;
+        change.to = e.to;
+        change.cause = e.cause;
+        change.time = absl::FromUnixNanos(e.at);
+        change.counts = e.counts;
+        CallQuietly([this, &change] { listener_->OnStateChange(change); });
+      }
       if (settings_.on_state_change) {
-        settings_.on_state_change(settings_.name, e.from, e.to);
+        CallQuietly(settings_.on_state_change, settings_.name, e.from, e.to);
       }
     });
   }
 
-  void LogTransition(const Event& e) {
-    registration_.log().Emit(log_key_, [&] {
-      return absl::StrCat(R"({"time":")", JsonTime(absl::FromUnixNanos(e.at)),
-                          R"(","event":"breaker_state_change","breaker":")",
-                          JsonEscape(registration_.name()), R"(","from":")",
-                          StateName(e.from), R"(","to":")", StateName(e.to),
-                          R"("})");
-    });
+  // Reports one call to a listener that asked for every call.
+  void NotifyCall(CallOutcome outcome, bool slow = false) {
+    BreakerCall call;
+    call.breaker = settings_.name;
+    call.outcome = outcome;
+    call.slow = slow;
+    CallQuietly([this, &call] { call_listener_->OnCall(call); });
   }
 
   static std::size_t TransitionIndex(State from, State to) {
     return static_cast<std::size_t>(from) * 3 + static_cast<std::size_t>(to);
   }
 
-  // The state as a scrape reports it: like state(), with a due open ->
-  // half-open expiry applied to the answer only. A scrape must not move the
-  // breaker (nor run its callbacks on the scraping thread).
-  State ObservedState() const {
+  // ---- BreakerView (for telemetry; read-only, thread-safe) ----
+
+  State observed_state() const override {
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (StateOf(w) == State::kOpen && ModeOf(w) != kForcedOpen &&
         NowNanos() > open_expiry_.load(std::memory_order_acquire)) {
@@ -1037,69 +1085,15 @@ class BreakerCore {
     }
     return StateOf(w);
   }
-
-  void Collect(MetricWriter& w) const {
-    const std::string& name = w.component();
-    const BreakerTotals t = totals();
-    const State state = ObservedState();
-    w.Gauge("degrade_breaker_state",
-            "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-            {{"breaker", name}}, static_cast<double>(state));
-    const std::pair<const char*, uint64_t> outcomes[] = {
-        {"success", t.successes},
-        {"failure", t.failures},
-        {"excluded", t.exclusions},
-        {"rejected_open", t.rejected_open},
-        {"rejected_too_many", t.rejected_too_many},
-        {"abandoned", t.abandoned},
-        {"stale", t.stale}};
-    for (const auto& [outcome, value] : outcomes) {
-      w.Counter("degrade_breaker_calls_total",
-                "Calls through a circuit breaker by outcome: success, "
-                "failure, excluded, rejected_open, rejected_too_many, "
-                "abandoned (permit never reported), stale (reported after a "
-                "state change).",
-                {{"breaker", name}, {"outcome", outcome}},
-                static_cast<double>(value));
-    }
-    w.Counter("degrade_breaker_slow_calls_total",
-              "Calls (successes or failures) slower than the breaker's "
-              "slow_call_duration.",
-              {{"breaker", name}}, static_cast<double>(t.slow_calls));
-    for (State from : {State::kClosed, State::kHalfOpen, State::kOpen}) {
-      for (State to : {State::kClosed, State::kHalfOpen, State::kOpen}) {
-        if (from == to) continue;
-        w.Counter(
-            "degrade_breaker_transitions_total",
-            "Circuit breaker state changes by from and to state.",
-            {{"breaker", name},
-             {"from", std::string(StateName(from))},
-             {"to", std::string(StateName(to))}},
-            static_cast<double>(transitions_[TransitionIndex(from, to)].load(
-                std::memory_order_relaxed)));
-      }
-    }
-    const int64_t since = degraded_since_.load(std::memory_order_relaxed);
-    w.Gauge("degrade_breaker_degraded_seconds",
-            "How long the breaker has been out of the closed state; 0 when "
-            "closed.",
-            {{"breaker", name}},
-            since == kNever
-                ? 0.0
-                : std::max(0.0, static_cast<double>(NowNanos() - since) / 1e9));
+  uint64_t transitions(State from, State to) const override {
+    return transitions_[TransitionIndex(from, to)].load(
+        std::memory_order_relaxed);
   }
-
-  void Probe(const std::string& name,
-             std::vector<DegradationEpisode>* out) const {
+  absl::Time degraded_since() const override {
     const int64_t since = degraded_since_.load(std::memory_order_relaxed);
-    if (since == kNever) return;
-    DegradationEpisode e;
-    e.kind = "breaker";
-    e.name = name;
-    e.source = name;
-    e.since = absl::FromUnixNanos(since);
-    out->push_back(std::move(e));
+    return since == kNever ? absl::InfiniteFuture() : absl::FromUnixNanos(since);
   }
+  absl::Time now() const override { return absl::FromUnixNanos(NowNanos()); }
 
   const BreakerSettings settings_;
   const Clock* const clock_;
@@ -1140,10 +1134,11 @@ class BreakerCore {
   absl::Duration current_open_ ABSL_GUARDED_BY(mu_);
   SplitMix64 rng_ ABSL_GUARDED_BY(mu_);
   SerialDispatcher<Event> events_;
-  // Last: unregisters (waiting for a scrape of this breaker) before anything
-  // a collection reads is destroyed.
-  MetricsRegistry::Registration registration_;
-  EventLog::Key log_key_;
+  // What the telemetry attached (nullptr: none); reset first in the
+  // destructor. `call_listener_` is the same object when it asked for every
+  // call, else nullptr: the one pointer the hot path tests.
+  std::unique_ptr<BreakerListener> listener_;
+  BreakerListener* call_listener_ = nullptr;
 };
 
 }  // namespace detail

@@ -79,12 +79,13 @@
 #include "degrade/degradation_config.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
+#include "degrade/detail/manager_log.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/level_change.hpp"
-#include "degrade/metrics.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -277,9 +278,13 @@ struct ManagerOptions {
   // clock; later ones are suppressed and counted in the next line's
   // "suppressed" member.
   uint32_t max_log_lines_per_second = 5;
-  // Where the manager exports its metrics (degrade_level, ...); it registers
-  // under `name`. nullptr means MetricsRegistry::Default().
-  MetricsRegistry* metrics = nullptr;
+  // The telemetry the manager reports to (see telemetry.hpp): with a
+  // MetricsRegistry, the degrade_level* series, its episodes and (unless
+  // `log_sink` is set) its event lines. nullptr means DefaultTelemetry()
+  // (none unless SetDefaultTelemetry() was called); NoTelemetry() means none
+  // even then. With no telemetry and no `log_sink`, lines go to stderr.
+  // REQUIRES: outlives the manager.
+  Telemetry* metrics = nullptr;
 };
 
 // DegradationManager
@@ -296,25 +301,26 @@ class DegradationManager {
       : name_(options.name.empty() ? "degradation" : std::move(options.name)),
         clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
-        own_log_(options.log_sink
-                     ? MakeOwnLog(std::move(options.log_sink), clock_,
-                                  options.max_log_lines_per_second)
-                     : nullptr) {
+        has_own_log_(static_cast<bool>(options.log_sink)) {
     {
       detail::MutexLock lock(&mu_);
       level_since_ = clock_->Now();
       time_at_level_.assign(kMaxLevels + 1, absl::ZeroDuration());
       at_or_above_since_.fill(absl::InfiniteFuture());
     }
-    MetricsRegistry& registry = options.metrics != nullptr
-                                    ? *options.metrics
-                                    : MetricsRegistry::Default();
-    registration_ = registry.Register(
-        "manager", name_, [this](MetricWriter& w) { Collect(w); },
-        [this](const std::string& name, std::vector<DegradationEpisode>* out) {
-          Probe(name, out);
-        });
-    log_ = own_log_ != nullptr ? own_log_.get() : &registration_.log();
+    Telemetry* telemetry = detail::ResolveTelemetry(options.metrics);
+    // Every level change is a log line (the seed asks for it): to the sink
+    // the options name, else to the telemetry's log, else to stderr.
+    if (has_own_log_ || telemetry == nullptr) {
+      EventLogOptions o;
+      o.sink = std::move(options.log_sink);  // empty: stderr
+      o.clock = clock_;
+      o.max_lines_per_key = options.max_log_lines_per_second;
+      own_log_ = std::make_unique<EventLog>(std::move(o));
+      own_lines_ = std::make_unique<detail::ManagerLog>(own_log_.get(), name_);
+    }
+    // Last: the view must be complete before a telemetry may read it.
+    if (telemetry != nullptr) listener_ = telemetry->AttachManager(view_);
   }
 
   // A manager with `config` installed, or the config's validation error.
@@ -352,10 +358,13 @@ class DegradationManager {
       const absl::Time now = clock_->Now();
       InstallLocked(std::move(config), now);
       ++reloads_;
-      PushLogLocked(
-          "config_reloaded",
-          absl::StrCat(LogHead(now, "config_reloaded"), R"(,"levels":)",
-                       compiled_.size(), R"(,"level":)", level(), "}"));
+      ReloadEvent applied;
+      applied.manager = name_;
+      applied.time = now;
+      applied.applied = true;
+      applied.levels = static_cast<int>(compiled_.size());
+      applied.level = level();
+      PushLocked(Event(applied));
       EvaluateLocked(now);
     }
     Dispatch();
@@ -368,11 +377,11 @@ class DegradationManager {
     {
       detail::MutexLock lock(&mu_);
       ++rejected_reloads_;
-      PushLogLocked(
-          "config_rejected",
-          absl::StrCat(LogHead(clock_->Now(), "config_rejected"),
-                       R"(,"error":")", detail::JsonEscape(error.ToString()),
-                       R"("})"));
+      ReloadEvent rejected;
+      rejected.manager = name_;
+      rejected.time = clock_->Now();
+      rejected.error = error;
+      PushLocked(Event(rejected));
     }
     Dispatch();
     return error;
@@ -675,10 +684,22 @@ class DegradationManager {
     absl::Time until;
   };
 
+  // One queued event for the listeners (and, for a level change, the
+  // observers). Rare, so a plain struct with one member used per kind.
   struct Event {
-    std::string event;
-    std::string log_line;
-    std::optional<LevelChange> change;
+    enum class Kind { kLevelChange, kReload, kOverrideExpired, kPollError };
+    explicit Event(LevelChange c)
+        : kind(Kind::kLevelChange), change(std::move(c)) {}
+    explicit Event(ReloadEvent e) : kind(Kind::kReload), reload(std::move(e)) {}
+    explicit Event(OverrideExpiredEvent e)
+        : kind(Kind::kOverrideExpired), expired(e) {}
+    explicit Event(PollErrorEvent e)
+        : kind(Kind::kPollError), poll_error(std::move(e)) {}
+    Kind kind;
+    LevelChange change;
+    ReloadEvent reload;
+    OverrideExpiredEvent expired;
+    PollErrorEvent poll_error;
   };
 
   absl::StatusOr<double> CallSource(const Source& src) const {
@@ -776,77 +797,43 @@ class DegradationManager {
     return c.all_non_critical && critical_.count(feature) == 0;
   }
 
-  static std::unique_ptr<EventLog> MakeOwnLog(
-      std::function<void(absl::string_view)> sink, const Clock* clock,
-      uint32_t per_second) {
-    EventLogOptions o;
-    o.sink = std::move(sink);
-    o.clock = clock;
-    o.max_lines_per_key = per_second;
-    return std::make_unique<EventLog>(std::move(o));
-  }
+  // What the telemetry reads: a member rather than a base class, so the
+  // manager itself has no virtual functions.
+  class View final : public ManagerView {
+   public:
+    explicit View(const DegradationManager* m) : m_(m) {}
+    const std::string& name() const override { return m_->name_; }
+    ManagerStats stats() const override { return m_->Stats(); }
+    bool has_own_log() const override { return m_->has_own_log_; }
 
-  void Collect(MetricWriter& w) const {
-    const std::string& name = w.component();
+   private:
+    const DegradationManager* const m_;
+  };
+
+  ManagerStats Stats() const {
     detail::MutexLock lock(&mu_);
-    const absl::Time now = clock_->Now();
-    const int current = level();
-    const int n = static_cast<int>(compiled_.size());
-    w.Gauge("degrade_level", "The degradation manager's current level.",
-            {{"manager", name}}, current);
-    w.Gauge("degrade_levels", "Levels in the installed configuration.",
-            {{"manager", name}}, n);
-    for (const auto& [from_to, count] : level_transitions_) {
-      w.Counter("degrade_level_transitions_total",
-                "Degradation level changes by from and to level.",
-                {{"manager", name},
-                 {"from", absl::StrCat(from_to.first)},
-                 {"to", absl::StrCat(from_to.second)}},
-                static_cast<double>(count));
-    }
-    for (int k = 0; k <= std::max(n, current); ++k) {
+    ManagerStats st;
+    st.now = clock_->Now();
+    st.level = level();
+    st.num_levels = static_cast<int>(compiled_.size());
+    st.transitions.assign(level_transitions_.begin(),
+                          level_transitions_.end());
+    for (int k = 0; k <= std::max(st.num_levels, st.level); ++k) {
       absl::Duration d = time_at_level_[static_cast<std::size_t>(k)];
-      if (k == current) d += now - level_since_;
-      w.Counter("degrade_level_seconds_total",
-                "Time spent at each degradation level.",
-                {{"manager", name}, {"level", absl::StrCat(k)}},
-                absl::ToDoubleSeconds(d));
+      if (k == st.level) d += st.now - level_since_;
+      st.time_at_level.push_back(d);
     }
     for (const auto& [feature, slot] : features_) {
-      w.Gauge("degrade_feature_enabled",
-              "Whether a feature is on (1) or switched off by the "
-              "degradation level (0).",
-              {{"manager", name}, {"feature", feature}},
-              slot->enabled.load(std::memory_order_relaxed) ? 1 : 0);
+      st.features.emplace_back(feature,
+                               slot->enabled.load(std::memory_order_relaxed));
     }
-    constexpr absl::string_view kReloadsHelp =
-        "Degradation config reloads by result: applied or rejected (the "
-        "previous config kept serving).";
-    w.Counter("degrade_config_reloads_total", kReloadsHelp,
-              {{"manager", name}, {"result", "applied"}},
-              static_cast<double>(reloads_));
-    w.Counter("degrade_config_reloads_total", kReloadsHelp,
-              {{"manager", name}, {"result", "rejected"}},
-              static_cast<double>(rejected_reloads_));
-    w.Gauge(
-        "degrade_manager_degraded_seconds",
-        "How long the manager has been above level 0; 0 at level 0.",
-        {{"manager", name}},
-        current > 0 ? absl::ToDoubleSeconds(now - at_or_above_since_[1]) : 0.0);
-  }
-
-  void Probe(const std::string& name,
-             std::vector<DegradationEpisode>* out) const {
-    detail::MutexLock lock(&mu_);
-    for (int k = 1; k <= level(); ++k) {
-      DegradationEpisode e;
-      e.kind = "level";
-      e.name = name;
-      e.source = name;
-      e.level = k;
-      e.since = at_or_above_since_[static_cast<std::size_t>(k)];
-      out->push_back(std::move(e));
+    st.reloads = reloads_;
+    st.rejected_reloads = rejected_reloads_;
+    for (int k = 1; k <= st.level; ++k) {
+      st.at_or_above_since.push_back(
+          at_or_above_since_[static_cast<std::size_t>(k)]);
     }
+    return st;
   }
 
   void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -880,50 +867,23 @@ class DegradationManager {
     level_.store(c.to, std::memory_order_relaxed);
     transitions_.fetch_add(1, std::memory_order_relaxed);
     RecomputeGatesLocked();
-    std::string line =
-        absl::StrCat(LogHead(c.time, "level_change"), R"(,"from":)", c.from,
-                     R"(,"to":)", c.to, R"(,"reason":")", LevelChangeReasonName(c.reason), R"(")");
-    if (c.reason == LevelChangeReason::kSignal) {
-      absl::StrAppend(&line, R"(,"signal":")", detail::JsonEscape(c.signal),
-                      R"(","value":)", c.value, R"(,"threshold":)",
-                      c.threshold);
-    } else if (c.reason == LevelChangeReason::kRecovered) {
-      absl::StrAppend(&line, R"(,"hold_seconds":)",
-                      absl::ToDoubleSeconds(c.hold));
-    } else if (c.reason == LevelChangeReason::kOverride && override_) {
-      absl::StrAppend(&line, R"(,"until":")",
-                      override_->until == absl::InfiniteFuture()
-                          ? std::string("never")
-                          : detail::JsonTime(override_->until),
-                      R"(")");
-    }
-    line += "}";
-    events_.Push(Event{"level_change", std::move(line), std::move(c)});
-  }
-
-  // The opening of every log line, up to and including the event name; the
-  // caller appends its fields and the closing brace.
-  std::string LogHead(absl::Time t, absl::string_view event) const {
-    // The registered name: unique among live managers, like the metrics.
-    return absl::StrCat(R"({"time":")", detail::JsonTime(t), R"(","manager":")",
-                        detail::JsonEscape(registration_.name()),
-                        R"(","event":")", event, R"(")");
+    events_.Push(Event(std::move(c)));
   }
 
   void LogPollError(const absl::Status& s) {
     {
       detail::MutexLock lock(&mu_);
-      PushLogLocked(
-          "poll_error",
-          absl::StrCat(LogHead(clock_->Now(), "poll_error"), R"(,"error":")",
-                       detail::JsonEscape(s.ToString()), R"("})"));
+      PollErrorEvent e;
+      e.manager = name_;
+      e.time = clock_->Now();
+      e.error = s;
+      PushLocked(Event(std::move(e)));
     }
     Dispatch();
   }
 
-  void PushLogLocked(absl::string_view event, std::string line)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    events_.Push(Event{std::string(event), std::move(line), std::nullopt});
+  void PushLocked(Event e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    events_.Push(std::move(e));
   }
 
   // Whether every signal of level k (1-based) is below its recover threshold.
@@ -972,9 +932,11 @@ class DegradationManager {
 
     if (override_) {
       if (now < override_->until) return;
-      PushLogLocked("override_expired",
-                    absl::StrCat(LogHead(now, "override_expired"),
-                                 R"(,"level":)", override_->level, "}"));
+      OverrideExpiredEvent expired;
+      expired.manager = name_;
+      expired.time = now;
+      expired.level = override_->level;
+      PushLocked(Event(expired));
       override_.reset();
       recover_since_.reset();
     }
@@ -1018,30 +980,44 @@ class DegradationManager {
     return "";
   }
 
+  // Delivers queued events outside `mu_`, in order: to the manager's own
+  // log lines, to the telemetry's listener, then (level changes) to the
+  // observers. Each on its own: one that throws silences no other.
   void Dispatch() {
     events_.Drain([this](const Event& e) {
-      // Each callback on its own: one that throws silences no other.
-      detail::CallQuietly([this, &e] {
-        log_->Emit(log_->GetKey(absl::StrCat("manager/", registration_.name(),
-                                             "/", e.event)),
-                   [&e] { return e.log_line; });
-      });
-      if (!e.change) return;
+      for (ManagerListener* l : {own_lines_.get(), listener_.get()}) {
+        if (l != nullptr) detail::CallQuietly([l, &e] { Deliver(*l, e); });
+      }
+      if (e.kind != Event::Kind::kLevelChange) return;
       std::vector<Observer> observers;
       {
         detail::MutexLock lock(&mu_);
         observers = observers_;
       }
-      for (const Observer& o : observers) detail::CallQuietly(o, *e.change);
+      for (const Observer& o : observers) detail::CallQuietly(o, e.change);
     });
+  }
+
+  static void Deliver(ManagerListener& l, const Event& e) {
+    switch (e.kind) {
+      case Event::Kind::kLevelChange:
+        l.OnLevelChange(e.change);
+        break;
+      case Event::Kind::kReload:
+        l.OnReload(e.reload);
+        break;
+      case Event::Kind::kOverrideExpired:
+        l.OnOverrideExpired(e.expired);
+        break;
+      case Event::Kind::kPollError:
+        l.OnPollError(e.poll_error);
+        break;
+    }
   }
 
   const std::string name_;
   const Clock* const clock_;
-  // Set when the options name a sink: the manager's lines then go there,
-  // through a log of its own. Otherwise `log_` is the registry's.
-  const std::unique_ptr<EventLog> own_log_;
-  EventLog* log_ = nullptr;
+  const bool has_own_log_;
 
   // Read on every gate check and level() call.
   std::atomic<int> level_{0};
@@ -1072,11 +1048,15 @@ class DegradationManager {
       ABSL_GUARDED_BY(mu_);
   detail::SerialDispatcher<Event> events_;
 
+  const View view_{this};
+  // The manager's own lines (log_sink, or stderr without a telemetry).
+  std::unique_ptr<EventLog> own_log_;
+  std::unique_ptr<ManagerListener> own_lines_;
+  // What the telemetry attached; destroyed after the monitor stops and
+  // before anything its view reads.
+  std::unique_ptr<ManagerListener> listener_;
   // Last, so that it stops before anything its polls touch is destroyed.
   detail::PeriodicWorker monitor_;
-  // After the monitor, so it is destroyed first: unregistering waits for a
-  // scrape of this manager before anything a collection reads goes away.
-  MetricsRegistry::Registration registration_;
 };
 
 // ---- The `when` combinators ----

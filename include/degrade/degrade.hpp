@@ -11,17 +11,26 @@
 #define DEGRADE_DEGRADE_HPP_
 
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
+#include "degrade/breaker_types.hpp"        // IWYU pragma: export
 #include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
 #include "degrade/clock.hpp"                // IWYU pragma: export
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
+#include "degrade/degradation_episode.hpp"  // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
+#include "degrade/escalation.hpp"           // IWYU pragma: export
 #include "degrade/event_log.hpp"            // IWYU pragma: export
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
+#include "degrade/level_change.hpp"         // IWYU pragma: export
+#include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
+#include "degrade/metrics_registry.hpp"     // IWYU pragma: export
+#include "degrade/stage_metrics.hpp"        // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
+#include "degrade/telemetry.hpp"            // IWYU pragma: export
+#include "degrade/version.hpp"              // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADE_HPP_

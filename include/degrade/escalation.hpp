@@ -1,0 +1,166 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: escalation.hpp
+// -----------------------------------------------------------------------------
+//
+// When to call a human. Degradation is meant to be temporary: the first seed
+// article pages someone when a service has been lossy for 30 minutes. An
+// `EscalationWatch` looks at the degradation episodes a MetricsRegistry
+// knows (breakers not closed, managers at or above a level, stages serving
+// fallbacks) and calls `on_escalate` once per episode that has lasted longer
+// than `after`, writing an `escalation` line to the registry's event log.
+//
+//   degrade::EscalationOptions o;
+//   o.after = absl::Minutes(30);
+//   o.on_escalate = [](const degrade::DegradationEpisode& e,
+//                      absl::Duration lasted) { Page(e.name, lasted); };
+//   degrade::EscalationWatch watch(registry, o);
+//   watch.Start(absl::Minutes(1));      // or call watch.Check() yourself
+//
+// Thread safety: see EscalationWatch.
+
+#ifndef DEGRADE_ESCALATION_HPP_
+#define DEGRADE_ESCALATION_HPP_
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/degradation_episode.hpp"
+#include "degrade/detail/invoke.hpp"
+#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/detail/periodic_worker.hpp"
+#include "degrade/event_log.hpp"
+#include "degrade/metrics_registry.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+// EscalationOptions
+struct EscalationOptions {
+  // How long a degradation may last before a human is called: the article's
+  // 30 minutes.
+  absl::Duration after = absl::Minutes(30);
+  // A manager level at or above this is a degradation.
+  int min_level = 1;
+  // Whether breakers that are not closed, and stages serving fallbacks,
+  // count too.
+  bool breakers = true;
+  bool stages = true;
+  // Called once per episode that lasts longer than `after`, with how long it
+  // had lasted when it was noticed. Runs on the thread calling `Check()`
+  // (the watch's own thread after `Start`). A throw is swallowed.
+  std::function<void(const DegradationEpisode&, absl::Duration lasted)>
+      on_escalate;
+  // Must be the clock the watched components use; nullptr means the real
+  // clock.
+  const Clock* clock = nullptr;
+};
+
+// EscalationWatch
+//
+// Calls `on_escalate` when a degradation (a stage degraded, a breaker not
+// closed, or a manager at or above `min_level`) has lasted longer than
+// `after`, once per episode (an episode that ends and starts again is a new
+// one), and writes an `escalation` line to the registry's event log.
+// `Check()` looks now; `Start(period)` looks every period on a thread of its
+// own.
+//
+// Thread-safe. REQUIRES: the registry outlives the watch.
+class EscalationWatch {
+ public:
+  EscalationWatch(MetricsRegistry& registry, EscalationOptions options)
+      : registry_(&registry),
+        options_(std::move(options)),
+        clock_(options_.clock != nullptr ? options_.clock
+                                         : &RealClock::Instance()),
+        log_key_(registry.log().GetKey("escalation")) {}
+
+  EscalationWatch(const EscalationWatch&) = delete;
+  EscalationWatch& operator=(const EscalationWatch&) = delete;
+  ~EscalationWatch() { Stop(); }
+
+  // Fires the callback for every episode past `after` that has not fired
+  // yet; returns how many fired.
+  int Check() {
+    const absl::Time now = clock_->Now();
+    std::vector<DegradationEpisode> due;
+    std::vector<absl::Duration> lasted;
+    {
+      detail::MutexLock lock(&mu_);
+      std::map<std::string, absl::Time> still;
+      for (DegradationEpisode& e : registry_->Episodes()) {
+        if (!Watched(e)) continue;
+        const std::string key =
+            absl::StrCat(EpisodeKindName(e.kind), "/", e.source, "/", e.name);
+        auto it = fired_.find(key);
+        const bool already = it != fired_.end() && it->second == e.since;
+        if (already) {
+          still.emplace(key, e.since);
+        } else if (now - e.since > options_.after) {
+          still.emplace(key, e.since);
+          lasted.push_back(now - e.since);
+          due.push_back(std::move(e));
+        }
+      }
+      fired_ = std::move(still);
+    }
+    for (std::size_t i = 0; i < due.size(); ++i) {
+      const DegradationEpisode& e = due[i];
+      registry_->log().Emit(log_key_, [&] {
+        return absl::StrCat(
+            R"({"time":")", detail::JsonTime(now),
+            R"(","event":"escalation","kind":")", EpisodeKindName(e.kind),
+            R"(","name":")", detail::JsonEscape(e.name), R"(","source":")",
+            detail::JsonEscape(e.source), R"(","level":)", e.level,
+            R"(,"since":")", detail::JsonTime(e.since),
+            R"(","lasted_seconds":)", absl::ToDoubleSeconds(lasted[i]), "}");
+      });
+      if (options_.on_escalate) {
+        detail::CallQuietly(options_.on_escalate, e, lasted[i]);
+      }
+    }
+    return static_cast<int>(due.size());
+  }
+
+  // Runs Check() now and every `period` until Stop() or destruction.
+  void Start(absl::Duration period) {
+    worker_.Restart(period, [this] { Check(); });
+  }
+  void Stop() { worker_.Stop(); }
+
+ private:
+  bool Watched(const DegradationEpisode& e) const {
+    switch (e.kind) {
+      case EpisodeKind::kLevel:
+        return e.level == std::max(1, options_.min_level);
+      case EpisodeKind::kBreaker:
+        return options_.breakers;
+      case EpisodeKind::kStage:
+        return options_.stages;
+    }
+    return true;
+  }
+
+  MetricsRegistry* const registry_;
+  const EscalationOptions options_;
+  const Clock* const clock_;
+  const EventLog::Key log_key_;
+  detail::Mutex mu_;
+  // Episodes that fired, by key, with their start: fire once per start.
+  std::map<std::string, absl::Time> fired_ ABSL_GUARDED_BY(mu_);
+  detail::PeriodicWorker worker_;
+};
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_ESCALATION_HPP_

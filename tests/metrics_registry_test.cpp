@@ -214,7 +214,6 @@ TEST(BreakerMetricsTest, SlowAndExcludedCallsAreCounted) {
         1}});
 }
 
-
 TEST(ManagerMetricsTest, LevelTransitionsTimeAtLevelFeaturesAndReloads) {
   FakeClock clock;
   Fixture f(&clock);

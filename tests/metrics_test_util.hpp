@@ -30,7 +30,7 @@ namespace degrade {
 
 // The lines of `text` that start with `prefix`.
 inline std::vector<std::string> LinesStartingWith(const std::string& text,
-                                           absl::string_view prefix) {
+                                                  absl::string_view prefix) {
   std::vector<std::string> out;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (absl::StartsWith(line, prefix)) out.emplace_back(line);
@@ -63,8 +63,9 @@ inline void ExpectSeries(
 }
 
 // Settings for a breaker named `name` on `clock`, exporting to `registry`.
-inline BreakerSettings ExportedBreaker(absl::string_view name, const Clock* clock,
-                                MetricsRegistry* registry) {
+inline BreakerSettings ExportedBreaker(absl::string_view name,
+                                       const Clock* clock,
+                                       MetricsRegistry* registry) {
   BreakerSettings s;
   s.name = std::string(name);
   s.clock = clock;

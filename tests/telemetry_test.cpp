@@ -211,18 +211,17 @@ TEST(BreakerTelemetryTest, EveryTransitionCarriesItsCauseAndCounts) {
     seen.emplace_back(c.to, c.cause);
   }
   using C = TransitionCause;
-  EXPECT_THAT(seen,
-              ElementsAre(std::pair(State::kOpen, C::kTripped),
-                          std::pair(State::kHalfOpen, C::kOpenElapsed),
-                          std::pair(State::kOpen, C::kTrialFailed),
-                          std::pair(State::kHalfOpen, C::kOpenElapsed),
-                          std::pair(State::kOpen, C::kTrialTimedOut),
-                          std::pair(State::kHalfOpen, C::kOpenElapsed),
-                          std::pair(State::kClosed, C::kTrialsSucceeded),
-                          std::pair(State::kOpen, C::kForcedOpen),
-                          std::pair(State::kClosed, C::kDisabled),
-                          std::pair(State::kOpen, C::kForcedOpen),
-                          std::pair(State::kClosed, C::kReset)));
+  EXPECT_THAT(seen, ElementsAre(std::pair(State::kOpen, C::kTripped),
+                                std::pair(State::kHalfOpen, C::kOpenElapsed),
+                                std::pair(State::kOpen, C::kTrialFailed),
+                                std::pair(State::kHalfOpen, C::kOpenElapsed),
+                                std::pair(State::kOpen, C::kTrialTimedOut),
+                                std::pair(State::kHalfOpen, C::kOpenElapsed),
+                                std::pair(State::kClosed, C::kTrialsSucceeded),
+                                std::pair(State::kOpen, C::kForcedOpen),
+                                std::pair(State::kClosed, C::kDisabled),
+                                std::pair(State::kOpen, C::kForcedOpen),
+                                std::pair(State::kClosed, C::kReset)));
   // The trip's event says why: the counts ready_to_trip saw, before the new
   // generation cleared them.
   const BreakerStateChange& trip = spy.changes[0];
@@ -292,8 +291,9 @@ TEST(BreakerTelemetryTest, PerCallEventsOnlyForAListenerThatAsks) {
       clock.Advance(absl::Milliseconds(150));
       return 1;
     });
-    (void)b.Execute(
-        []() -> absl::StatusOr<int> { return absl::InvalidArgumentError("x"); });
+    (void)b.Execute([]() -> absl::StatusOr<int> {
+      return absl::InvalidArgumentError("x");
+    });
     { auto p = b.Allow(); }  // abandoned
     auto stale = b.Allow();
     ASSERT_TRUE(stale.ok());
@@ -396,7 +396,8 @@ TEST(ManagerTelemetryTest, LevelChangesReloadsOverridesAndPollErrors) {
   ASSERT_TRUE(m->ForceLevel(0, absl::Seconds(5)).ok());
   clock.Advance(absl::Seconds(6));
   m->Evaluate();  // the override expires; the signal takes over at once
-  m->AddSource("queue_length", []() -> double { throw std::runtime_error("x"); });
+  m->AddSource("queue_length",
+               []() -> double { throw std::runtime_error("x"); });
   EXPECT_FALSE(m->PollOnce().ok());  // PollOnce returns errors; no event
   EXPECT_THAT(spy.poll_errors, IsEmpty());
   // The monitor reports a failing source as an event, once per error. Its
@@ -421,8 +422,8 @@ TEST(ManagerTelemetryTest, LevelChangesReloadsOverridesAndPollErrors) {
     levels.emplace_back(c.to, c.reason);
   }
   EXPECT_THAT(levels, ElementsAre(std::pair(1, LevelChangeReason::kSignal),
-                                std::pair(0, LevelChangeReason::kOverride),
-                                std::pair(1, LevelChangeReason::kSignal)));
+                                  std::pair(0, LevelChangeReason::kOverride),
+                                  std::pair(1, LevelChangeReason::kSignal)));
   EXPECT_EQ(spy.level_changes[0].signal, "queue_length");
   EXPECT_EQ(spy.level_changes[0].value, 25);
   EXPECT_EQ(spy.level_changes[0].threshold, 20);

@@ -816,8 +816,7 @@ class DegradationManager {
     st.now = clock_->Now();
     st.level = level();
     st.num_levels = static_cast<int>(compiled_.size());
-    st.transitions.assign(level_transitions_.begin(),
-                          level_transitions_.end());
+    st.transitions.assign(level_transitions_.begin(), level_transitions_.end());
     for (int k = 0; k <= std::max(st.num_levels, st.level); ++k) {
       absl::Duration d = time_at_level_[static_cast<std::size_t>(k)];
       if (k == st.level) d += st.now - level_since_;
@@ -960,7 +959,8 @@ class DegradationManager {
     const CompiledLevel& c = compiled_[static_cast<std::size_t>(current) - 1];
     if (now - *recover_since_ >= c.hold &&
         now - last_change_ >= config_->cooldown) {
-      LevelChange change = MakeChange(now, current - 1, LevelChangeReason::kRecovered);
+      LevelChange change =
+          MakeChange(now, current - 1, LevelChangeReason::kRecovered);
       change.hold = c.hold;
       ChangeLevelLocked(std::move(change));
       // Each step needs a fresh hold, starting now if the next level's

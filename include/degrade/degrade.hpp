@@ -11,6 +11,7 @@
 #define DEGRADE_DEGRADE_HPP_
 
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
+#include "degrade/breaker_settings.hpp"     // IWYU pragma: export
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export
 #include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
 #include "degrade/clock.hpp"                // IWYU pragma: export
@@ -31,6 +32,7 @@
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
 #include "degrade/telemetry.hpp"            // IWYU pragma: export
+#include "degrade/trip.hpp"                 // IWYU pragma: export
 #include "degrade/version.hpp"              // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADE_HPP_

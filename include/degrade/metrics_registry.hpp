@@ -171,8 +171,8 @@ class MetricsRegistry : public Telemetry {
         bool first_label = true;
         for (const auto& [k, v] : s.labels) {
           absl::StrAppend(&out, first_label ? "" : ",", "\"",
-                          detail::JsonEscape(k), R"(":")", detail::JsonEscape(v),
-                          "\"");
+                          detail::JsonEscape(k), R"(":")",
+                          detail::JsonEscape(v), "\"");
           first_label = false;
         }
         out += "}";
@@ -184,11 +184,10 @@ class MetricsRegistry : public Telemetry {
         uint64_t cumulative = 0;
         for (std::size_t i = 0; i < s.buckets.size(); ++i) {
           cumulative += s.buckets[i];
-          absl::StrAppend(
-              &out, i == 0 ? "" : ",", R"({"le":)",
-              i < s.bounds.size() ? JsonNumber(s.bounds[i])
-                                  : std::string(R"("+Inf")"),
-              R"(,"count":)", cumulative, "}");
+          absl::StrAppend(&out, i == 0 ? "" : ",", R"({"le":)",
+                          i < s.bounds.size() ? JsonNumber(s.bounds[i])
+                                              : std::string(R"("+Inf")"),
+                          R"(,"count":)", cumulative, "}");
         }
         absl::StrAppend(&out, R"(],"sum":)", JsonNumber(s.value),
                         R"(,"count":)", cumulative, "}");
@@ -442,7 +441,9 @@ class RegistryManagerListener final : public ManagerListener {
     const ManagerView* v = &view;
     registration_ = registry.Register(
         "manager", view.name(),
-        [v](MetricWriter& w) { WriteManagerMetrics(v->stats(), w.component(), w); },
+        [v](MetricWriter& w) {
+          WriteManagerMetrics(v->stats(), w.component(), w);
+        },
         [v](const std::string& name, std::vector<DegradationEpisode>* out) {
           ManagerEpisodes(v->stats(), name, out);
         });
@@ -473,10 +474,11 @@ class RegistryManagerListener final : public ManagerListener {
 
 class RegistryHotListAttachment final : public TelemetryAttachment {
  public:
-  RegistryHotListAttachment(MetricsRegistry& registry, const HotListView& view) {
+  RegistryHotListAttachment(MetricsRegistry& registry,
+                            const HotListView& view) {
     const HotListView* v = &view;
-    registration_ = registry.Register(
-        "hot_list", view.name(), [v](MetricWriter& w) {
+    registration_ =
+        registry.Register("hot_list", view.name(), [v](MetricWriter& w) {
           WriteHotListMetrics(v->stats(), w.component(), w);
         });
   }

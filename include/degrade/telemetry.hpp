@@ -210,9 +210,7 @@ class BreakerView {
 // event and nothing else.
 class BreakerListener : public TelemetryAttachment {
  public:
-  virtual void OnStateChange(const BreakerStateChange& change) {
-    (void)change;
-  }
+  virtual void OnStateChange(const BreakerStateChange& change) { (void)change; }
   // Asked once, when the listener is attached: whether OnCall should be
   // called. It is the only per-call cost a listener can add to a breaker.
   virtual bool wants_calls() const { return false; }

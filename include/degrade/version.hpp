@@ -22,7 +22,7 @@
 
 // Deliberately outside the include guard: a second copy of this header from
 // another version has the same guard, so only here can it notice the first.
-#if defined(DEGRADE_VERSION_MAJOR) &&                          \
+#if defined(DEGRADE_VERSION_MAJOR) &&                            \
     (DEGRADE_VERSION_MAJOR != 0 || DEGRADE_VERSION_MINOR != 1 || \
      DEGRADE_VERSION_PATCH != 0)
 #warning "degrade: headers of two different versions are included together"
@@ -42,10 +42,10 @@
 
 #define DEGRADE_DETAIL_STRINGIFY2(x) #x
 #define DEGRADE_DETAIL_STRINGIFY(x) DEGRADE_DETAIL_STRINGIFY2(x)
-#define DEGRADE_VERSION_STRING                        \
-  DEGRADE_DETAIL_STRINGIFY(DEGRADE_VERSION_MAJOR)     \
-  "." DEGRADE_DETAIL_STRINGIFY(DEGRADE_VERSION_MINOR) \
-  "." DEGRADE_DETAIL_STRINGIFY(DEGRADE_VERSION_PATCH)
+#define DEGRADE_VERSION_STRING                    \
+  DEGRADE_DETAIL_STRINGIFY(DEGRADE_VERSION_MAJOR) \
+  "." DEGRADE_DETAIL_STRINGIFY(                   \
+      DEGRADE_VERSION_MINOR) "." DEGRADE_DETAIL_STRINGIFY(DEGRADE_VERSION_PATCH)
 
 // The inline namespace of this version's ABI.
 #define DEGRADE_ABI_NAMESPACE v0_1

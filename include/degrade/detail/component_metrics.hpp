@@ -52,14 +52,14 @@ inline void WriteBreakerMetrics(const BreakerView& b, const std::string& name,
       {CallOutcome::kAbandoned, t.abandoned},
       {CallOutcome::kStale, t.stale}};
   for (const auto& [outcome, value] : outcomes) {
-    w.Counter("degrade_breaker_calls_total",
-              "Calls through a circuit breaker by outcome: success, "
-              "failure, excluded, rejected_open, rejected_too_many, "
-              "abandoned (permit never reported), stale (reported after a "
-              "state change).",
-              {{"breaker", name},
-               {"outcome", std::string(CallOutcomeName(outcome))}},
-              static_cast<double>(value));
+    w.Counter(
+        "degrade_breaker_calls_total",
+        "Calls through a circuit breaker by outcome: success, "
+        "failure, excluded, rejected_open, rejected_too_many, "
+        "abandoned (permit never reported), stale (reported after a "
+        "state change).",
+        {{"breaker", name}, {"outcome", std::string(CallOutcomeName(outcome))}},
+        static_cast<double>(value));
   }
   w.Counter("degrade_breaker_slow_calls_total",
             "Calls (successes or failures) slower than the breaker's "

@@ -141,7 +141,8 @@ ResultOf<T> InvokeCatching(F& f, absl::string_view kind,
                   [&](absl::string_view what) -> ResultOf<T> {
                     std::string where(kind);
                     if (!name.empty()) absl::StrAppend(&where, " '", name, "'");
-                    if (!what_for.empty()) absl::StrAppend(&where, ": ", what_for);
+                    if (!what_for.empty())
+                      absl::StrAppend(&where, ": ", what_for);
                     return CallableExceptionError(where, what);
                   });
 }

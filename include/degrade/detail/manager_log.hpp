@@ -45,10 +45,9 @@ class ManagerLog final : public ManagerListener {
   }
 
   void OnLevelChange(const LevelChange& c) override {
-    std::string line =
-        absl::StrCat(Head(c.time, kLevelChange), R"(,"from":)", c.from,
-                     R"(,"to":)", c.to, R"(,"reason":")",
-                     LevelChangeReasonName(c.reason), R"(")");
+    std::string line = absl::StrCat(Head(c.time, kLevelChange), R"(,"from":)",
+                                    c.from, R"(,"to":)", c.to, R"(,"reason":")",
+                                    LevelChangeReasonName(c.reason), R"(")");
     switch (c.reason) {
       case LevelChangeReason::kSignal:
         absl::StrAppend(&line, R"(,"signal":")", JsonEscape(c.signal),
@@ -61,9 +60,8 @@ class ManagerLog final : public ManagerListener {
         break;
       case LevelChangeReason::kOverride:
         absl::StrAppend(&line, R"(,"until":")",
-                        c.until == absl::InfiniteFuture()
-                            ? std::string("never")
-                            : JsonTime(c.until),
+                        c.until == absl::InfiniteFuture() ? std::string("never")
+                                                          : JsonTime(c.until),
                         R"(")");
         break;
       case LevelChangeReason::kReload:
@@ -84,8 +82,8 @@ class ManagerLog final : public ManagerListener {
   }
 
   void OnOverrideExpired(const OverrideExpiredEvent& e) override {
-    Write(kExpired, absl::StrCat(Head(e.time, kExpired), R"(,"level":)",
-                                 e.level, "}"));
+    Write(kExpired,
+          absl::StrCat(Head(e.time, kExpired), R"(,"level":)", e.level, "}"));
   }
 
   void OnPollError(const PollErrorEvent& e) override {

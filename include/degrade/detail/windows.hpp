@@ -14,6 +14,8 @@
 #include <limits>
 #include <memory>
 
+#include "absl/time/time.h"
+#include "degrade/breaker_types.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/version.hpp"
 
@@ -159,6 +161,61 @@ class TimeWindow {
   const uint32_t n_;
   std::unique_ptr<Bucket[]> buckets_;
   Mutex roll_mu_;
+};
+
+// Window
+//
+// The window a breaker's settings chose, behind one interface: none (the
+// rates cover the whole generation, from the breaker's own counts), the last
+// N calls, or the calls of the last T. A new kind of window is a new branch
+// here, not a change to the breaker.
+class Window {
+ public:
+  // REQUIRES: `w` passes ValidateBreakerSettings (see
+  // NormalizeBreakerSettings).
+  explicit Window(const SlidingWindow& w) : kind_(w.kind) {
+    if (kind_ == SlidingWindow::Kind::kCount) {
+      count_ = std::make_unique<CountWindow>(w.size);
+    } else if (kind_ == SlidingWindow::Kind::kTime) {
+      time_ = std::make_unique<TimeWindow>(
+          absl::ToInt64Nanoseconds(w.length / w.size), w.size);
+    }
+  }
+
+  // Whether there is a window at all; without one, Read() is not called.
+  bool active() const { return kind_ != SlidingWindow::Kind::kNone; }
+  // Whether Record() and Read() need the time.
+  bool timed() const { return kind_ == SlidingWindow::Kind::kTime; }
+
+  // Records a completed call admitted at `start_nanos`. Lock-free.
+  void Record(int64_t start_nanos, uint8_t outcome) {
+    switch (kind_) {
+      case SlidingWindow::Kind::kNone:
+        return;
+      case SlidingWindow::Kind::kCount:
+        count_->Record(outcome);
+        return;
+      case SlidingWindow::Kind::kTime:
+        time_->Record(start_nanos, outcome);
+        return;
+    }
+  }
+
+  // REQUIRES: active().
+  WindowStats Read(int64_t now_nanos) const {
+    return kind_ == SlidingWindow::Kind::kCount ? count_->Read()
+                                                : time_->Read(now_nanos);
+  }
+
+  void Reset() {
+    if (count_) count_->Reset();
+    if (time_) time_->Reset();
+  }
+
+ private:
+  const SlidingWindow::Kind kind_;
+  std::unique_ptr<CountWindow> count_;
+  std::unique_ptr<TimeWindow> time_;
 };
 
 }  // namespace detail

@@ -1,0 +1,289 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: breaker_settings.hpp
+// -----------------------------------------------------------------------------
+//
+// How a circuit breaker is configured: `BreakerSettings`, gobreaker's fields
+// (name, max_requests, interval, timeout, ready_to_trip, on_state_change,
+// is_successful, clock) plus the extensions (sliding window, slow calls,
+// backoff with jitter, a half-open wait, exclusions, telemetry), and
+// `ValidateBreakerSettings()`.
+//
+// One rule table decides both what validation refuses and how the
+// breaker's constructor (which cannot fail) repairs it: each rule names a
+// field, says when its value is invalid and why, and resets that field. A
+// setting that fails validation is therefore always repaired to one that
+// passes; the table test checks it rule by rule.
+//
+//   degrade::BreakerSettings s;
+//   s.name = "recall";
+//   s.timeout = absl::Seconds(30);
+//   s.backoff_multiplier = 2.0;
+//   s.max_timeout = absl::Minutes(5);
+//   absl::Status ok = degrade::ValidateBreakerSettings(s);  // OK
+//   s.backoff_jitter = 1.5;
+//   ok = degrade::ValidateBreakerSettings(s);
+//   // INVALID_ARGUMENT: circuit breaker 'recall': setting 'backoff_jitter'
+//   //   = 1.5 is invalid: must be in [0, 1]
+//
+// Thread safety: plain values and pure functions.
+
+#ifndef DEGRADE_BREAKER_SETTINGS_HPP_
+#define DEGRADE_BREAKER_SETTINGS_HPP_
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/breaker_types.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/trip.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+class Telemetry;  // telemetry.hpp
+
+// How long a breaker stays open when `timeout` is 0, as in gobreaker.
+inline constexpr absl::Duration kDefaultOpenTimeout = absl::Seconds(60);
+// The trip rule when `ready_to_trip` is unset: gobreaker's "more than 5
+// consecutive failures".
+inline constexpr uint64_t kDefaultTripConsecutiveFailures = 6;
+
+// BreakerSettings
+//
+// Configuration of one breaker; copied into it at construction and immutable
+// afterwards. Zero values mean what they mean in gobreaker. Invalid values
+// (negative durations, a non-finite or < 1 multiplier, a jitter outside
+// [0, 1], an impossible window) are reported by `ValidateBreakerSettings()`
+// (and refused by `CircuitBreaker<T>::Create`); the constructor, which cannot
+// fail, repairs each invalid field to its default instead. Both follow the
+// same rule table, so whatever validation refuses, the constructor repairs.
+struct BreakerSettings {
+  // Names the breaker in statuses, logs and callbacks.
+  std::string name;
+  // Calls admitted in half-open, and consecutive successes needed there to
+  // close. 0 means 1.
+  uint32_t max_requests = 0;
+  // Closed-state period after which `Counts` are cleared. 0 (or
+  // InfiniteDuration()) means never.
+  absl::Duration interval = absl::ZeroDuration();
+  // How long the breaker stays open before trying half-open. 0 means
+  // kDefaultOpenTimeout (60 s); `absl::InfiniteDuration()` keeps it open
+  // until `Reset()`.
+  absl::Duration timeout = absl::ZeroDuration();
+  // Called with the counts after each closed-state failure (and slow call);
+  // returning true opens the breaker. Unset means gobreaker's "more than 5
+  // consecutive failures", trip::ConsecutiveFailures(6) (trip.hpp). Must not
+  // call back into this breaker. A throw means false.
+  std::function<bool(const Counts&)> ready_to_trip;
+  // Called once per state change, outside the breaker's lock (see the file
+  // comment). A throw is swallowed.
+  std::function<void(const std::string& name, State from, State to)>
+      on_state_change;
+  // The telemetry the breaker reports to (see telemetry.hpp): with a
+  // MetricsRegistry, the degrade_breaker_* series and a rate-limited
+  // `breaker_state_change` line per transition. nullptr means
+  // DefaultTelemetry() (none unless SetDefaultTelemetry() was called);
+  // NoTelemetry() means none even then. REQUIRES: outlives the breaker.
+  Telemetry* metrics = nullptr;
+  // Whether a callable's status is a success. Unset means `status.ok()`.
+  // A throw means failure.
+  std::function<bool(const absl::Status&)> is_successful;
+  // Whether a status counts as neither success nor failure (a client-side
+  // error such as INVALID_ARGUMENT, say). Checked first. Unset means never.
+  // A throw means not excluded.
+  std::function<bool(const absl::Status&)> is_excluded;
+  // The time source; must outlive the breaker. nullptr means
+  // `RealClock::Instance()`.
+  const Clock* clock = nullptr;
+
+  // Beyond gobreaker.
+
+  // Where failure_rate()/slow_call_rate() are computed. Default: the whole
+  // generation.
+  SlidingWindow window;
+  // A call (success or failure) that takes longer than this is slow.
+  // 0 (or InfiniteDuration()) disables slow-call tracking (and its clock
+  // reads).
+  absl::Duration slow_call_duration = absl::ZeroDuration();
+  // Each failed half-open trial multiplies the open duration by this factor;
+  // a close resets it to `timeout`. 1 means no backoff.
+  double backoff_multiplier = 1.0;
+  // Cap on the backed-off open duration. 0 means no cap; otherwise at least
+  // `timeout`.
+  absl::Duration max_timeout = absl::ZeroDuration();
+  // Each open duration is multiplied by a factor drawn uniformly from
+  // [1 - jitter, 1 + jitter], so that many instances don't retry in step.
+  double backoff_jitter = 0.0;
+  // If a half-open trial has been outstanding this long (the clock starts
+  // when a trial is admitted while none is outstanding, and stops when the
+  // last one reports), the breaker reopens as if a trial had failed instead
+  // of waiting forever. A quiet half-open breaker with no trial out never
+  // times out. 0 (or InfiniteDuration()) means no limit.
+  absl::Duration half_open_max_wait = absl::ZeroDuration();
+};
+
+// ValidateBreakerSettings(settings)
+//
+// Returns OK, or INVALID_ARGUMENT naming the breaker, the first bad field,
+// its value and the rule it breaks.
+inline absl::Status ValidateBreakerSettings(const BreakerSettings& s);
+
+namespace detail {
+
+// The open duration `timeout` means: 0 is kDefaultOpenTimeout.
+inline absl::Duration EffectiveOpenTimeout(const BreakerSettings& s) {
+  return s.timeout == absl::ZeroDuration() ? kDefaultOpenTimeout : s.timeout;
+}
+
+// Settings a breaker can run with: every field that fails a rule is reset
+// to its default, "forever" spellings of 0-means-off fields become 0, and
+// an unset ready_to_trip becomes the default rule. REQUIRES nothing;
+// ValidateBreakerSettings(NormalizeBreakerSettings(s)) is always OK.
+inline BreakerSettings NormalizeBreakerSettings(BreakerSettings s);
+
+}  // namespace detail
+
+// ---- Implementation details ----
+
+namespace detail {
+
+// One validation rule: when `broken(s)`, setting `field` (shown as
+// `value(s)`) is invalid because `why`; `repair(s)` resets it.
+struct BreakerSettingRule {
+  absl::string_view field;
+  absl::string_view why;
+  bool (*broken)(const BreakerSettings&);
+  std::string (*value)(const BreakerSettings&);
+  void (*repair)(BreakerSettings&);
+};
+
+inline bool NegativeDuration(absl::Duration d) {
+  return d < absl::ZeroDuration();
+}
+
+inline bool IsTimeWindow(const SlidingWindow& w) {
+  return w.kind == SlidingWindow::Kind::kTime;
+}
+
+// In the order ValidateBreakerSettings reports them.
+inline const std::array<BreakerSettingRule, 12>& BreakerSettingRules() {
+  using S = BreakerSettings;
+  static const std::array<BreakerSettingRule, 12> kRules = {{
+      {"interval", "must be >= 0 (0 means never clear)",
+       [](const S& s) { return NegativeDuration(s.interval); },
+       [](const S& s) { return absl::FormatDuration(s.interval); },
+       [](S& s) { s.interval = absl::ZeroDuration(); }},
+      {"timeout", "must be >= 0 (0 means 60s)",
+       [](const S& s) { return NegativeDuration(s.timeout); },
+       [](const S& s) { return absl::FormatDuration(s.timeout); },
+       [](S& s) { s.timeout = absl::ZeroDuration(); }},
+      {"slow_call_duration", "must be >= 0 (0 disables slow calls)",
+       [](const S& s) { return NegativeDuration(s.slow_call_duration); },
+       [](const S& s) { return absl::FormatDuration(s.slow_call_duration); },
+       [](S& s) { s.slow_call_duration = absl::ZeroDuration(); }},
+      {"max_timeout", "must be >= 0 (0 means no cap)",
+       [](const S& s) { return NegativeDuration(s.max_timeout); },
+       [](const S& s) { return absl::FormatDuration(s.max_timeout); },
+       [](S& s) { s.max_timeout = absl::ZeroDuration(); }},
+      // A cap below the base would shorten the backoff: raise it.
+      {"max_timeout", "must be 0 (no cap) or at least the timeout",
+       [](const S& s) {
+         return s.max_timeout > absl::ZeroDuration() &&
+                s.max_timeout < EffectiveOpenTimeout(s);
+       },
+       [](const S& s) { return absl::FormatDuration(s.max_timeout); },
+       [](S& s) { s.max_timeout = EffectiveOpenTimeout(s); }},
+      {"half_open_max_wait", "must be >= 0 (0 means no limit)",
+       [](const S& s) { return NegativeDuration(s.half_open_max_wait); },
+       [](const S& s) { return absl::FormatDuration(s.half_open_max_wait); },
+       [](S& s) { s.half_open_max_wait = absl::ZeroDuration(); }},
+      {"backoff_multiplier", "must be finite and >= 1",
+       [](const S& s) {
+         return !std::isfinite(s.backoff_multiplier) ||
+                s.backoff_multiplier < 1.0;
+       },
+       [](const S& s) { return absl::StrCat(s.backoff_multiplier); },
+       [](S& s) { s.backoff_multiplier = 1.0; }},
+      {"backoff_jitter", "must be in [0, 1]",
+       [](const S& s) {
+         return !std::isfinite(s.backoff_jitter) || s.backoff_jitter < 0.0 ||
+                s.backoff_jitter > 1.0;
+       },
+       [](const S& s) { return absl::StrCat(s.backoff_jitter); },
+       [](S& s) { s.backoff_jitter = 0.0; }},
+      // An impossible window is dropped whole: half a window means nothing.
+      {"window.size", "a count window needs size > 0",
+       [](const S& s) {
+         return s.window.kind == SlidingWindow::Kind::kCount &&
+                s.window.size == 0;
+       },
+       [](const S& s) { return absl::StrCat(s.window.size); },
+       [](S& s) { s.window = SlidingWindow{}; }},
+      {"window.size", "a time window needs at least one bucket",
+       [](const S& s) { return IsTimeWindow(s.window) && s.window.size == 0; },
+       [](const S& s) { return absl::StrCat(s.window.size); },
+       [](S& s) { s.window = SlidingWindow{}; }},
+      {"window.length", "a time window needs a finite length > 0",
+       [](const S& s) {
+         return IsTimeWindow(s.window) &&
+                (s.window.length <= absl::ZeroDuration() ||
+                 s.window.length == absl::InfiniteDuration());
+       },
+       [](const S& s) { return absl::FormatDuration(s.window.length); },
+       [](S& s) { s.window = SlidingWindow{}; }},
+      {"window.size", "buckets would be shorter than 1ns",
+       [](const S& s) {
+         return IsTimeWindow(s.window) && s.window.size > 0 &&
+                s.window.length / s.window.size < absl::Nanoseconds(1);
+       },
+       [](const S& s) { return absl::StrCat(s.window.size); },
+       [](S& s) { s.window = SlidingWindow{}; }},
+  }};
+  return kRules;
+}
+
+inline BreakerSettings NormalizeBreakerSettings(BreakerSettings s) {
+  for (const BreakerSettingRule& rule : BreakerSettingRules()) {
+    if (rule.broken(s)) rule.repair(s);
+  }
+  // Valid spellings of "off" that the breaker would otherwise have to
+  // treat as huge numbers.
+  if (s.interval == absl::InfiniteDuration()) s.interval = absl::ZeroDuration();
+  if (s.slow_call_duration == absl::InfiniteDuration()) {
+    s.slow_call_duration = absl::ZeroDuration();
+  }
+  if (s.half_open_max_wait == absl::InfiniteDuration()) {
+    s.half_open_max_wait = absl::ZeroDuration();
+  }
+  if (!s.ready_to_trip) {
+    s.ready_to_trip =
+        trip::ConsecutiveFailures(kDefaultTripConsecutiveFailures);
+  }
+  return s;
+}
+
+}  // namespace detail
+
+inline absl::Status ValidateBreakerSettings(const BreakerSettings& s) {
+  for (const detail::BreakerSettingRule& rule : detail::BreakerSettingRules()) {
+    if (!rule.broken(s)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("circuit breaker '", s.name, "': setting '", rule.field,
+                     "' = ", rule.value(s), " is invalid: ", rule.why));
+  }
+  return absl::OkStatus();
+}
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_BREAKER_SETTINGS_HPP_

@@ -1,0 +1,74 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// How long a breaker stays open: `timeout`, multiplied by
+// `backoff_multiplier` after each failed half-open trial (capped at
+// `max_timeout` when set), back to `timeout` when the breaker closes or is
+// reset by hand; each open period is then jittered by a factor drawn
+// uniformly from [1 - jitter, 1 + jitter] so that a fleet of instances does
+// not probe a recovering dependency in step. The draws come from a
+// SplitMix64 seeded from the breaker's name: the same breaker repeats the
+// same sequence, which keeps tests on a FakeClock exact.
+//
+// Thread-compatible: the breaker keeps it under its lock.
+
+#ifndef DEGRADE_DETAIL_BACKOFF_HPP_
+#define DEGRADE_DETAIL_BACKOFF_HPP_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/time/time.h"
+#include "degrade/detail/splitmix.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+
+class OpenBackoff {
+ public:
+  // REQUIRES: base > 0 (may be InfiniteDuration), multiplier >= 1 and
+  // finite, cap 0 (none) or >= base, 0 <= jitter <= 1: what
+  // NormalizeBreakerSettings guarantees.
+  OpenBackoff(absl::Duration base, double multiplier, absl::Duration cap,
+              double jitter, uint64_t seed)
+      : base_(base),
+        multiplier_(multiplier),
+        cap_(cap),
+        jitter_(jitter),
+        current_(base),
+        rng_(seed) {}
+
+  // The open duration the next trip will use, before jitter.
+  absl::Duration current() const { return current_; }
+
+  // A half-open trial failed: the next open period is longer.
+  void Grow() {
+    if (multiplier_ <= 1.0) return;
+    absl::Duration next = current_ * multiplier_;
+    if (cap_ > absl::ZeroDuration()) next = std::min(next, cap_);
+    current_ = next;
+  }
+
+  // The breaker closed (or was moved by hand): back to the base.
+  void Reset() { current_ = base_; }
+
+  // The duration of the open period starting now: current() jittered.
+  absl::Duration NextOpenPeriod() {
+    if (jitter_ <= 0.0) return current_;
+    const double u = rng_.NextUnit();  // [0, 1)
+    return current_ * (1.0 - jitter_ + 2.0 * jitter_ * u);
+  }
+
+ private:
+  const absl::Duration base_;
+  const double multiplier_;
+  const absl::Duration cap_;
+  const double jitter_;
+  absl::Duration current_;
+  SplitMix64 rng_;
+};
+
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_DETAIL_BACKOFF_HPP_

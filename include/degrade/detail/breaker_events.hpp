@@ -1,0 +1,147 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// What a breaker publishes about itself: the transitions it made (counted
+// per from/to pair, and since when it has been out of the closed state, for
+// its telemetry view), and the events it reports to its telemetry's listener
+// and to the user's on_state_change. Transitions are recorded under the
+// breaker's lock and queued; Dispatch() delivers them after the lock is
+// released, in transition order, never concurrently (serial_dispatcher.hpp),
+// so a callback may call the breaker.
+//
+// Thread-safe. RecordTransition must be called under the breaker's lock (it
+// is what orders the queue); everything else from any thread.
+
+#ifndef DEGRADE_DETAIL_BREAKER_EVENTS_HPP_
+#define DEGRADE_DETAIL_BREAKER_EVENTS_HPP_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/time/time.h"
+#include "degrade/breaker_types.hpp"
+#include "degrade/detail/invoke.hpp"
+#include "degrade/detail/serial_dispatcher.hpp"
+#include "degrade/telemetry.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+
+class BreakerEvents {
+ public:
+  using Callback = std::function<void(const std::string&, State, State)>;
+
+  // `name` and `on_state_change` must outlive this (the breaker's settings).
+  BreakerEvents(const std::string* name, const Callback* on_state_change)
+      : name_(name), on_state_change_(on_state_change) {}
+
+  BreakerEvents(const BreakerEvents&) = delete;
+  BreakerEvents& operator=(const BreakerEvents&) = delete;
+
+  // Offers `view` to `telemetry` (nullptr: none). Called once, last in the
+  // breaker's constructor; Detach() first in its destructor.
+  void Attach(Telemetry* telemetry, const BreakerView& view) {
+    if (telemetry == nullptr) return;
+    listener_ = telemetry->AttachBreaker(view);
+    if (listener_ != nullptr && listener_->wants_calls()) {
+      call_listener_ = listener_.get();
+    }
+  }
+  void Detach() {
+    call_listener_ = nullptr;
+    listener_.reset();
+  }
+
+  // Whether a listener wants every call: the one test on the hot path.
+  bool wants_calls() const { return call_listener_ != nullptr; }
+
+  // Reports one call. REQUIRES: wants_calls().
+  void NotifyCall(CallOutcome outcome, bool slow = false) {
+    BreakerCall call;
+    call.breaker = *name_;
+    call.outcome = outcome;
+    call.slow = slow;
+    CallQuietly([this, &call] { call_listener_->OnCall(call); });
+  }
+
+  // A state change at `now_nanos`; `ended` are the counts of the generation
+  // that ended. REQUIRES: the breaker's lock held, from != to.
+  void RecordTransition(State from, State to, TransitionCause cause,
+                        int64_t now_nanos, const Counts& ended) {
+    transitions_[Index(from, to)].fetch_add(1, std::memory_order_relaxed);
+    if (from == State::kClosed) {
+      degraded_since_.store(now_nanos, std::memory_order_relaxed);
+    } else if (to == State::kClosed) {
+      degraded_since_.store(kNever, std::memory_order_relaxed);
+    }
+    queue_.Push(Event{from, to, cause, now_nanos, ended});
+  }
+
+  // Delivers the queued events: the listener, then on_state_change, each on
+  // its own so that one that throws costs the other nothing.
+  void Dispatch() {
+    queue_.Drain([this](const Event& e) {
+      if (listener_ != nullptr) {
+        BreakerStateChange change;
+        change.breaker = *name_;
+        change.from = e.from;
+        change.to = e.to;
+        change.cause = e.cause;
+        change.time = absl::FromUnixNanos(e.at);
+        change.counts = e.counts;
+        CallQuietly([this, &change] { listener_->OnStateChange(change); });
+      }
+      if (*on_state_change_) {
+        CallQuietly(*on_state_change_, *name_, e.from, e.to);
+      }
+    });
+  }
+
+  uint64_t transitions(State from, State to) const {
+    return transitions_[Index(from, to)].load(std::memory_order_relaxed);
+  }
+  // InfiniteFuture() while closed.
+  absl::Time degraded_since() const {
+    const int64_t since = degraded_since_.load(std::memory_order_relaxed);
+    return since == kNever ? absl::InfiniteFuture()
+                           : absl::FromUnixNanos(since);
+  }
+
+ private:
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+  struct Event {
+    State from;
+    State to;
+    TransitionCause cause;
+    int64_t at;
+    Counts counts;
+  };
+
+  static std::size_t Index(State from, State to) {
+    return static_cast<std::size_t>(from) * 3 + static_cast<std::size_t>(to);
+  }
+
+  const std::string* const name_;
+  const Callback* const on_state_change_;
+  // Written on transitions, read by scrapes.
+  std::array<std::atomic<uint64_t>, 9> transitions_{};
+  std::atomic<int64_t> degraded_since_{kNever};
+  SerialDispatcher<Event> queue_;
+  // What the telemetry attached (nullptr: none). `call_listener_` is the same
+  // object when it asked for every call, else nullptr.
+  std::unique_ptr<BreakerListener> listener_;
+  BreakerListener* call_listener_ = nullptr;
+};
+
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_DETAIL_BREAKER_EVENTS_HPP_

@@ -152,37 +152,6 @@ TEST(CircuitBreakerConcurrencyTest, InvariantsHoldThroughTransitions) {
   EXPECT_GT(opens, 0) << "the stress did not exercise the transitions";
 }
 
-TEST(ShardSlotTest, LiveThreadsNeverShareASlotWhateverCameBefore) {
-  // Regression: sequential numbering paired main with the 9th thread spawned
-  // after it, and two threads hammering one counter shard cost 4x.
-  const std::size_t main_slot = detail::ThreadShardIndex();
-  for (int i = 0; i < 40; ++i) {
-    std::size_t slot = 0;
-    std::thread([&slot] { slot = detail::ThreadShardIndex(); }).join();
-    // Breakers have at least 8 shards and pick one by slot modulo a power
-    // of two, so distinct slots must stay distinct modulo 8.
-    EXPECT_NE(slot % 8, main_slot % 8) << "spawned thread " << i;
-  }
-  // Four threads alive together, plus main: five distinct slots.
-  std::mutex mu;
-  std::vector<std::size_t> slots{main_slot % 8};
-  std::atomic<int> arrived{0};
-  std::vector<std::thread> live;
-  for (int i = 0; i < 4; ++i) {
-    live.emplace_back([&] {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        slots.push_back(detail::ThreadShardIndex() % 8);
-      }
-      arrived.fetch_add(1);
-      while (arrived.load() < 4) std::this_thread::yield();  // stay alive
-    });
-  }
-  for (auto& t : live) t.join();
-  std::sort(slots.begin(), slots.end());
-  EXPECT_EQ(std::unique(slots.begin(), slots.end()), slots.end());
-}
-
 TEST(CircuitBreakerConcurrencyTest, ClosedCountsAreExactWithoutTransitions) {
   constexpr int kCallsPerWorker = 50000;
   FakeClock clock;

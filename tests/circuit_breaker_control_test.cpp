@@ -1,0 +1,364 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// Tests of what a breaker does beyond gobreaker besides windows and backoff:
+// manual control (ForceOpen, Disable, Reset), exclusions, and user callbacks
+// that throw. FakeClock only.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "breaker_test_util.hpp"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/status.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+using namespace breaker_test;  // NOLINT: the shared helpers
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+// ---------------------------------------------------------------------------
+// Manual control
+// ---------------------------------------------------------------------------
+
+TEST(ManualControlTest, ForceOpenRejectsEverythingEvenAfterALongTime) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  Transitions events;
+  events.AttachTo(s);
+  Breaker b(s);
+
+  b.ForceOpen();
+  EXPECT_TRUE(b.forced_open());
+  EXPECT_EQ(b.state(), State::kOpen);
+  EXPECT_FALSE(RunOk(b));
+
+  clock.Advance(absl::Hours(10000));  // far beyond the 1 s timeout
+  EXPECT_EQ(b.state(), State::kOpen);
+  const absl::Status rejected = b.Execute([] { return absl::OkStatus(); });
+  EXPECT_TRUE(IsBreakerOpen(rejected)) << rejected;
+  absl::StatusOr<Permit> permit = b.Allow();
+  ASSERT_FALSE(permit.ok());
+  EXPECT_TRUE(IsBreakerOpen(permit.status())) << permit.status();
+
+  EXPECT_EQ(b.totals().rejected_open, 3u);
+  EXPECT_EQ(b.totals().admitted, 0u);
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kOpen)));
+}
+
+TEST(ManualControlTest, ForceOpenOnAnOpenBreakerStopsItsTimeout) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(1);
+  Transitions events;
+  events.AttachTo(s);
+  Breaker b(s);
+
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_EQ(b.state(), State::kOpen);
+  b.ForceOpen();
+  clock.Advance(kTimeout + kNs);
+  EXPECT_EQ(b.state(), State::kOpen);
+  EXPECT_FALSE(RunOk(b));
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kOpen)))
+      << "open -> open is not a state change";
+}
+
+TEST(ManualControlTest, DisableAdmitsEverythingAndNeverTrips) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(1);
+  Transitions events;
+  events.AttachTo(s);
+  Breaker b(s);
+
+  b.Disable();
+  EXPECT_TRUE(b.disabled());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(RunFailure(b)) << "call " << i;
+  EXPECT_EQ(b.state(), State::kClosed);
+  const Counts c = b.counts();
+  EXPECT_EQ(c.total_failures, 100u);
+  EXPECT_EQ(c.consecutive_failures, 100u);
+  EXPECT_EQ(c.requests, 100u);
+  EXPECT_EQ(b.totals().failures, 100u);
+  EXPECT_TRUE(events.events.empty());
+
+  b.Reset();  // back to normal: the next failure trips
+  EXPECT_FALSE(b.disabled());
+  ASSERT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+}
+
+TEST(ManualControlTest, DisableClosesAnOpenBreaker) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(1);
+  Transitions events;
+  events.AttachTo(s);
+  Breaker b(s);
+
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_EQ(b.state(), State::kOpen);
+  b.Disable();
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kOpen),
+                                         Pair(State::kOpen, State::kClosed)));
+}
+
+TEST(ManualControlTest, ResetClearsCountsAndStartsANewGeneration) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.window = SlidingWindow::Count(10);
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  Breaker b(s);
+
+  ASSERT_TRUE(RunOk(b));
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_TRUE(RunFailure(b));
+  const uint64_t generation = b.generation();
+  b.Reset();
+  EXPECT_NE(b.generation(), generation);
+  EXPECT_EQ(b.state(), State::kClosed);
+  const Counts c = b.counts();
+  EXPECT_EQ(c.requests, 0u);
+  EXPECT_EQ(c.total_successes, 0u);
+  EXPECT_EQ(c.total_failures, 0u);
+  EXPECT_EQ(c.consecutive_failures, 0u);
+  EXPECT_EQ(c.window_calls, 0u);
+  EXPECT_EQ(c.window_failures, 0u);
+  EXPECT_EQ(b.totals().failures, 2u) << "lifetime totals survive Reset()";
+
+  // The streak starts over: two more failures make 2, not 4.
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kClosed);
+  ASSERT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+}
+
+TEST(ManualControlTest, ResetRestoresTheOpenDuration) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = BackoffSettings(&clock);
+  Transitions events;
+  events.AttachTo(s);
+  Breaker b(s);
+
+  ASSERT_TRUE(RunFailure(b));
+  clock.Advance(absl::Seconds(1) + kNs);
+  ASSERT_TRUE(RunFailure(b));
+  clock.Advance(absl::Seconds(2) + kNs);
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_EQ(b.state(), State::kOpen);
+  ASSERT_EQ(b.current_open_duration(), absl::Seconds(4));
+
+  events.events.clear();
+  b.Reset();
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_FALSE(b.forced_open());
+  EXPECT_EQ(b.current_open_duration(), absl::Seconds(1));
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kOpen, State::kClosed)));
+
+  ASSERT_TRUE(RunFailure(b));
+  ExpectOpenForExactly(b, clock, absl::Seconds(1));
+}
+
+TEST(ManualControlTest, ResetEndsForceOpen) {
+  FakeClock clock(kAlignedStart);
+  Breaker b(TestSettings(&clock));
+  b.ForceOpen();
+  ASSERT_FALSE(RunOk(b));
+  b.Reset();
+  EXPECT_FALSE(b.forced_open());
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_TRUE(RunOk(b));
+}
+
+// ---------------------------------------------------------------------------
+// is_excluded
+// ---------------------------------------------------------------------------
+
+BreakerSettings ExcludingSettings(const FakeClock* clock) {
+  BreakerSettings s = TestSettings(clock, "excluding");
+  s.is_excluded = [](const absl::Status& st) {
+    return st.code() == absl::StatusCode::kInvalidArgument;
+  };
+  return s;
+}
+
+TEST(ExclusionTest, ExcludedOutcomesCountOnlyAsExclusions) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = ExcludingSettings(&clock);
+  s.window = SlidingWindow::Count(10);
+  Breaker b(s);
+
+  ASSERT_TRUE(RunWith(b, ClientError()));
+  const Counts c = b.counts();
+  EXPECT_EQ(c.requests, 1u);
+  EXPECT_EQ(c.total_exclusions, 1u);
+  EXPECT_EQ(c.total_successes, 0u);
+  EXPECT_EQ(c.total_failures, 0u);
+  EXPECT_EQ(c.window_calls, 0u);
+  const BreakerTotals t = b.totals();
+  EXPECT_EQ(t.exclusions, 1u);
+  EXPECT_EQ(t.successes, 0u);
+  EXPECT_EQ(t.failures, 0u);
+
+  ASSERT_TRUE(RunFailure(b));  // a non-excluded error still fails
+  EXPECT_EQ(b.counts().total_failures, 1u);
+  EXPECT_EQ(b.counts().total_exclusions, 1u);
+}
+
+TEST(ExclusionTest, ExclusionIsCheckedBeforeIsSuccessful) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = ExcludingSettings(&clock);
+  s.is_successful = [](const absl::Status&) { return true; };
+  Breaker b(s);
+
+  ASSERT_TRUE(RunWith(b, ClientError()));
+  EXPECT_EQ(b.counts().total_exclusions, 1u);
+  EXPECT_EQ(b.counts().total_successes, 0u);
+}
+
+TEST(ExclusionTest, ExcludedOutcomeDoesNotBreakAFailureStreak) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = ExcludingSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  Breaker b(s);
+
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_TRUE(RunFailure(b));
+  ASSERT_TRUE(RunWith(b, ClientError()));
+  EXPECT_EQ(b.counts().consecutive_failures, 2u);
+  EXPECT_EQ(b.state(), State::kClosed);
+  ASSERT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+}
+
+TEST(ExclusionTest, ExcludedTrialGivesBackTheHalfOpenSlot) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = ExcludingSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(1);
+  s.max_requests = 1;
+  Breaker b(s);
+
+  ASSERT_TRUE(RunFailure(b));
+  clock.Advance(kTimeout + kNs);
+  ASSERT_EQ(b.state(), State::kHalfOpen);
+
+  absl::StatusOr<Permit> first = b.Allow();
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<Permit> blocked = b.Allow();
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_TRUE(IsTooManyRequests(blocked.status())) << blocked.status();
+
+  first->Done(ClientError());
+  EXPECT_EQ(b.state(), State::kHalfOpen) << "an exclusion is not a failure";
+  EXPECT_EQ(b.counts().total_exclusions, 1u);
+
+  absl::StatusOr<Permit> second = b.Allow();
+  ASSERT_TRUE(second.ok()) << second.status();
+  second->Done(absl::OkStatus());
+  EXPECT_EQ(b.state(), State::kClosed);
+}
+
+// ---------------------------------------------------------------------------
+// Callbacks that throw
+// ---------------------------------------------------------------------------
+
+TEST(ThrowingCallbackTest, ReadyToTripThatThrowsMeansNoTrip) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  int calls = 0;
+  s.ready_to_trip = [&calls](const Counts&) -> bool {
+    ++calls;
+    throw std::runtime_error("rule bug");
+  };
+  Breaker b(s);
+
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(RunFailure(b));
+  EXPECT_EQ(calls, 20) << "evaluated on every failure";
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_EQ(b.counts().total_failures, 20u);
+  EXPECT_TRUE(RunOk(b)) << "the breaker still works";
+}
+
+TEST(ThrowingCallbackTest, IsSuccessfulThatThrowsCountsAsFailure) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(2);
+  s.is_successful = [](const absl::Status&) -> bool {
+    throw std::logic_error("classifier bug");
+  };
+  Breaker b(s);
+
+  ASSERT_TRUE(RunOk(b));
+  EXPECT_EQ(b.counts().total_failures, 1u);
+  EXPECT_EQ(b.counts().total_successes, 0u);
+  EXPECT_EQ(b.state(), State::kClosed);
+  ASSERT_TRUE(RunOk(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+}
+
+TEST(ThrowingCallbackTest, IsExcludedThatThrowsMeansNotExcluded) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.is_excluded = [](const absl::Status&) -> bool {
+    throw std::runtime_error("exclusion bug");
+  };
+  Breaker b(s);
+
+  ASSERT_TRUE(RunWith(b, ClientError()));
+  ASSERT_TRUE(RunOk(b));
+  const Counts c = b.counts();
+  EXPECT_EQ(c.total_exclusions, 0u);
+  EXPECT_EQ(c.total_failures, 1u);
+  EXPECT_EQ(c.total_successes, 1u);
+}
+
+TEST(ThrowingCallbackTest, OnStateChangeThatThrowsIsSwallowed) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = TestSettings(&clock);
+  s.ready_to_trip = trip::ConsecutiveFailures(1);
+  s.max_requests = 1;
+  std::vector<std::pair<State, State>> seen;
+  s.on_state_change = [&seen](const std::string&, State from, State to) {
+    seen.emplace_back(from, to);
+    throw std::runtime_error("logger down");
+  };
+  Breaker b(s);
+
+  ASSERT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+  clock.Advance(kTimeout + kNs);
+  EXPECT_EQ(b.state(), State::kHalfOpen);
+  ASSERT_TRUE(RunOk(b));
+  EXPECT_EQ(b.state(), State::kClosed);
+  // Every transition still reached the callback after the first one threw.
+  EXPECT_THAT(seen, ElementsAre(Pair(State::kClosed, State::kOpen),
+                                Pair(State::kOpen, State::kHalfOpen),
+                                Pair(State::kHalfOpen, State::kClosed)));
+}
+
+}  // namespace
+}  // namespace degrade

@@ -13,6 +13,13 @@
 #   bench   `cmake --workflow --preset bench` (configure + build benchmarks)
 #   soak    the chaos soak (tests/chaos_soak_test.cpp, 1,000,000 requests) in
 #           an optimised build: `cmake --workflow --preset soak`
+#   plain [Debug|Release|RelWithDebInfo ...]
+#           the route a user takes, without presets: `cmake -S . -B <dir>
+#           -DCMAKE_BUILD_TYPE=<type> && cmake --build <dir>` with g++ and
+#           with clang++ for each type (default: all three; the g++ Debug
+#           build is the dev preset's and is skipped), with
+#           -DDEGRADE_WERROR=ON so a warning that only -O2 shows fails here
+#           rather than on a user's machine; builds everything, runs nothing
 #   fuzz [seconds]
 #           build the libFuzzer targets (`fuzz` preset, clang++ with
 #           -fsanitize=fuzzer,address,undefined) and run each for `seconds`
@@ -40,7 +47,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 check_cmake() {
@@ -223,6 +230,23 @@ case "$cmd" in
     timed cmake --preset fuzz
     timed cmake --build --preset fuzz
     run_fuzzers "$seconds"
+    ;;
+  plain)
+    ensure_deps
+    shift
+    types=("$@")
+    ((${#types[@]} > 0)) || types=(Debug Release RelWithDebInfo)
+    for type in "${types[@]}"; do
+      [[ "$type" =~ ^(Debug|Release|RelWithDebInfo)$ ]] || die "plain: unknown build type '$type'"
+      for cxx in g++ clang++; do
+        [[ "$cxx" == g++ && "$type" == Debug && $# -eq 0 ]] && continue
+        dir="$root/build/plain-${cxx%++}-$type"
+        log "plain build: $cxx $type in $dir"
+        timed cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE="$type" \
+          -DCMAKE_CXX_COMPILER="$cxx" -DDEGRADE_WERROR=ON >/dev/null
+        timed cmake --build "$dir" -j2
+      done
+    done
     ;;
   bench)
     ensure_deps

@@ -79,7 +79,9 @@ function(degrade_scan_doc_page page out_dir)
     set(where "${page}:${line_no}")
 
     if(fence STREQUAL "")
-      if(NOT line MATCHES "^( *)(```+)[ ]*([^ ]*)(.*)$")
+      # As in CommonMark, the info string of a backtick fence has no
+      # backtick: "```` ```cpp ````" at the start of a line is inline code.
+      if(NOT line MATCHES "^( *)(```+)[ ]*([^ `]*)([^`]*)$")
         continue()
       endif()
       set(indent "${CMAKE_MATCH_1}")

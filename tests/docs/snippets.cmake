@@ -8,7 +8,8 @@
 # page's path with '/', '-' and '.' turned into '_' and <n> counts the page's
 # cpp blocks from 1. Each generated file starts with a #line directive, so a
 # compiler error points at the markdown line. A file is rewritten only when
-# its content changes, so editing prose recompiles nothing.
+# its content changes: editing a page recompiles the blocks whose text
+# changed and, when lines were added or removed, those below (their #line).
 #
 # The fence's info string says what a block is:
 #

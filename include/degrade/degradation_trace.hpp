@@ -14,7 +14,7 @@
 //   degrade::DegradationTrace trace;
 //   trace.Add("features", degrade::DegradeReason::kBreakerOpen);
 //   trace.Add("recall", degrade::DegradeReason::kTimeout);
-//   response.set_degradation(trace.Encode());  // "v1;features=open;recall=timeout"
+//   header = trace.Encode();            // "v1;features=open;recall=timeout"
 //
 //   absl::StatusOr<degrade::DegradationTrace> upstream =
 //       degrade::DegradationTrace::Decode(request.degradation());
@@ -206,9 +206,7 @@ class DegradationTrace {
   }
 
   // The length of `Encode()`'s result, at most `kMaxEncodedSize`.
-  std::size_t EncodedSize() const {
-    return detail::TraceEncodedSize(Fields());
-  }
+  std::size_t EncodedSize() const { return detail::TraceEncodedSize(Fields()); }
 
   // Writes the encoding (see the file comment) into `buf`, without a
   // terminating NUL, and returns its length. If `n < EncodedSize()` (or

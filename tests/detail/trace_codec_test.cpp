@@ -70,11 +70,14 @@ const std::vector<FieldsCase>& FieldsTable() {
       {{}, 10, "v1;+10"},
       {{}, 65535, "v1;+65535"},
       {{{"features", R::kBreakerOpen}}, 0, "v1;features=open"},
-      {{{"a", R::kTooManyRequests}, {"b", R::kTimeout}}, 0,
+      {{{"a", R::kTooManyRequests}, {"b", R::kTimeout}},
+       0,
        "v1;a=too_many;b=timeout"},
-      {{{"c", R::kError}, {"d", R::kException}, {"e", R::kShed}}, 0,
+      {{{"c", R::kError}, {"d", R::kException}, {"e", R::kShed}},
+       0,
        "v1;c=error;d=exception;e=shed"},
-      {{{"f", R::kUpstream}, {"g", R::kInvalid}}, 100,
+      {{{"f", R::kUpstream}, {"g", R::kInvalid}},
+       100,
        "v1;f=upstream;g=invalid;+100"},
       {{{"feature-service", R::kBreakerOpen}}, 0, "v1;feature-service=open"},
       {{{"Rank.v2_B-9", R::kShed}}, 12345, "v1;Rank.v2_B-9=shed;+12345"},
@@ -161,10 +164,12 @@ TEST(TraceCodecTest, StageNameProblemTable) {
       {"feature-service", ""},
       {"A.b_C-9", ""},
       {"", "the stage name is empty"},
-      {"abcdefghijklmnop", "the stage name is 16 bytes, more than the 15 "
-                           "allowed"},
-      {"a b", "the stage name has the byte ' ' at index 1, outside "
-              "[A-Za-z0-9_.-]"},
+      {"abcdefghijklmnop",
+       "the stage name is 16 bytes, more than the 15 "
+       "allowed"},
+      {"a b",
+       "the stage name has the byte ' ' at index 1, outside "
+       "[A-Za-z0-9_.-]"},
       {"a=b", "the byte '=' at index 1"},
       {"a;b", "the byte ';' at index 1"},
       {"+", "the byte '+' at index 0"},
@@ -186,7 +191,8 @@ TEST(TraceCodecTest, StageNameProblemTable) {
 TEST(TraceCodecTest, QuoteForMessageEscapesAndCaps) {
   EXPECT_EQ(detail::QuoteForMessage("rank"), "rank");
   EXPECT_EQ(detail::QuoteForMessage(std::string("a\n\0z", 4)), "a\\n\\x00z");
-  EXPECT_EQ(detail::QuoteForMessage(std::string(32, 'x')), std::string(32, 'x'));
+  EXPECT_EQ(detail::QuoteForMessage(std::string(32, 'x')),
+            std::string(32, 'x'));
   EXPECT_EQ(detail::QuoteForMessage(std::string(33, 'x')),
             std::string(32, 'x') + "...");
 }

@@ -59,8 +59,8 @@ inline constexpr std::size_t kMaxDroppedDigits = 5;
 // then ";+65535".
 inline constexpr std::size_t kTraceMaxEncodedSize =
     kTraceVersion.size() +
-    kTraceMaxEntries * (1 + kTraceMaxStageName + 1 + kMaxReasonNameLength) +
-    2 + kMaxDroppedDigits;
+    kTraceMaxEntries * (1 + kTraceMaxStageName + 1 + kMaxReasonNameLength) + 2 +
+    kMaxDroppedDigits;
 static_assert(kTraceMaxEncodedSize < kTraceMaxInput,
               "every valid encoding must be accepted by the decoder");
 
@@ -260,7 +260,8 @@ inline absl::Status DecodeTrace(absl::string_view text, TraceFields* out) {
   const absl::string_view version = text.substr(0, first_end);
   if (version != kTraceVersion) {
     return TraceDecodeError(
-        0, version, absl::StrCat("bad version (expected '", kTraceVersion, "')"));
+        0, version,
+        absl::StrCat("bad version (expected '", kTraceVersion, "')"));
   }
   std::size_t pos = first_end;  // at a ';' or at the end
   while (pos < text.size()) {
@@ -303,10 +304,9 @@ inline absl::Status DecodeTrace(absl::string_view text, TraceFields* out) {
       return TraceDecodeError(start + eq + 1, reason_token, cause);
     }
     const absl::Span<const TraceEntryView> named = out->named();
-    if (std::any_of(named.begin(), named.end(),
-                    [stage](const TraceEntryView& e) {
-                      return e.stage == stage;
-                    })) {
+    if (std::any_of(
+            named.begin(), named.end(),
+            [stage](const TraceEntryView& e) { return e.stage == stage; })) {
       return TraceDecodeError(start, token, "duplicate stage");
     }
     if (out->size == kTraceMaxEntries) {

@@ -332,10 +332,8 @@ int main(int argc, char** argv) {
   std::printf("  fallbacks served per stage:\n");
   for (std::size_t s = 0; s < recsys::kStages; ++s) {
     uint64_t n = 0;
-    for (int r = 1; r <= static_cast<int>(degrade::DegradeReason::kInvalid);
-         ++r) {
-      n += metrics.fallbacks(recsys::kStageNames[s],
-                             static_cast<degrade::DegradeReason>(r));
+    for (degrade::DegradeReason r : degrade::kAllDegradeReasons) {
+      n += metrics.fallbacks(recsys::kStageNames[s], r);
     }
     std::printf("    %-10s %llu\n", std::string(recsys::kStageNames[s]).c_str(),
                 static_cast<unsigned long long>(n));

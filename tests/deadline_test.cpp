@@ -15,10 +15,13 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/status.hpp"
@@ -168,6 +171,46 @@ TEST(CallWithTimeoutTest, AHungCallableTimesOutWithinTheBudget) {
   latch->Open();
 }
 
+TEST(CallWithTimeoutTest, AnInfiniteBudgetWaitsForTheAnswer) {
+  // Regression: the budget was handed to condition_variable::wait_for, where
+  // InfiniteDuration (or any budget of centuries) overflowed steady_clock
+  // and timed out at once. The callable answers only after the caller has
+  // started waiting, so an immediate timeout would show.
+  ThreadPool pool(1);
+  for (const absl::Duration budget :
+       {absl::InfiniteDuration(), absl::Hours(24 * 365 * 300)}) {
+    auto started = std::make_shared<Latch>();
+    auto release = std::make_shared<Latch>();
+    std::thread opener([started, release] {
+      started->Wait();
+      release->Open();
+    });
+    absl::StatusOr<int> r = CallWithTimeout(pool, budget, [started, release] {
+      started->Open();
+      release->Wait();
+      return 42;
+    });
+    opener.join();
+    ASSERT_TRUE(r.ok()) << absl::FormatDuration(budget) << ": " << r.status();
+    EXPECT_EQ(*r, 42);
+  }
+}
+
+TEST(CallWithTimeoutTest, AZeroOrNegativeBudgetTimesOutAtOnce) {
+  ThreadPool pool(1);
+  auto latch = std::make_shared<Latch>();
+  for (const absl::Duration budget :
+       {absl::ZeroDuration(), -absl::Seconds(1), -absl::InfiniteDuration()}) {
+    absl::StatusOr<int> r = CallWithTimeout(pool, budget, [latch] {
+      latch->Wait();
+      return 1;
+    });
+    EXPECT_TRUE(absl::IsDeadlineExceeded(r.status()))
+        << absl::FormatDuration(budget) << ": " << r.status();
+  }
+  latch->Open();
+}
+
 TEST(CallWithTimeoutTest, AThrowingCallableBecomesAStatus) {
   ThreadPool pool(1);
   absl::StatusOr<int> r = CallWithTimeout(pool, absl::Seconds(30), []() -> int {
@@ -196,6 +239,68 @@ TEST(CallWithTimeoutTest, AFullExecutorRefusesAtOnce) {
   absl::StatusOr<int> r =
       CallWithTimeout(pool, absl::Seconds(30), [] { return 1; });
   EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+}
+
+// Many callers share one pool; some calls hang on a latch until every
+// caller has returned, the others answer at once. Each hung caller must get
+// DEADLINE_EXCEEDED, each other caller its own answer, and the late results,
+// delivered after their callers left, must be discarded without touching
+// freed memory (ASan) or racing (TSan). Statuses are asserted, never
+// timings: the answering calls have a budget they cannot miss, the hung
+// ones a latch that opens only after their budget has run out.
+TEST(CallWithTimeoutConcurrencyTest, HungAndAnsweringCallersOnASharedPool) {
+  constexpr int kCallers = 32;
+  constexpr int kRounds = 3;
+  const auto is_hung = [](int i) { return i % 4 == 0; };  // 8 per round
+  auto late = std::make_shared<std::atomic<int>>(0);
+  {
+    // More threads than hung calls, so answering calls always find one.
+    ThreadPool pool(12);
+    for (int round = 0; round < kRounds; ++round) {
+      auto latch = std::make_shared<Latch>();
+      std::vector<absl::StatusOr<int>> results(
+          kCallers, absl::UnknownError("not called"));
+      std::vector<std::thread> callers;
+      callers.reserve(kCallers);
+      for (int i = 0; i < kCallers; ++i) {
+        callers.emplace_back([&pool, &results, &is_hung, latch, late, i] {
+          if (is_hung(i)) {
+            results[i] =
+                CallWithTimeout(pool, absl::Milliseconds(20), [latch, late, i] {
+                  latch->Wait();
+                  late->fetch_add(1);
+                  return i;
+                });
+          } else if (i % 5 == 0) {
+            results[i] = CallWithTimeout(
+                pool, absl::Seconds(60), [i]() -> absl::StatusOr<int> {
+                  return absl::NotFoundError(absl::StrCat("no item ", i));
+                });
+          } else {
+            results[i] = CallWithTimeout(pool, absl::Seconds(60),
+                                         [i] { return 1000 * i; });
+          }
+        });
+      }
+      for (std::thread& t : callers) t.join();
+      latch->Open();  // every caller has left: the late results come now
+      for (int i = 0; i < kCallers; ++i) {
+        const absl::StatusOr<int>& r = results[i];
+        if (is_hung(i)) {
+          EXPECT_TRUE(absl::IsDeadlineExceeded(r.status()))
+              << "caller " << i << ": " << r.status();
+        } else if (i % 5 == 0) {
+          EXPECT_TRUE(absl::IsNotFound(r.status())) << "caller " << i;
+          EXPECT_EQ(r.status().message(), absl::StrCat("no item ", i));
+        } else {
+          ASSERT_TRUE(r.ok()) << "caller " << i << ": " << r.status();
+          EXPECT_EQ(*r, 1000 * i) << "caller " << i;
+        }
+      }
+    }
+  }  // the pool runs what is left and joins its threads
+  EXPECT_EQ(late->load(), kRounds * (kCallers / 4))
+      << "every hung call ran to its end after its caller gave up";
 }
 
 TEST(ThreadPoolTest, TheDestructorRunsWhatIsQueued) {

@@ -1,8 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests for testing/failing_backend.hpp and testing/status_matchers.hpp, and
-// the worked example of wiring a FailingBackend into a gMock mock. Nothing
-// here sleeps: time is a FakeClock, and the hanging case is synchronised
+// Tests for testing/failing_backend.hpp, and the worked example of wiring a
+// FailingBackend into a gMock mock. Nothing here sleeps: time is a FakeClock, and the hanging case is synchronised
 // with WaitForHungCalls()/ReleaseHung() (condition variables).
 
 #include "degrade/testing/failing_backend.hpp"
@@ -36,8 +35,6 @@ using ::degrade::testing::IsBreakerOpenStatus;
 using ::degrade::testing::IsCallableExceptionStatus;
 using ::degrade::testing::IsOk;
 using ::degrade::testing::IsOkAndHolds;
-using ::degrade::testing::IsRejectedStatus;
-using ::degrade::testing::IsTooManyRequestsStatus;
 using ::degrade::testing::PhaseKind;
 using ::degrade::testing::StatusIs;
 using ::testing::_;
@@ -406,106 +403,6 @@ TEST(FailingBackendTest, ConcurrentCallsAddUp) {
   EXPECT_EQ(c.successes, ok);
   EXPECT_EQ(c.successes + c.failures, c.calls);
   EXPECT_EQ(c.failures, twin.failures());
-}
-
-// ---- Status matchers --------------------------------------------------------
-
-template <typename M, typename V>
-std::string Explain(const M& matcher, const V& value) {
-  ::testing::StringMatchResultListener listener;
-  ::testing::ExplainMatchResult(matcher, value, &listener);
-  return listener.str();
-}
-
-TEST(StatusMatchersTest, IsOkOnStatusAndStatusOr) {
-  EXPECT_THAT(absl::OkStatus(), IsOk());
-  EXPECT_THAT(absl::StatusOr<int>(3), IsOk());
-  EXPECT_THAT(absl::UnavailableError("down"), Not(IsOk()));
-  EXPECT_THAT(absl::StatusOr<int>(absl::UnavailableError("down")), Not(IsOk()));
-  EXPECT_EQ(Explain(IsOk(), absl::UnavailableError("down")),
-            "whose status is UNAVAILABLE: down");
-  EXPECT_EQ(::testing::DescribeMatcher<absl::Status>(IsOk()), "is OK");
-  EXPECT_EQ(::testing::DescribeMatcher<absl::Status>(IsOk(), true),
-            "is not OK");
-}
-
-TEST(StatusMatchersTest, StatusIsMatchesCodeAndMessage) {
-  const absl::Status down = absl::UnavailableError("feature service down");
-  EXPECT_THAT(down, StatusIs(kUnavailable));
-  EXPECT_THAT(down, StatusIs(kUnavailable, HasSubstr("feature")));
-  EXPECT_THAT(down, StatusIs(kUnavailable, "feature service down"));
-  EXPECT_THAT(down, StatusIs(Not(absl::StatusCode::kOk)));
-  EXPECT_THAT(absl::StatusOr<int>(down), StatusIs(kUnavailable));
-  EXPECT_THAT(absl::StatusOr<int>(1), StatusIs(absl::StatusCode::kOk));
-
-  EXPECT_THAT(down, Not(StatusIs(absl::StatusCode::kInternal)));
-  EXPECT_THAT(down, Not(StatusIs(kUnavailable, HasSubstr("recall"))));
-  EXPECT_THAT(Explain(StatusIs(absl::StatusCode::kInternal), down),
-              HasSubstr("whose status code UNAVAILABLE is wrong"));
-  EXPECT_THAT(Explain(StatusIs(kUnavailable, "recall down"), down),
-              HasSubstr("whose status message is wrong (the status is "
-                        "UNAVAILABLE: feature service down)"));
-  EXPECT_EQ(
-      ::testing::DescribeMatcher<absl::Status>(StatusIs(kUnavailable, "x")),
-      "has a status code that is equal to UNAVAILABLE, and a message "
-      "that is equal to \"x\"");
-}
-
-TEST(StatusMatchersTest, IsOkAndHoldsMatchesTheValue) {
-  const absl::StatusOr<std::vector<float>> v = std::vector<float>{1, 2};
-  EXPECT_THAT(v, IsOkAndHolds(ElementsAre(1, 2)));
-  EXPECT_THAT(absl::StatusOr<int>(5), IsOkAndHolds(5));
-  EXPECT_THAT(absl::StatusOr<int>(5), IsOkAndHolds(::testing::Gt(4)));
-
-  EXPECT_THAT(absl::StatusOr<int>(5), Not(IsOkAndHolds(6)));
-  EXPECT_THAT(absl::StatusOr<int>(absl::UnavailableError("down")),
-              Not(IsOkAndHolds(_)));
-  EXPECT_EQ(Explain(IsOkAndHolds(6), absl::StatusOr<int>(5)), "which holds 5");
-  EXPECT_EQ(Explain(IsOkAndHolds(6),
-                    absl::StatusOr<int>(absl::UnavailableError("down"))),
-            "whose status is UNAVAILABLE: down");
-  EXPECT_EQ(::testing::DescribeMatcher<absl::StatusOr<int>>(IsOkAndHolds(6)),
-            "is OK and has a value that is equal to 6");
-}
-
-TEST(StatusMatchersTest, BreakerRejectionsAreToldApartFromBackendErrors) {
-  FakeClock clock;
-  degrade::BreakerSettings settings;
-  settings.name = "feature-service";
-  settings.clock = &clock;
-  settings.timeout = absl::Seconds(10);
-  settings.ready_to_trip = degrade::trip::ConsecutiveFailures(1);
-  degrade::CircuitBreaker<int> breaker(settings);
-
-  const absl::StatusOr<int> backend_error =
-      breaker.Execute([]() -> absl::StatusOr<int> {
-        return absl::UnavailableError("backend down");
-      });
-  EXPECT_THAT(backend_error, StatusIs(kUnavailable));
-  EXPECT_THAT(backend_error, Not(IsBreakerOpenStatus()))
-      << "same code, but not a rejection";
-  EXPECT_THAT(backend_error, Not(IsRejectedStatus()));
-
-  const absl::StatusOr<int> rejected = breaker.Execute([] { return 1; });
-  EXPECT_THAT(rejected, IsBreakerOpenStatus());
-  EXPECT_THAT(rejected.status(), IsRejectedStatus());
-  EXPECT_THAT(rejected, Not(IsTooManyRequestsStatus()));
-  EXPECT_THAT(Explain(IsBreakerOpenStatus(), rejected.status()),
-              HasSubstr("feature-service"));
-
-  // Half-open with its one trial taken: the next call is "too many".
-  clock.Advance(absl::Seconds(11));
-  absl::StatusOr<degrade::Permit> trial = breaker.Allow();
-  ASSERT_TRUE(trial.ok());
-  EXPECT_THAT(breaker.Execute([] { return 1; }), IsTooManyRequestsStatus());
-  trial->Done(absl::OkStatus());
-
-  const absl::Status threw =
-      degrade::CallableExceptionError("breaker 'x'", "boom");
-  EXPECT_THAT(threw, IsCallableExceptionStatus());
-  EXPECT_THAT(absl::UnknownError("boom"), Not(IsCallableExceptionStatus()));
-  EXPECT_EQ(::testing::DescribeMatcher<absl::Status>(IsBreakerOpenStatus()),
-            "is a rejection by an open circuit breaker");
 }
 
 // ---- FailingBackend behind a CircuitBreaker

@@ -37,24 +37,25 @@
 #ifndef DEGRADE_DEADLINE_HPP_
 #define DEGRADE_DEADLINE_HPP_
 
-#include <condition_variable>
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -119,6 +120,8 @@ class Executor {
 // expect to outlive their budgets; when every thread is busy and the queue is
 // full, Submit() refuses rather than queueing without bound. The destructor
 // runs what is queued and joins the threads (so it waits for hung tasks).
+// Thread-safe: Submit() may be called from any thread; a task may submit
+// more tasks. A task must not throw (CallWithTimeout's never do).
 class ThreadPool final : public Executor {
  public:
   // REQUIRES: threads > 0 (0 means 1).
@@ -132,60 +135,22 @@ class ThreadPool final : public Executor {
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
-  ~ThreadPool() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : workers_) t.join();
-  }
+  ~ThreadPool() override;
 
-  bool Submit(std::function<void()> task) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_ || queue_.size() >= max_queue_) return false;
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
-  }
+  bool Submit(std::function<void()> task) override;
 
  private:
-  void Work() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and nothing left to run
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
+  void Work();
 
   const std::size_t max_queue_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  detail::Mutex mu_;
+  detail::CondVar cv_;  // a task was queued, or the pool is stopping
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Started by the constructor and joined by the destructor, touched by no
+  // one in between.
   std::vector<std::thread> workers_;
 };
-
-namespace detail {
-
-// What the waiting caller and the running task share. Whichever lets go
-// last frees it, so a late task never writes into freed memory.
-template <typename R>
-struct TimedCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<R> result;  // guarded by mu
-};
-
-}  // namespace detail
 
 // CallWithTimeout(executor, budget, f)
 //
@@ -194,7 +159,96 @@ struct TimedCall {
 // f's result; DEADLINE_EXCEEDED when the budget ran out (the late result is
 // discarded); RESOURCE_EXHAUSTED when the executor refused the task; a
 // status recognised by IsCallableException if `f` threw. `f` is moved into
-// the task: it must own everything it touches (see the file comment).
+// the task: it must own everything it touches (see the file comment). Any
+// budget is valid: zero or negative gives f no time at all unless its
+// result is already there, `absl::InfiniteDuration()` waits for it however
+// long it takes. Thread-safe.
+template <typename F>
+auto CallWithTimeout(Executor& executor, absl::Duration budget, F f);
+
+// ExecuteWithTimeout(breaker, executor, budget, f)
+//
+// CallWithTimeout behind a breaker: the call is admitted by `breaker` (or
+// rejected at once), and its outcome is reported when it is known — a
+// timeout is reported as a failure at the moment the budget runs out, so a
+// hanging backend trips the breaker even though its calls never return.
+template <typename T, typename F>
+typename CircuitBreaker<T>::Result ExecuteWithTimeout(
+    CircuitBreaker<T>& breaker, Executor& executor, absl::Duration budget, F f);
+
+// ---- Implementation details -------------------------------------------------
+
+namespace detail {
+
+// What the waiting caller and the running task of a CallWithTimeout share.
+// Whichever lets go last frees it (both hold a shared_ptr), so a late task
+// never writes into freed memory. Thread-safe.
+template <typename R>
+class TimedCall {
+ public:
+  // The task's side: stores the result and wakes the caller, if it still
+  // waits.
+  void Deliver(R result) {
+    MutexLock lock(&mu_);
+    result_.emplace(std::move(result));
+    cv_.SignalAll();
+  }
+
+  // The caller's side: the result, once it is there, or nullopt when
+  // `budget` runs out first. CondVar::WaitFor takes any duration.
+  std::optional<R> Await(absl::Duration budget) {
+    MutexLock lock(&mu_);
+    const bool done =
+        cv_.WaitFor(&mu_, budget, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return result_.has_value();
+        });
+    if (!done) return std::nullopt;
+    return std::move(result_);
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;  // the result arrived
+  std::optional<R> result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace detail
+
+inline ThreadPool::~ThreadPool() {
+  {
+    detail::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  cv_.SignalAll();
+  for (std::thread& t : workers_) t.join();
+}
+
+inline bool ThreadPool::Submit(std::function<void()> task) {
+  {
+    detail::MutexLock lock(&mu_);
+    if (stopping_ || queue_.size() >= max_queue_) return false;
+    queue_.push_back(std::move(task));
+  }
+  cv_.Signal();
+  return true;
+}
+
+inline void ThreadPool::Work() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      detail::MutexLock lock(&mu_);
+      cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      });
+      if (queue_.empty()) return;  // stopping, and nothing left to run
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
 template <typename F>
 auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
   using R = std::decay_t<std::invoke_result_t<F&>>;
@@ -202,25 +256,19 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
   using Result = detail::ResultOf<T>;
   auto shared = std::make_shared<detail::TimedCall<Result>>();
   const bool queued = executor.Submit([shared, f = std::move(f)]() mutable {
-    Result r = detail::InvokeCatching<T>(f, "CallWithTimeout");
-    std::lock_guard<std::mutex> lock(shared->mu);
-    shared->result.emplace(std::move(r));
-    shared->cv.notify_all();
+    shared->Deliver(detail::InvokeCatching<T>(f, "CallWithTimeout"));
   });
   if (!queued) {
     return Result(absl::ResourceExhaustedError(
         "CallWithTimeout: the executor refused the task (full or stopping)"));
   }
-  std::unique_lock<std::mutex> lock(shared->mu);
-  const bool done = shared->cv.wait_for(
-      lock, absl::ToChronoNanoseconds(std::max(budget, absl::ZeroDuration())),
-      [&shared] { return shared->result.has_value(); });
-  if (!done) {
+  std::optional<Result> result = shared->Await(budget);
+  if (!result.has_value()) {
     return Result(absl::DeadlineExceededError(absl::StrCat(
         "CallWithTimeout: no result within the budget of ",
         absl::FormatDuration(budget), "; the late result will be discarded")));
   }
-  return std::move(*shared->result);
+  return *std::move(result);
 }
 
 template <typename F>
@@ -239,12 +287,6 @@ auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock) {
   return result;
 }
 
-// ExecuteWithTimeout(breaker, executor, budget, f)
-//
-// CallWithTimeout behind a breaker: the call is admitted by `breaker` (or
-// rejected at once), and its outcome is reported when it is known — a
-// timeout is reported as a failure at the moment the budget runs out, so a
-// hanging backend trips the breaker even though its calls never return.
 template <typename T, typename F>
 typename CircuitBreaker<T>::Result ExecuteWithTimeout(
     CircuitBreaker<T>& breaker, Executor& executor, absl::Duration budget,

@@ -17,8 +17,10 @@
 #include "degrade/clock.hpp"                // IWYU pragma: export
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
+#include "degrade/degrade_reason.hpp"       // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
 #include "degrade/degradation_episode.hpp"  // IWYU pragma: export
+#include "degrade/degradation_trace.hpp"    // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
 #include "degrade/escalation.hpp"           // IWYU pragma: export
 #include "degrade/event_log.hpp"            // IWYU pragma: export

@@ -17,13 +17,13 @@
 #define DEGRADE_DETAIL_PERIODIC_WORKER_HPP_
 
 #include <algorithm>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -37,10 +37,12 @@ class PeriodicWorker {
   ~PeriodicWorker() { Stop(); }
 
   // Stops a running thread, then starts one calling `tick`. The period is
-  // clamped to [1 ms, 1 year] (a saturated wait would spin).
+  // clamped to [1 ms, 1 year]: a shorter one would spin, and a year is as
+  // good as never.
   // REQUIRES: not called from the worker thread.
-  void Restart(absl::Duration period, std::function<void()> tick) {
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  void Restart(absl::Duration period, std::function<void()> tick)
+      ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
+    MutexLock lifecycle(&lifecycle_mu_);
     StopLocked();
     Launch(period, std::move(tick));
   }
@@ -48,8 +50,9 @@ class PeriodicWorker {
   // Starts a thread unless one is running (or was stopped from itself and
   // not joined yet); returns whether it started.
   // REQUIRES: not called from the worker thread.
-  bool StartIfIdle(absl::Duration period, std::function<void()> tick) {
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  bool StartIfIdle(absl::Duration period, std::function<void()> tick)
+      ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
+    MutexLock lifecycle(&lifecycle_mu_);
     if (thread_.joinable()) return false;
     Launch(period, std::move(tick));
     return true;
@@ -57,61 +60,79 @@ class PeriodicWorker {
 
   // Stops the thread and waits for its current tick; a no-op when none is
   // running. From the worker thread: see the file comment.
-  void Stop() {
+  void Stop() ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
     if (OnWorkerThread()) {
-      std::lock_guard<std::mutex> lock(wake_mu_);
+      MutexLock lock(&wake_mu_);
       stop_ = true;
       return;
     }
-    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+    MutexLock lifecycle(&lifecycle_mu_);
     StopLocked();
   }
 
-  bool OnWorkerThread() const {
-    std::lock_guard<std::mutex> lock(wake_mu_);
+  bool OnWorkerThread() const ABSL_LOCKS_EXCLUDED(wake_mu_) {
+    MutexLock lock(&wake_mu_);
     return worker_id_ == std::this_thread::get_id();
   }
 
  private:
-  void StopLocked() {
+  void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) {
     if (!thread_.joinable()) return;
     {
-      std::lock_guard<std::mutex> lock(wake_mu_);
+      MutexLock lock(&wake_mu_);
       stop_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     thread_.join();
-    std::lock_guard<std::mutex> lock(wake_mu_);
+    MutexLock lock(&wake_mu_);
     worker_id_ = std::thread::id();
   }
 
-  void Launch(absl::Duration period, std::function<void()> tick) {
+  void Launch(absl::Duration period, std::function<void()> tick)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) {
     period = std::clamp(period, absl::Milliseconds(1), absl::Hours(24 * 365));
     {
-      std::lock_guard<std::mutex> lock(wake_mu_);
+      MutexLock lock(&wake_mu_);
       stop_ = false;
     }
-    thread_ = std::thread([this, wait = absl::ToChronoNanoseconds(period),
-                           tick = std::move(tick)] {
-      std::unique_lock<std::mutex> lock(wake_mu_);
-      worker_id_ = std::this_thread::get_id();
-      while (!stop_) {
-        lock.unlock();
-        tick();
-        lock.lock();
-        // The predicate makes a Stop() between the tick and the wait count,
-        // and absorbs spurious wakeups.
-        wake_.wait_for(lock, wait, [this] { return stop_; });
-      }
-    });
+    thread_ = std::thread(
+        [this, period, tick = std::move(tick)] { Run(period, tick); });
   }
 
-  std::mutex lifecycle_mu_;  // serialises Restart/StartIfIdle/Stop
-  mutable std::mutex wake_mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;          // guarded by wake_mu_
-  std::thread::id worker_id_;  // guarded by wake_mu_
-  std::thread thread_;         // guarded by lifecycle_mu_
+  // The worker thread: tick, then sleep for the period or until stopped.
+  void Run(absl::Duration period, const std::function<void()>& tick)
+      ABSL_LOCKS_EXCLUDED(wake_mu_) {
+    {
+      MutexLock lock(&wake_mu_);
+      worker_id_ = std::this_thread::get_id();
+    }
+    for (;;) {
+      {
+        MutexLock lock(&wake_mu_);
+        if (stop_) return;
+      }
+      tick();
+      MutexLock lock(&wake_mu_);
+      // The predicate makes a Stop() between the tick and the wait count,
+      // and absorbs spurious wakeups.
+      if (wake_.WaitFor(&wake_mu_, period,
+                        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(wake_mu_) {
+                          return stop_;
+                        })) {
+        return;
+      }
+    }
+  }
+
+  // Serialises Restart/StartIfIdle/Stop, joins included.
+  Mutex lifecycle_mu_;
+  std::thread thread_ ABSL_GUARDED_BY(lifecycle_mu_);
+  // Taken by the worker thread and by whoever stops it; never held while a
+  // tick runs, nor while joining.
+  mutable Mutex wake_mu_;
+  CondVar wake_;  // stop_ was set
+  bool stop_ ABSL_GUARDED_BY(wake_mu_) = false;
+  std::thread::id worker_id_ ABSL_GUARDED_BY(wake_mu_);
 };
 
 }  // namespace detail

@@ -56,12 +56,9 @@
 #ifndef DEGRADE_TESTING_FAILING_BACKEND_HPP_
 #define DEGRADE_TESTING_FAILING_BACKEND_HPP_
 
-#include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -69,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -76,63 +74,13 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/detail/macros.hpp"
-#include "degrade/detail/splitmix.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/status.hpp"
+#include "degrade/testing/backend_script.hpp"  // IWYU pragma: export
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace testing {
-
-// PhaseKind
-//
-// What a phase of the script does to the calls made during it.
-enum class PhaseKind : uint8_t {
-  kHealthy,
-  kFailing,
-  kFailingAtRate,
-  kThrowing,
-  kSlow,
-  kHanging,
-  kFlapping,
-};
-
-// Returns "healthy", "failing", "failing-at-rate", "throwing", "slow",
-// "hanging" or "flapping". Thread-safe.
-inline absl::string_view PhaseKindName(PhaseKind kind) {
-  switch (kind) {
-    case PhaseKind::kHealthy:
-      return "healthy";
-    case PhaseKind::kFailing:
-      return "failing";
-    case PhaseKind::kFailingAtRate:
-      return "failing-at-rate";
-    case PhaseKind::kThrowing:
-      return "throwing";
-    case PhaseKind::kSlow:
-      return "slow";
-    case PhaseKind::kHanging:
-      return "hanging";
-    case PhaseKind::kFlapping:
-      return "flapping";
-  }
-  return "unknown";
-}
-
-// SlowMode
-//
-// How a Slow phase spends its latency.
-enum class SlowMode : uint8_t {
-  // Advance the FakeClock if the backend was given one, otherwise sleep.
-  kAuto,
-  // Simulated latency: advance the backend's FakeClock by the latency inside
-  // the call, so the caller (a breaker's slow-call tracking, a deadline
-  // check) sees the call take that long while the test takes no time. The
-  // clock is shared: concurrent slow calls each advance it, so their
-  // latencies add up. Without a FakeClock this mode sleeps, as kSleep.
-  kAdvanceFakeClock,
-  // Real latency: sleep for it. For tests on the real clock.
-  kSleep,
-};
 
 // FailingBackendOptions
 //
@@ -175,69 +123,6 @@ struct BackendCounts {
   // Calls made outside the script: before it started, after it ended, or
   // with no script set. They behave as healthy.
   uint64_t unscripted_calls = 0;
-};
-
-class FailingBackendCore;
-
-// BackendScript
-//
-// Builds the script of a backend; returned by `FailingBackendCore::Script()`.
-// Each method appends a phase starting where the previous one ends and
-// returns the builder, so a script reads as one chained expression. A phase
-// is live as soon as it is appended. A phase after a forever phase is never
-// reached. Durations must be positive; a zero or negative one makes the phase
-// empty (it is skipped).
-//
-// Thread-safe (each append takes the backend's lock), but a script meant to
-// be read whole should be built before the calls it governs. The builder
-// holds a pointer to its backend and must not outlive it.
-class BackendScript {
- public:
-  // Calls return the healthy value.
-  BackendScript& Healthy(absl::Duration d = absl::InfiniteDuration());
-
-  // Calls return `status`. REQUIRES: `!status.ok()`; an OK status is
-  // replaced by UNKNOWN, because a "failing" phase that succeeds is a typo.
-  BackendScript& Failing(absl::Status status,
-                         absl::Duration d = absl::InfiniteDuration());
-
-  // Each call fails with probability `rate` (clamped to [0, 1]), with
-  // `status` (default UNAVAILABLE naming the backend). The k-th call in the
-  // phase draws the k-th number of a generator seeded with `seed`, so a
-  // given seed gives the same success/failure sequence on every run, and
-  // the same number of failures over N calls however they are spread over
-  // threads.
-  BackendScript& FailingAtRate(double rate, uint64_t seed,
-                               absl::Duration d = absl::InfiniteDuration(),
-                               absl::Status status = absl::Status());
-
-  // Calls throw `std::runtime_error` (with -fno-exceptions: return a status
-  // recognised by `degrade::IsCallableException`).
-  BackendScript& Throwing(absl::Duration d = absl::InfiniteDuration());
-
-  // Calls take `latency` (see `SlowMode`) and then return the healthy value.
-  BackendScript& Slow(absl::Duration latency,
-                      absl::Duration d = absl::InfiniteDuration());
-
-  // Calls block until `ReleaseHung()` (or the options' `hang_timeout`), then
-  // return DEADLINE_EXCEEDED. The hang is not bounded by the phase's end: a
-  // call that started hanging stays hung until released.
-  BackendScript& Hanging(absl::Duration d = absl::InfiniteDuration());
-
-  // Alternates, starting healthy: calls in the first `up` of each
-  // `up + down` cycle (counted from the phase's start) succeed, the rest
-  // fail with `down_status` (default UNAVAILABLE naming the backend).
-  // REQUIRES: up > 0, down > 0; otherwise the phase is plain healthy
-  // (down <= 0) or plain failing (up <= 0).
-  BackendScript& Flapping(absl::Duration up, absl::Duration down,
-                          absl::Duration d = absl::InfiniteDuration(),
-                          absl::Status down_status = absl::Status());
-
- private:
-  friend class FailingBackendCore;
-  explicit BackendScript(FailingBackendCore* backend) : backend_(backend) {}
-
-  FailingBackendCore* backend_;
 };
 
 // FailingBackendCore
@@ -316,58 +201,31 @@ class FailingBackendCore {
   const Clock* clock() const { return clock_; }
 
  private:
-  friend class BackendScript;
-
-  struct Phase {
-    PhaseKind kind = PhaseKind::kHealthy;
-    absl::Duration length = absl::ZeroDuration();  // as given to the builder
-    absl::Time start;                              // laid out by Append()
-    absl::Time end;                                // exclusive
-    absl::Status status;
-    double rate = 0;
-    uint64_t seed = 0;
-    uint64_t draws = 0;  // calls this phase has decided; feeds the generator
-    absl::Duration latency = absl::ZeroDuration();
-    absl::Duration up = absl::ZeroDuration();
-    absl::Duration down = absl::ZeroDuration();
-  };
-
-  // What one call does, decided under the lock and carried out without it.
-  enum class Action : uint8_t { kSucceed, kFail, kThrow, kSlow, kHang };
-  struct Decision {
-    Action action = Action::kSucceed;
-    absl::Status status;
-    absl::Duration latency = absl::ZeroDuration();
-  };
-
   FailingBackendCore(const Clock* clock, FakeClock* fake,
                      FailingBackendOptions options)
-      : clock_(clock), fake_(fake), options_(std::move(options)) {
-    script_start_ = clock_->Now();
-  }
+      : clock_(clock),
+        fake_(fake),
+        options_(std::move(options)),
+        timeline_(clock_->Now()) {}
 
-  void Append(Phase phase);
-  Decision DecideLocked(absl::Time now);
-  const Phase* PhaseAtLocked(absl::Time now) const;
-  void SpendLatency(absl::Duration latency);
-  absl::Status Hang(uint64_t generation);
-  absl::Status DefaultFailure(absl::string_view why) const;
-
-  // The k-th draw of a seed is a pure function of (seed, k).
-  static uint64_t Mix(uint64_t x) { return detail::SplitMix64Step(x); }
+  detail::script::Decision DecideLocked(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SpendLatency(absl::Duration latency) const;
+  absl::Status Hang(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Clock* const clock_;
   FakeClock* const fake_;  // nullptr unless constructed with a FakeClock*
   const FailingBackendOptions options_;
 
-  // std::mutex rather than detail::Mutex: the hang needs a
-  // std::condition_variable, which only waits on a std::mutex.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;       // hang released, hung-call count changed
-  absl::Time script_start_;          // guarded by mu_
-  std::vector<Phase> phases_;        // guarded by mu_
-  BackendCounts counts_;             // guarded by mu_
-  uint64_t release_generation_ = 0;  // guarded by mu_; bumped by ReleaseHung
+  mutable detail::Mutex mu_;
+  // Signalled when a hang is released and when the hung-call count changes.
+  detail::CondVar cv_;
+  // The script; its builders append to it under `mu_`.
+  detail::script::Timeline timeline_ ABSL_GUARDED_BY(mu_);
+  // Every counter but `phase_calls`, which the timeline's phases keep.
+  BackendCounts counts_ ABSL_GUARDED_BY(mu_);
+  // Bumped by ReleaseHung(); a hung call waits for it to move.
+  uint64_t release_generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // FailingBackend<T>
@@ -429,180 +287,26 @@ class FailingBackend : public FailingBackendCore {
 
 // ---- Implementation details -------------------------------------------------
 
-inline BackendScript& BackendScript::Healthy(absl::Duration d) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kHealthy;
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
-inline BackendScript& BackendScript::Failing(absl::Status status,
-                                             absl::Duration d) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kFailing;
-  p.status = status.ok()
-                 ? absl::UnknownError(absl::StrCat(
-                       backend_->name(),
-                       ": scripted failure (Failing() was given an OK status)"))
-                 : std::move(status);
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
-inline BackendScript& BackendScript::FailingAtRate(double rate, uint64_t seed,
-                                                   absl::Duration d,
-                                                   absl::Status status) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kFailingAtRate;
-  // `!(rate > 0)` also catches NaN.
-  p.rate = !(rate > 0.0) ? 0.0 : (rate > 1.0 ? 1.0 : rate);
-  p.seed = seed;
-  p.status = status.ok() ? backend_->DefaultFailure(absl::StrCat(
-                               "scripted failure at rate ", p.rate))
-                         : std::move(status);
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
-inline BackendScript& BackendScript::Throwing(absl::Duration d) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kThrowing;
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
-inline BackendScript& BackendScript::Slow(absl::Duration latency,
-                                          absl::Duration d) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kSlow;
-  p.latency = latency;
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
-inline BackendScript& BackendScript::Hanging(absl::Duration d) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kHanging;
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
-inline BackendScript& BackendScript::Flapping(absl::Duration up,
-                                              absl::Duration down,
-                                              absl::Duration d,
-                                              absl::Status down_status) {
-  FailingBackendCore::Phase p;
-  p.kind = PhaseKind::kFlapping;
-  p.up = up;
-  p.down = down;
-  p.status = down_status.ok()
-                 ? backend_->DefaultFailure("scripted flapping, down")
-                 : std::move(down_status);
-  p.length = d;
-  backend_->Append(std::move(p));
-  return *this;
-}
-
 inline BackendScript FailingBackendCore::Script(absl::Time start) {
-  std::lock_guard<std::mutex> lock(mu_);
-  script_start_ = start;
-  phases_.clear();
-  counts_.phase_calls.clear();
-  return BackendScript(this);
+  detail::MutexLock lock(&mu_);
+  timeline_.Reset(start);
+  return BackendScript(&mu_, &timeline_, options_.name);
 }
 
-inline void FailingBackendCore::Append(Phase phase) {
-  // Laid out under the lock, after the previous phase, so that appends
-  // racing each other still tile the timeline. A forever phase ends at
-  // absl::InfiniteFuture() (Time + InfiniteDuration saturates).
-  std::lock_guard<std::mutex> lock(mu_);
-  phase.start = phases_.empty() ? script_start_ : phases_.back().end;
-  phase.end = phase.length > absl::ZeroDuration() ? phase.start + phase.length
-                                                  : phase.start;
-  phases_.push_back(std::move(phase));
-  counts_.phase_calls.push_back(0);
-}
-
-inline const FailingBackendCore::Phase* FailingBackendCore::PhaseAtLocked(
-    absl::Time now) const {
-  // Scripts are a handful of phases: a linear scan is clearer than a search.
-  for (const Phase& p : phases_) {
-    if (p.start <= now && now < p.end) return &p;
-  }
-  return nullptr;
-}
-
-inline absl::Status FailingBackendCore::DefaultFailure(
-    absl::string_view why) const {
-  return absl::UnavailableError(absl::StrCat(options_.name, ": ", why));
-}
-
-inline FailingBackendCore::Decision FailingBackendCore::DecideLocked(
+inline detail::script::Decision FailingBackendCore::DecideLocked(
     absl::Time now) {
-  Decision d;
   ++counts_.calls;
-  const Phase* found = PhaseAtLocked(now);
-  if (found == nullptr) {
-    ++counts_.unscripted_calls;
-    return d;
-  }
-  Phase& p = phases_[static_cast<std::size_t>(found - phases_.data())];
-  ++counts_.phase_calls[static_cast<std::size_t>(found - phases_.data())];
-  const uint64_t draw = p.draws++;
-  switch (p.kind) {
-    case PhaseKind::kHealthy:
-      break;
-    case PhaseKind::kFailing:
-      d.action = Action::kFail;
-      d.status = p.status;
-      break;
-    case PhaseKind::kFailingAtRate: {
-      // The top 53 bits as a double in [0, 1): exact, and rate 1 always
-      // fails while rate 0 never does.
-      const uint64_t bits = Mix(p.seed ^ Mix(draw));
-      const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
-      if (u < p.rate) {
-        d.action = Action::kFail;
-        d.status = p.status;
-      }
-      break;
-    }
-    case PhaseKind::kThrowing:
-      d.action = Action::kThrow;
-      break;
-    case PhaseKind::kSlow:
-      d.action = Action::kSlow;
-      d.latency = p.latency;
-      break;
-    case PhaseKind::kHanging:
-      d.action = Action::kHang;
-      break;
-    case PhaseKind::kFlapping: {
-      if (p.down <= absl::ZeroDuration()) break;  // never down
-      if (p.up > absl::ZeroDuration()) {
-        // `now >= p.start` here, so the remainder is in [0, up + down).
-        const absl::Duration into = (now - p.start) % (p.up + p.down);
-        if (into < p.up) break;  // the up part of the cycle
-      }
-      d.action = Action::kFail;
-      d.status = p.status;
-      break;
-    }
-  }
+  detail::script::Decision d = timeline_.Decide(now);
+  if (!d.scripted) ++counts_.unscripted_calls;
   return d;
 }
 
 inline absl::Status FailingBackendCore::CallStatus() {
-  Decision d;
+  using detail::script::Action;
+  detail::script::Decision d;
   uint64_t generation = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    detail::MutexLock lock(&mu_);
     d = DecideLocked(clock_->Now());
     if (d.action == Action::kHang) {
       // Counted as hung, and the release generation taken, before the lock
@@ -611,7 +315,7 @@ inline absl::Status FailingBackendCore::CallStatus() {
       ++counts_.hangs;
       ++counts_.hangs_in_progress;
       generation = release_generation_;
-      cv_.notify_all();
+      cv_.SignalAll();
     }
   }
   switch (d.action) {
@@ -627,28 +331,29 @@ inline absl::Status FailingBackendCore::CallStatus() {
     case Action::kThrow:
       break;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  switch (d.action) {
-    case Action::kSucceed:
-      ++counts_.successes;
-      return absl::OkStatus();
-    case Action::kSlow:
-      ++counts_.slow_calls;
-      ++counts_.successes;
-      return absl::OkStatus();
-    case Action::kHang:
-    case Action::kFail:
-      ++counts_.failures;
-      return d.status;
-    case Action::kThrow:
-      ++counts_.throws;
-      break;
+  {
+    detail::MutexLock lock(&mu_);
+    switch (d.action) {
+      case Action::kSucceed:
+        ++counts_.successes;
+        return absl::OkStatus();
+      case Action::kSlow:
+        ++counts_.slow_calls;
+        ++counts_.successes;
+        return absl::OkStatus();
+      case Action::kHang:
+      case Action::kFail:
+        ++counts_.failures;
+        return d.status;
+      case Action::kThrow:
+        ++counts_.throws;
+        break;
+    }
   }
+  // Thrown (or returned) with the lock released.
   const std::string what =
       absl::StrCat(options_.name, ": scripted exception (Throwing phase)");
 #if DEGRADE_HAS_EXCEPTIONS
-  // Thrown with the lock released (the guard's destructor runs during
-  // unwinding, before any handler).
   throw std::runtime_error(what);
 #else
   // No exceptions: return what a breaker would have made of the throw, so a
@@ -659,7 +364,7 @@ inline absl::Status FailingBackendCore::CallStatus() {
 #endif
 }
 
-inline void FailingBackendCore::SpendLatency(absl::Duration latency) {
+inline void FailingBackendCore::SpendLatency(absl::Duration latency) const {
   if (latency <= absl::ZeroDuration()) return;
   const bool advance =
       fake_ != nullptr && (options_.slow_mode == SlowMode::kAuto ||
@@ -672,21 +377,22 @@ inline void FailingBackendCore::SpendLatency(absl::Duration latency) {
 }
 
 // Waits for a release after `generation` (the one current when the call
-// decided to hang).
+// decided to hang), or for the hang timeout. CondVar::WaitFor takes any
+// duration, InfiniteDuration (wait forever) included.
 inline absl::Status FailingBackendCore::Hang(uint64_t generation) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const auto released = [&] { return release_generation_ != generation; };
-  bool was_released = true;
-  if (options_.hang_timeout == absl::InfiniteDuration()) {
-    cv_.wait(lock, released);
-  } else {
-    was_released = cv_.wait_for(
-        lock, absl::ToChronoNanoseconds(options_.hang_timeout), released);
+  bool released = false;
+  {
+    detail::MutexLock lock(&mu_);
+    released =
+        cv_.WaitFor(&mu_, options_.hang_timeout,
+                    [this, generation]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                      return release_generation_ != generation;
+                    });
+    --counts_.hangs_in_progress;
+    cv_.SignalAll();
   }
-  --counts_.hangs_in_progress;
-  cv_.notify_all();
   return absl::DeadlineExceededError(
-      was_released
+      released
           ? absl::StrCat(options_.name, ": hung call released by ReleaseHung()")
           : absl::StrCat(options_.name, ": hung call gave up after ",
                          absl::FormatDuration(options_.hang_timeout),
@@ -694,50 +400,54 @@ inline absl::Status FailingBackendCore::Hang(uint64_t generation) {
 }
 
 inline void FailingBackendCore::ReleaseHung() {
-  std::lock_guard<std::mutex> lock(mu_);
+  detail::MutexLock lock(&mu_);
   ++release_generation_;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 inline bool FailingBackendCore::WaitForHungCalls(uint64_t n,
                                                  absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const auto enough = [&] { return counts_.hangs_in_progress >= n; };
-  if (timeout == absl::InfiniteDuration()) {
-    cv_.wait(lock, enough);
-    return true;
-  }
-  return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), enough);
+  detail::MutexLock lock(&mu_);
+  return cv_.WaitFor(&mu_, timeout,
+                     [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                       return counts_.hangs_in_progress >= n;
+                     });
 }
 
 inline PhaseKind FailingBackendCore::CurrentPhase() const {
   const absl::Time now = clock_->Now();
-  std::lock_guard<std::mutex> lock(mu_);
-  const Phase* p = PhaseAtLocked(now);
+  detail::MutexLock lock(&mu_);
+  const detail::script::Phase* p = timeline_.At(now);
   return p == nullptr ? PhaseKind::kHealthy : p->kind;
 }
 
 inline absl::Time FailingBackendCore::ScriptEnd() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return phases_.empty() ? script_start_ : phases_.back().end;
+  detail::MutexLock lock(&mu_);
+  return timeline_.end();
 }
 
 inline BackendCounts FailingBackendCore::counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return counts_;
+  detail::MutexLock lock(&mu_);
+  BackendCounts c = counts_;
+  c.phase_calls.reserve(timeline_.phases().size());
+  for (const detail::script::Phase& p : timeline_.phases()) {
+    c.phase_calls.push_back(p.calls);
+  }
+  return c;
 }
 
 inline uint64_t FailingBackendCore::phase_calls(std::size_t index) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index < counts_.phase_calls.size() ? counts_.phase_calls[index] : 0;
+  detail::MutexLock lock(&mu_);
+  const std::vector<detail::script::Phase>& phases = timeline_.phases();
+  return index < phases.size() ? phases[index].calls : 0;
 }
 
 inline void FailingBackendCore::ResetCounts() {
-  std::lock_guard<std::mutex> lock(mu_);
+  detail::MutexLock lock(&mu_);
   BackendCounts fresh;
   fresh.hangs_in_progress = counts_.hangs_in_progress;
-  fresh.phase_calls.assign(counts_.phase_calls.size(), 0);
   counts_ = std::move(fresh);
+  timeline_.ResetCalls();
 }
 
 }  // namespace testing

@@ -45,22 +45,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/status.hpp"
 #include "degrade/version.hpp"
 #include "gmock/gmock.h"
 
 DEGRADE_NAMESPACE_BEGIN
-namespace testing {
-namespace status_matchers_internal {
-
-// The status of either kind of argument.
-inline const absl::Status& GetStatus(const absl::Status& status) {
-  return status;
-}
-template <typename T>
-const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
-  return status_or.status();
-}
+namespace detail {
+namespace matchers {
 
 // "OK" or "UNAVAILABLE: down", with the payloads when there are some (the
 // payload is what tells a breaker's rejection from a backend's error).
@@ -92,7 +84,8 @@ class MonoStatusMatcher : public ::testing::MatcherInterface<StatusType> {
   bool MatchAndExplain(
       StatusType actual,
       ::testing::MatchResultListener* listener) const override {
-    return common_.MatchAndExplain(GetStatus(actual), listener);
+    // StatusOf: the status of either kind of argument.
+    return common_.MatchAndExplain(StatusOf(actual), listener);
   }
 
  private:
@@ -116,6 +109,11 @@ class PolymorphicStatusMatcher {
  private:
   Common common_;
 };
+
+template <typename Common>
+PolymorphicStatusMatcher<Common> MakeStatusMatcher(Common common) {
+  return PolymorphicStatusMatcher<Common>(std::move(common));
+}
 
 class IsOkCommon final : public StatusMatcherCommon {
  public:
@@ -247,17 +245,17 @@ class IsOkAndHoldsMatcher {
   InnerMatcher inner_;
 };
 
-}  // namespace status_matchers_internal
+}  // namespace matchers
+}  // namespace detail
+
+namespace testing {
 
 // IsOk()
 //
 // Matches an OK `absl::Status` or an `absl::StatusOr<T>` holding a value.
-inline status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::IsOkCommon>
+inline detail::matchers::PolymorphicStatusMatcher<detail::matchers::IsOkCommon>
 IsOk() {
-  return status_matchers_internal::PolymorphicStatusMatcher<
-      status_matchers_internal::IsOkCommon>(
-      status_matchers_internal::IsOkCommon());
+  return detail::matchers::MakeStatusMatcher(detail::matchers::IsOkCommon());
 }
 
 // StatusIs(code_matcher)
@@ -268,20 +266,16 @@ IsOk() {
 // message matches `message_matcher` (a string, or a matcher of
 // `std::string` such as `::testing::HasSubstr("down")`; default: any).
 template <typename CodeMatcher, typename MessageMatcher>
-status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::StatusIsCommon>
+detail::matchers::PolymorphicStatusMatcher<detail::matchers::StatusIsCommon>
 StatusIs(CodeMatcher&& code_matcher, MessageMatcher&& message_matcher) {
-  return status_matchers_internal::PolymorphicStatusMatcher<
-      status_matchers_internal::StatusIsCommon>(
-      status_matchers_internal::StatusIsCommon(
-          ::testing::MatcherCast<absl::StatusCode>(
-              std::forward<CodeMatcher>(code_matcher)),
-          ::testing::MatcherCast<const std::string&>(
-              std::forward<MessageMatcher>(message_matcher))));
+  return detail::matchers::MakeStatusMatcher(detail::matchers::StatusIsCommon(
+      ::testing::MatcherCast<absl::StatusCode>(
+          std::forward<CodeMatcher>(code_matcher)),
+      ::testing::MatcherCast<const std::string&>(
+          std::forward<MessageMatcher>(message_matcher))));
 }
 template <typename CodeMatcher>
-status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::StatusIsCommon>
+detail::matchers::PolymorphicStatusMatcher<detail::matchers::StatusIsCommon>
 StatusIs(CodeMatcher&& code_matcher) {
   return StatusIs(std::forward<CodeMatcher>(code_matcher), ::testing::_);
 }
@@ -291,64 +285,56 @@ StatusIs(CodeMatcher&& code_matcher) {
 // Matches an `absl::StatusOr<T>` that holds a value matching
 // `value_matcher` (a value, compared with ==, or a matcher of `T`).
 template <typename InnerMatcher>
-status_matchers_internal::IsOkAndHoldsMatcher<std::decay_t<InnerMatcher>>
-IsOkAndHolds(InnerMatcher&& value_matcher) {
-  return status_matchers_internal::IsOkAndHoldsMatcher<
-      std::decay_t<InnerMatcher>>(std::forward<InnerMatcher>(value_matcher));
+detail::matchers::IsOkAndHoldsMatcher<std::decay_t<InnerMatcher>> IsOkAndHolds(
+    InnerMatcher&& value_matcher) {
+  return detail::matchers::IsOkAndHoldsMatcher<std::decay_t<InnerMatcher>>(
+      std::forward<InnerMatcher>(value_matcher));
 }
 
 // IsBreakerOpenStatus()
 //
 // Matches a rejection by an open (or forced-open) circuit breaker: see
 // `degrade::IsBreakerOpen`.
-inline status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::PredicateCommon>
+inline detail::matchers::PolymorphicStatusMatcher<
+    detail::matchers::PredicateCommon>
 IsBreakerOpenStatus() {
-  return status_matchers_internal::PolymorphicStatusMatcher<
-      status_matchers_internal::PredicateCommon>(
-      status_matchers_internal::PredicateCommon(
-          &degrade::IsBreakerOpen, "a rejection by an open circuit breaker"));
+  return detail::matchers::MakeStatusMatcher(detail::matchers::PredicateCommon(
+      &degrade::IsBreakerOpen, "a rejection by an open circuit breaker"));
 }
 
 // IsTooManyRequestsStatus()
 //
 // Matches a rejection by a half-open breaker whose trial calls are all
 // taken: see `degrade::IsTooManyRequests`.
-inline status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::PredicateCommon>
+inline detail::matchers::PolymorphicStatusMatcher<
+    detail::matchers::PredicateCommon>
 IsTooManyRequestsStatus() {
-  return status_matchers_internal::PolymorphicStatusMatcher<
-      status_matchers_internal::PredicateCommon>(
-      status_matchers_internal::PredicateCommon(
-          &degrade::IsTooManyRequests,
-          "a rejection by a half-open circuit breaker with no trial slot "
-          "left"));
+  return detail::matchers::MakeStatusMatcher(detail::matchers::PredicateCommon(
+      &degrade::IsTooManyRequests,
+      "a rejection by a half-open circuit breaker with no trial slot "
+      "left"));
 }
 
 // IsRejectedStatus()
 //
 // Matches either kind of breaker rejection: see `degrade::IsRejected`.
-inline status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::PredicateCommon>
+inline detail::matchers::PolymorphicStatusMatcher<
+    detail::matchers::PredicateCommon>
 IsRejectedStatus() {
-  return status_matchers_internal::PolymorphicStatusMatcher<
-      status_matchers_internal::PredicateCommon>(
-      status_matchers_internal::PredicateCommon(
-          &degrade::IsRejected, "a rejection by a circuit breaker"));
+  return detail::matchers::MakeStatusMatcher(detail::matchers::PredicateCommon(
+      &degrade::IsRejected, "a rejection by a circuit breaker"));
 }
 
 // IsCallableExceptionStatus()
 //
 // Matches the status made of an exception thrown by a breaker's callable:
 // see `degrade::IsCallableException`.
-inline status_matchers_internal::PolymorphicStatusMatcher<
-    status_matchers_internal::PredicateCommon>
+inline detail::matchers::PolymorphicStatusMatcher<
+    detail::matchers::PredicateCommon>
 IsCallableExceptionStatus() {
-  return status_matchers_internal::PolymorphicStatusMatcher<
-      status_matchers_internal::PredicateCommon>(
-      status_matchers_internal::PredicateCommon(
-          &degrade::IsCallableException,
-          "the status of an exception thrown by a breaker's callable"));
+  return detail::matchers::MakeStatusMatcher(detail::matchers::PredicateCommon(
+      &degrade::IsCallableException,
+      "the status of an exception thrown by a breaker's callable"));
 }
 
 }  // namespace testing

@@ -1,0 +1,119 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// status.hpp and the payload behind it (detail/status_payload.hpp): the
+// predicates read degrade's payload and nothing else (not the message, not
+// the code), CallableExceptionError has one shape, and detail::Reworded
+// keeps the code and every payload while leaving an OK status alone.
+
+#include "degrade/status.hpp"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
+#include "degrade/detail/status_payload.hpp"
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+absl::Status Tagged(absl::Status s, absl::string_view reason) {
+  return detail::WithReason(std::move(s), reason);
+}
+
+TEST(StatusTest, PredicatesReadThePayloadNeverTheMessageTable) {
+  struct Case {
+    std::string name;
+    absl::Status status;
+    bool open;
+    bool too_many;
+    bool exception;
+  };
+  const absl::Status foreign_url = [] {
+    absl::Status s = absl::UnavailableError("x");
+    s.SetPayload("type.example.com/other", absl::Cord(detail::kReasonOpen));
+    return s;
+  }();
+  const std::vector<Case> table = {
+      {"open", Tagged(absl::UnavailableError("b"), detail::kReasonOpen), true,
+       false, false},
+      {"too many", Tagged(absl::UnavailableError("b"), detail::kReasonTooMany),
+       false, true, false},
+      {"exception", Tagged(absl::UnknownError("b"), detail::kReasonException),
+       false, false, true},
+      // The code plays no part: the payload alone decides.
+      {"open, any code", Tagged(absl::InternalError("b"), detail::kReasonOpen),
+       true, false, false},
+      {"open, empty message",
+       Tagged(absl::UnavailableError(""), detail::kReasonOpen), true, false,
+       false},
+      // The words without the payload are a backend's error.
+      {"says open", absl::UnavailableError("circuit breaker 'b' is open"),
+       false, false, false},
+      {"says too many",
+       absl::UnavailableError("circuit breaker 'b' is half-open: too many "
+                              "requests"),
+       false, false, false},
+      {"says threw",
+       absl::UnknownError("b: the callable threw an exception: boom"), false,
+       false, false},
+      {"unknown reason", Tagged(absl::UnavailableError("b"), "breaker_opened"),
+       false, false, false},
+      {"empty reason", Tagged(absl::UnavailableError("b"), ""), false, false,
+       false},
+      {"another url", foreign_url, false, false, false},
+      {"ok", absl::OkStatus(), false, false, false},
+      // An OK status cannot carry a payload (absl drops it).
+      {"ok, tagged", Tagged(absl::OkStatus(), detail::kReasonOpen), false,
+       false, false},
+  };
+  for (const Case& c : table) {
+    EXPECT_EQ(IsBreakerOpen(c.status), c.open) << c.name;
+    EXPECT_EQ(IsTooManyRequests(c.status), c.too_many) << c.name;
+    EXPECT_EQ(IsCallableException(c.status), c.exception) << c.name;
+    EXPECT_EQ(IsRejected(c.status), c.open || c.too_many) << c.name;
+  }
+}
+
+TEST(StatusTest, CallableExceptionErrorHasOneShape) {
+  const absl::Status s =
+      CallableExceptionError("circuit breaker 'rank'", "socket closed");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(s.message(),
+            "circuit breaker 'rank': the callable threw an exception: socket "
+            "closed");
+  const auto payload = s.GetPayload(kStatusPayloadUrl);  // absl::optional
+  ASSERT_TRUE(payload.has_value());
+  EXPECT_EQ(*payload, "callable_exception");
+  EXPECT_TRUE(IsCallableException(s));
+  EXPECT_FALSE(IsRejected(s));
+  EXPECT_EQ(kStatusPayloadUrl, "type.degrade.dev/degrade.Reason");
+}
+
+TEST(StatusTest, RewordedKeepsTheCodeAndEveryPayload) {
+  absl::Status original =
+      Tagged(absl::DeadlineExceededError("late"), detail::kReasonException);
+  original.SetPayload("type.example.com/trace", absl::Cord("abc"));
+  const absl::Status s =
+      detail::Reworded(original, "stage 'rank': late (after 100ms)");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(s.message(), "stage 'rank': late (after 100ms)");
+  EXPECT_TRUE(IsCallableException(s));
+  EXPECT_EQ(s.GetPayload("type.example.com/trace"), absl::Cord("abc"));
+  int payloads = 0;
+  s.ForEachPayload(
+      [&payloads](absl::string_view, const absl::Cord&) { ++payloads; });
+  EXPECT_EQ(payloads, 2);
+  EXPECT_EQ(original.message(), "late");  // the original is untouched
+}
+
+TEST(StatusTest, RewordedLeavesOkAlone) {
+  const absl::Status s = detail::Reworded(absl::OkStatus(), "context");
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.message(), "");
+}
+
+}  // namespace
+}  // namespace degrade

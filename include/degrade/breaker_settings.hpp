@@ -85,8 +85,9 @@ struct BreakerSettings {
   // consecutive failures", trip::ConsecutiveFailures(6) (trip.hpp). Must not
   // call back into this breaker. A throw means false.
   std::function<bool(const Counts&)> ready_to_trip;
-  // Called once per state change, outside the breaker's lock (see the file
-  // comment). A throw is swallowed.
+  // Called once per state change, outside the breaker's lock, in order and
+  // never concurrently, possibly on another thread that is delivering events
+  // (see circuit_breaker.hpp). A throw is swallowed.
   std::function<void(const std::string& name, State from, State to)>
       on_state_change;
   // The telemetry the breaker reports to (see telemetry.hpp): with a

@@ -41,9 +41,12 @@
 // Thread safety: every member of `CircuitBreaker` is thread-safe. A closed
 // breaker's success path takes no lock, allocates nothing and, with default
 // settings, reads no clock; failures, transitions and half-open calls take an
-// internal lock. `on_state_change` runs after that lock is released, in
-// transition order, never concurrently with itself, so it may query or even
-// call the breaker.
+// internal lock. `on_state_change` (and the telemetry's listener) runs after
+// that lock is released, in transition order, never concurrently with
+// itself, so it may query or even call the breaker. It runs on the thread
+// that caused the transition, unless another thread is delivering events at
+// that moment: then that thread delivers this one too, and the call that
+// caused it may return before its callback has run.
 //
 // Under concurrency a call that races a transition may be attributed to
 // either closed generation's `requests`; its outcome is counted only if it

@@ -75,7 +75,8 @@ struct LevelSpec {
 //
 // A whole manager configuration. `levels[0]` is level 1.
 struct DegradationConfig {
-  // Names the manager in logs and statuses.
+  // Names the config in validation errors ("degradation config '<name>'").
+  // The manager's own name, in its logs and metrics, is ManagerOptions::name.
   std::string name = "degradation";
   // 1 to kMaxLevels levels. For a signal used by several levels, enter
   // thresholds must rise strictly with the level.

@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "degrade/clock.hpp"
+#include "degrade/degrade_reason.hpp"
 #include "degrade/degradation_episode.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
@@ -147,8 +148,8 @@ class StageMetrics {
   const std::string& name() const { return registration_.name(); }
 
  private:
-  static constexpr std::size_t kReasons =
-      static_cast<std::size_t>(DegradeReason::kInvalid) + 1;
+  // One slot per reason, indexed by its value; slot 0 (kNone) unused.
+  static constexpr std::size_t kReasons = kAllDegradeReasons.size() + 1;
   static constexpr int64_t kNotDegraded = std::numeric_limits<int64_t>::min();
   static_assert(kMaxStages <= 64, "Observe() keeps one bit per stage");
 
@@ -262,14 +263,14 @@ class StageMetrics {
     const int64_t now = NowNanos();
     for (std::size_t i = 0; i < n; ++i) {
       const Slot& s = slots_[i];
-      for (std::size_t r = 1; r < kReasons; ++r) {
-        const uint64_t v = s.fallbacks[r].load(std::memory_order_relaxed);
+      for (DegradeReason reason : kAllDegradeReasons) {
+        const uint64_t v = s.fallbacks[static_cast<std::size_t>(reason)].load(
+            std::memory_order_relaxed);
         if (v == 0) continue;
         w.Counter("degrade_fallbacks_total", kFallbacksHelp,
                   {{"pipeline", pipeline},
                    {"stage", s.name},
-                   {"reason",
-                    std::string(ReasonName(static_cast<DegradeReason>(r)))}},
+                   {"reason", std::string(ReasonName(reason))}},
                   static_cast<double>(v));
       }
       const int64_t since = s.degraded_since.load(std::memory_order_relaxed);

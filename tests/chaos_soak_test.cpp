@@ -1169,10 +1169,10 @@ class ChaosSoak {
     for (std::size_t s = 0; s < kStages; ++s) {
       const StageTally& t = tally_[s];
       std::string reasons;
-      for (std::size_t r = 1; r < t.by_reason.size(); ++r) {
-        if (t.by_reason[r] == 0) continue;
-        absl::StrAppend(&reasons, " ",
-                        ReasonName(static_cast<DegradeReason>(r)), "=",
+      for (DegradeReason reason : kAllDegradeReasons) {
+        const auto r = static_cast<std::size_t>(reason);
+        if (r >= t.by_reason.size() || t.by_reason[r] == 0) continue;
+        absl::StrAppend(&reasons, " ", ReasonName(reason), "=",
                         t.by_reason[r]);
       }
       std::printf(

@@ -14,6 +14,8 @@
 #include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
 #include "degrade/clock.hpp"                // IWYU pragma: export
 #include "degrade/config.hpp"               // IWYU pragma: export
+#include "degrade/config_parse.hpp"         // IWYU pragma: export
+#include "degrade/config_watcher.hpp"       // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export

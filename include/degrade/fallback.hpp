@@ -90,8 +90,10 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/config.hpp"
+#include "degrade/detail/file_io.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/detail/json_document.hpp"
+#include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
@@ -232,54 +234,18 @@ detail::WithFallbackResult<T, Fallback> WithFallback(
                                     fallback);
 }
 
-// ---- JSON file helpers shared by DefaultFeatures and HotList ----
+// ---- The file reader shared by DefaultFeatures and HotList ----
 
 namespace detail {
 
-// Parses `text` into a DOM without exceptions. Errors name `source` (already
-// Printable) and the fault: empty text, a NUL byte, malformed JSON with its
-// byte offset, duplicate keys, excessive nesting.
-inline absl::StatusOr<nlohmann::json> ParseJsonDocument(
-    absl::string_view text, const std::string& source) {
-  namespace cj = config_json;
-  if (const std::size_t nul = text.find('\0'); nul != absl::string_view::npos) {
-    // nlohmann stops at a NUL, which would accept anything after it.
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": contains a NUL byte at offset ", nul));
-  }
-  if (absl::StripAsciiWhitespace(text).empty()) {
-    // What a file caught mid-write (or truncated by a failed copy) looks like.
-    return absl::InvalidArgumentError(absl::StrCat(source, ": file is empty"));
-  }
-  const char* const begin = text.data();
-  const char* const end = begin + text.size();
-  {
-    cj::SyntaxCheck check(source);
-    if (!cj::Json::sax_parse(begin, end, &check) || !check.status().ok()) {
-      absl::Status s = check.status();
-      if (s.ok()) {
-        s = absl::InvalidArgumentError(
-            absl::StrCat(source, ": malformed JSON"));
-      }
-      return s;
-    }
-  }
-  cj::Json root =
-      cj::Json::parse(begin, end, /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {  // the syntax pass accepted it; defensive
-    return absl::InvalidArgumentError(absl::StrCat(source, ": malformed JSON"));
-  }
-  // in_place: json converts implicitly to almost anything, absl::Status
-  // included, so the converting constructors would be ambiguous.
-  return absl::StatusOr<cj::Json>(absl::in_place, std::move(root));
-}
-
-// Reads the file at `path` (at most `max_bytes`), prefixing any error with
-// `what` so the caller's log line says which fallback it belongs to.
+// Reads the file at `path` (at most `max_bytes`; `kind` says what the file
+// is), prefixing any error with `what` so the caller's log line says which
+// fallback it belongs to.
 inline absl::StatusOr<std::string> ReadFallbackFile(const std::string& path,
                                                     std::size_t max_bytes,
+                                                    absl::string_view kind,
                                                     absl::string_view what) {
-  absl::StatusOr<std::string> content = ReadConfigFile(path, max_bytes);
+  absl::StatusOr<std::string> content = ReadFileCapped(path, max_bytes, kind);
   if (!content.ok()) {
     return Reworded(content.status(),
                     absl::StrCat(what, ": ", content.status().message()));
@@ -319,10 +285,10 @@ inline constexpr std::size_t kMaxFeatureDimension = std::size_t{1} << 24;
 inline absl::StatusOr<std::vector<float>> ParseDefaultFeatures(
     absl::string_view json_text, absl::string_view source_name = "<json>",
     std::size_t expected_dimension = 0) {
-  namespace cj = detail::config_json;
-  const std::string source = cj::Printable(source_name);
+  namespace cj = detail::json;
+  const std::string source = detail::Printable(source_name);
   absl::StatusOr<cj::Json> parsed =
-      detail::ParseJsonDocument(json_text, source);
+      cj::ParseJsonDocument(json_text, source, "feature file");
   if (!parsed.ok()) return parsed.status();
   const cj::Json& root = *parsed;
   if (!root.is_object()) {
@@ -449,8 +415,8 @@ class DefaultFeatures {
   // Thread-safe; concurrent reloads are each applied atomically, in the
   // order their swaps happen.
   absl::Status Reload(const std::string& path) {
-    absl::StatusOr<std::string> content =
-        detail::ReadFallbackFile(path, max_file_bytes_, "default features");
+    absl::StatusOr<std::string> content = detail::ReadFallbackFile(
+        path, max_file_bytes_, "feature file", "default features");
     if (!content.ok()) return Reject(content.status());
     absl::StatusOr<std::vector<float>> values =
         ParseDefaultFeatures(*content, path, expected_dimension_);
@@ -459,7 +425,7 @@ class DefaultFeatures {
           values.status(),
           absl::StrCat("default features: ", values.status().message())));
     }
-    return Install(std::move(*values), detail::config_json::Printable(path));
+    return Install(std::move(*values), detail::Printable(path));
   }
 
   // DefaultFeatures::Set()
@@ -649,7 +615,7 @@ class HotList {
         source_(std::move(options.source)),
         clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
-        name_(detail::config_json::Printable(options.name)) {
+        name_(detail::Printable(options.name)) {
     MetricsRegistry& registry = options.metrics != nullptr
                                     ? *options.metrics
                                     : MetricsRegistry::Default();
@@ -768,21 +734,20 @@ class HotList {
   // Thread-safe.
   template <typename Parse>
   absl::Status LoadBaseline(const std::string& path, Parse&& parse) {
-    absl::StatusOr<std::string> content =
-        detail::ReadFallbackFile(path, kMaxHotListBytes, name_);
+    absl::StatusOr<std::string> content = detail::ReadFallbackFile(
+        path, kMaxHotListBytes, "hot-list file", name_);
     if (!content.ok()) return Record(content.status());
-    absl::StatusOr<std::vector<Item>> items =
-        std::invoke(parse, absl::string_view(*content),
-                    detail::config_json::Printable(path));
+    absl::StatusOr<std::vector<Item>> items = std::invoke(
+        parse, absl::string_view(*content), detail::Printable(path));
     if (!items.ok()) {
       return Record(detail::Reworded(
           items.status(),
           absl::StrCat(name_, ": baseline: ", items.status().message())));
     }
     if (items->empty()) {
-      return Record(absl::FailedPreconditionError(absl::StrCat(
-          name_, ": baseline ", detail::config_json::Printable(path),
-          " has no items; keeping the previous snapshot")));
+      return Record(absl::FailedPreconditionError(
+          absl::StrCat(name_, ": baseline ", detail::Printable(path),
+                       " has no items; keeping the previous snapshot")));
     }
     return Publish(*std::move(items));
   }
@@ -908,8 +873,9 @@ class HotList {
 
   static absl::StatusOr<std::vector<Item>> ParseIds(absl::string_view text,
                                                     const std::string& source) {
-    namespace cj = detail::config_json;
-    absl::StatusOr<cj::Json> parsed = detail::ParseJsonDocument(text, source);
+    namespace cj = detail::json;
+    absl::StatusOr<cj::Json> parsed =
+        cj::ParseJsonDocument(text, source, "hot-list file");
     if (!parsed.ok()) return parsed.status();
     const cj::Json& root = *parsed;
     const char* const wanted = std::is_same_v<Item, std::string>

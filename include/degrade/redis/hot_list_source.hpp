@@ -102,7 +102,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
-#include "degrade/config.hpp"
+#include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/fallback.hpp"
 #include "degrade/status.hpp"
@@ -197,17 +197,16 @@ inline absl::Status ValidateHotListSourceSettings(
   const auto bad = [&s](absl::string_view field, auto value,
                         absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "redis hot list source (",
-        degrade::detail::config_json::Printable(s.host), ":", s.port, " key '",
-        degrade::detail::config_json::Printable(s.key), "'): setting '", field,
-        "' = ", value, " is invalid: ", why));
+        "redis hot list source (", degrade::detail::Printable(s.host), ":",
+        s.port, " key '", degrade::detail::Printable(s.key), "'): setting '",
+        field, "' = ", value, " is invalid: ", why));
   };
   const auto valid_timeout = [](absl::Duration d) {
     return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
   };
   if (s.host.empty()) return bad("host", "\"\"", "must not be empty");
   if (s.host.find('\0') != std::string::npos) {
-    return bad("host", degrade::detail::config_json::Printable(s.host),
+    return bad("host", degrade::detail::Printable(s.host),
                "must not contain a NUL byte");
   }
   if (s.port < 1 || s.port > 65535) {
@@ -230,7 +229,7 @@ inline absl::Status ValidateHotListSourceSettings(
     return bad("username", "\"\"", "must not be empty when set");
   }
   if (s.username.has_value() && !s.password.has_value()) {
-    return bad("username", degrade::detail::config_json::Printable(*s.username),
+    return bad("username", degrade::detail::Printable(*s.username),
                "needs a password");
   }
   if (s.password.has_value() && s.password->empty()) {
@@ -262,10 +261,9 @@ using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyFree>;
 // value can't flood a log line.
 inline std::string RedisPrintable(absl::string_view text) {
   constexpr std::size_t kMax = 64;
-  if (text.size() <= kMax) return degrade::detail::config_json::Printable(text);
-  return absl::StrCat(
-      degrade::detail::config_json::Printable(text.substr(0, kMax)), "... (",
-      text.size(), " bytes)");
+  if (text.size() <= kMax) return degrade::detail::Printable(text);
+  return absl::StrCat(degrade::detail::Printable(text.substr(0, kMax)), "... (",
+                      text.size(), " bytes)");
 }
 
 inline absl::string_view ReplyText(const redisReply& r) {

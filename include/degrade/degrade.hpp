@@ -17,13 +17,16 @@
 #include "degrade/config_parse.hpp"         // IWYU pragma: export
 #include "degrade/config_watcher.hpp"       // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
+#include "degrade/default_features.hpp"     // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
 #include "degrade/event_log.hpp"            // IWYU pragma: export
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
+#include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
+#include "degrade/with_fallback.hpp"        // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADE_HPP_

@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/breakers.hpp"
+#include "support/traces.hpp"
 
 namespace degrade {
 namespace {
@@ -33,16 +34,10 @@ using ::degrade_tests::Trip;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+using ::degrade_tests::Entries;
+
 using R = DegradeReason;
 using Ints = std::vector<int>;
-
-std::vector<std::pair<std::string, DegradeReason>> Entries(
-    const DegradationTrace& t) {
-  std::vector<std::pair<std::string, DegradeReason>> out;
-  for (const TraceEntry& e : t)
-    out.emplace_back(std::string(e.stage()), e.reason());
-  return out;
-}
 
 // ---- WithFallback ----
 

@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
 #if DEGRADE_HAVE_REDIS
   std::unique_ptr<degrade::redis::HotListSource> redis;
   if (redis_address.has_value()) {
-    degrade::redis::HotListSourceSettings rs;
+    degrade::redis::HotListSourceOptions rs;
     rs.host = redis_address->host;
     rs.port = redis_address->port;
     rs.key = redis_address->key;

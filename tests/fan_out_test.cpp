@@ -19,11 +19,12 @@
 #include "absl/status/statusor.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/fallback.hpp"
+#include "degrade/hot_list.hpp"
 #include "degrade/stage_result.hpp"
 #include "degrade/status.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/traces.hpp"
 
 namespace degrade {
 namespace {
@@ -33,17 +34,11 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 
+using ::degrade_tests::Entries;
+
 using R = DegradeReason;
 using Items = std::vector<std::string>;
 using Breaker = CircuitBreaker<Items>;
-
-std::vector<std::pair<std::string, DegradeReason>> Entries(
-    const DegradationTrace& t) {
-  std::vector<std::pair<std::string, DegradeReason>> out;
-  for (const TraceEntry& e : t)
-    out.emplace_back(std::string(e.stage()), e.reason());
-  return out;
-}
 
 // Three routes, each behind its own breaker on a fake clock, with scripted
 // answers and call counters.

@@ -39,18 +39,18 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -115,14 +115,14 @@ class BreakerFamily {
   std::shared_ptr<Breaker> Get(const Key& key) {
     const int64_t now = NowNanos();
     {
-      std::shared_lock<std::shared_mutex> lock(mu_);
+      detail::ReaderLock lock(&mu_);
       auto it = entries_.find(key);
       if (it != entries_.end()) {
         it->second.last_used->store(now, std::memory_order_relaxed);
         return it->second.breaker;
       }
     }
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    detail::WriterLock lock(&mu_);
     auto it = entries_.find(key);  // another thread may have created it
     if (it != entries_.end()) {
       it->second.last_used->store(now, std::memory_order_relaxed);
@@ -142,28 +142,28 @@ class BreakerFamily {
   // The breaker for `key` if the family holds one; nullptr otherwise. Does
   // not count as a use.
   std::shared_ptr<Breaker> Find(const Key& key) const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    detail::ReaderLock lock(&mu_);
     auto it = entries_.find(key);
     return it == entries_.end() ? nullptr : it->second.breaker;
   }
 
   // Evicts every breaker idle for longer than `idle_ttl`; returns how many.
   std::size_t EvictIdle() {
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    detail::WriterLock lock(&mu_);
     return EvictIdleLocked(NowNanos());
   }
 
   std::size_t size() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    detail::ReaderLock lock(&mu_);
     return entries_.size();
   }
   // Breakers created and evicted since construction.
   uint64_t created() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    detail::ReaderLock lock(&mu_);
     return created_;
   }
   uint64_t evicted() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    detail::ReaderLock lock(&mu_);
     return evicted_;
   }
 
@@ -177,7 +177,7 @@ class BreakerFamily {
 
   int64_t NowNanos() const { return absl::ToUnixNanos(clock_->CoarseNow()); }
 
-  std::size_t EvictIdleLocked(int64_t now) {
+  std::size_t EvictIdleLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (idle_ttl_ <= absl::ZeroDuration()) return 0;
     const int64_t ttl = absl::ToInt64Nanoseconds(idle_ttl_);
     std::size_t n = 0;
@@ -197,7 +197,7 @@ class BreakerFamily {
 
   // Evicts the least recently used breaker, preferring one that nobody
   // outside the family holds (use_count 1).
-  void EvictOneLocked() {
+  void EvictOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto victim = entries_.end();
     bool victim_free = false;
     int64_t victim_last = 0;
@@ -224,10 +224,12 @@ class BreakerFamily {
   const absl::Duration idle_ttl_;
   const KeyName key_name_;
 
-  mutable std::shared_mutex mu_;
-  std::unordered_map<Key, Entry, Hash> entries_;
-  uint64_t created_ = 0;
-  uint64_t evicted_ = 0;
+  mutable detail::SharedMutex mu_;
+  // The map and its counters; each entry's `last_used` is also written under
+  // the shared lock (it is atomic for that reason).
+  std::unordered_map<Key, Entry, Hash> entries_ ABSL_GUARDED_BY(mu_);
+  uint64_t created_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t evicted_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 DEGRADE_NAMESPACE_END

@@ -6,8 +6,8 @@
 //
 // The configuration of a `DegradationManager` as plain values: which load
 // signals push the service into which degradation level, what each level
-// switches off, and how recovery is damped. `config.hpp` reads it from JSON;
-// code can also build it directly:
+// switches off, and how recovery is damped. `config_parse.hpp` reads it from
+// JSON; code can also build it directly:
 //
 //   degrade::DegradationConfig config;
 //   config.name = "inference";
@@ -153,7 +153,7 @@ inline double RecoverThreshold(const DegradationConfig& config,
 inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
   using detail::ConfigError;
   if (c.name.empty()) {
-    return ConfigError(c, "name", "\"\"", "must not be empty");
+    return ConfigError(c, "degradation.name", "\"\"", "must not be empty");
   }
   if (c.levels.empty() ||
       c.levels.size() > static_cast<std::size_t>(kMaxLevels)) {
@@ -180,10 +180,11 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
                        absl::FormatDuration(c.cooldown),
                        "must be a finite duration >= 0");
   }
-  for (const std::string& f : c.critical) {
+  for (std::size_t i = 0; i < c.critical.size(); ++i) {
+    const std::string& f = c.critical[i];
     if (f.empty() || f == kAllNonCritical) {
-      return ConfigError(c, "degradation.critical", absl::StrCat("\"", f, "\""),
-                         "must name a feature");
+      return ConfigError(c, absl::StrCat("degradation.critical[", i, "]"),
+                         absl::StrCat("\"", f, "\""), "must name a feature");
     }
   }
   std::set<std::string> level_names;
@@ -237,9 +238,9 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
                          enter->second, ")"));
       }
     }
-    for (const std::string& f : l.disable) {
-      if (f.empty()) {
-        return ConfigError(c, path + ".disable", "\"\"",
+    for (std::size_t j = 0; j < l.disable.size(); ++j) {
+      if (l.disable[j].empty()) {
+        return ConfigError(c, absl::StrCat(path, ".disable[", j, "]"), "\"\"",
                            "feature names must not be empty");
       }
     }

@@ -16,16 +16,20 @@
 #include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
 #include "degrade/clock.hpp"                // IWYU pragma: export
 #include "degrade/config.hpp"               // IWYU pragma: export
+#include "degrade/config_parse.hpp"         // IWYU pragma: export
+#include "degrade/config_watcher.hpp"       // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
-#include "degrade/degrade_reason.hpp"       // IWYU pragma: export
+#include "degrade/default_features.hpp"     // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
 #include "degrade/degradation_episode.hpp"  // IWYU pragma: export
-#include "degrade/degradation_trace.hpp"    // IWYU pragma: export
 #include "degrade/degradation_manager.hpp"  // IWYU pragma: export
+#include "degrade/degradation_trace.hpp"    // IWYU pragma: export
+#include "degrade/degrade_reason.hpp"       // IWYU pragma: export
 #include "degrade/escalation.hpp"           // IWYU pragma: export
 #include "degrade/event_log.hpp"            // IWYU pragma: export
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
+#include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
@@ -36,5 +40,6 @@
 #include "degrade/telemetry.hpp"            // IWYU pragma: export
 #include "degrade/trip.hpp"                 // IWYU pragma: export
 #include "degrade/version.hpp"              // IWYU pragma: export
+#include "degrade/with_fallback.hpp"        // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADE_HPP_

@@ -92,9 +92,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "degrade/circuit_breaker.hpp"
-#include "degrade/fallback.hpp"
+#include "degrade/detail/status_payload.hpp"
+#include "degrade/hot_list.hpp"  // HotList::Fallback(), the usual fallback
 #include "degrade/stage_result.hpp"
 #include "degrade/version.hpp"
+#include "degrade/with_fallback.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 
@@ -192,7 +194,7 @@ struct ConcatCandidates {
 // DedupCandidatesById()
 //
 // A merge policy: concatenation in route order, then `DedupOnly(id_of)`
-// (fallback.hpp): repeated ids removed, the first occurrence (the earlier
+// (with_fallback.hpp): repeated ids removed, the first occurrence (the earlier
 // route's) winning. `id_of(const Candidate&)` returns an id with a
 // `std::hash` specialisation and `==`, and must not throw.
 //
@@ -269,24 +271,12 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> RunFanOutRecall(
       Reworded(first, absl::StrCat("every recall route failed (", causes, ")"));
   const DegradeReason reason = ReasonFromStatus(first);
 
-  List plan_b;
-  if constexpr (kFallibleFallback<List, Fb>) {
-    absl::StatusOr<List> fb = InvokeFallback<List>(fallback, failure);
-    if (!fb.ok()) {
-      // Both plans failed: keep the fallback's code, which says why there
-      // is no answer at all, and name every cause.
-      return Reworded(
-          fb.status(),
-          absl::StrCat("stage '", kRecallStage, "': every route failed (",
-                       causes,
-                       ") and so did its fallback: ", fb.status().message()));
-    }
-    plan_b = *std::move(fb);
-  } else {
-    plan_b = List(InvokeFallback<List>(fallback, failure));
-  }
+  absl::StatusOr<List> plan_b = RunPlanB<List>(
+      fallback, failure, kRecallStage,
+      [&causes] { return absl::StrCat("every route failed (", causes, ")"); });
+  if (!plan_b.ok()) return plan_b.status();
   StageResult<List> r =
-      StageResult<List>::Fallback(std::move(plan_b), kRecallStage, reason);
+      StageResult<List>::Fallback(*std::move(plan_b), kRecallStage, reason);
   record_routes(r.mutable_trace());
   if (upstream != nullptr) r.MergeUpstream(*upstream);
   return r;

@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "degrade/fallback.hpp"
+#include "degrade/default_features.hpp"
 #include "fuzz/fuzz_support.hpp"
 
 namespace degrade_fuzz {

@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "degrade/fallback.hpp"
+#include "degrade/hot_list.hpp"
 #include "fuzz/fuzz_support.hpp"
 #include "nlohmann/json.hpp"
 

@@ -9,8 +9,8 @@
 // age keeps rising), Redis restarted (the breaker closes on the next
 // refresh), a restart between two refreshes, a slow Redis (CLIENT PAUSE)
 // and a hung one (SIGSTOP) hitting the command timeout, a connect timeout,
-// and concurrent refreshes. Settings validation and reply parsing are
-// checked without a server.
+// and concurrent refreshes. Settings validation is checked without a
+// server (reply parsing, in redis/detail/reply_test.cpp).
 //
 // Time: the breakers and hot lists run on a FakeClock; only the socket waits
 // are real, and those are asserted with generous upper bounds (the timeout
@@ -28,11 +28,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,7 +46,7 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/fallback.hpp"
+#include "degrade/hot_list.hpp"
 #include "degrade/metrics.hpp"
 #include "degrade/redis/hot_list_source.hpp"
 #include "degrade/status.hpp"
@@ -160,142 +160,22 @@ TEST(RedisHotListSourceSettingsTest, NeverPrintsThePassword) {
               Not(HasSubstr("hunter2")));
 }
 
-// ---- Reply parsing (no server) ----
-
-// Owns hand-built hiredis replies, for the shapes a real server won't send.
-class Replies {
- public:
-  const redisReply* Str(std::string s) {
-    redisReply& r = New(REDIS_REPLY_STRING);
-    strings_.push_back(std::move(s));
-    r.str = strings_.back().data();
-    r.len = strings_.back().size();
-    return &r;
-  }
-  const redisReply* Err(std::string s) {
-    const redisReply* r = Str(std::move(s));
-    const_cast<redisReply*>(r)->type = REDIS_REPLY_ERROR;
-    return r;
-  }
-  const redisReply* Int(long long v) {
-    redisReply& r = New(REDIS_REPLY_INTEGER);
-    r.integer = v;
-    return &r;
-  }
-  const redisReply* Nil() { return &New(REDIS_REPLY_NIL); }
-  const redisReply* Array(std::vector<const redisReply*> elements) {
-    redisReply& r = New(REDIS_REPLY_ARRAY);
-    arrays_.emplace_back();
-    for (const redisReply* e : elements) {
-      arrays_.back().push_back(const_cast<redisReply*>(e));
-    }
-    r.elements = arrays_.back().size();
-    r.element = arrays_.back().data();
-    return &r;
-  }
-  // member, score, member, score, ...
-  const redisReply* Pairs(std::vector<std::string> texts) {
-    std::vector<const redisReply*> e;
-    for (std::string& t : texts) e.push_back(Str(std::move(t)));
-    return Array(std::move(e));
-  }
-
- private:
-  redisReply& New(int type) {
-    replies_.emplace_back();
-    redisReply& r = replies_.back();
-    r = redisReply{};
-    r.type = type;
-    return r;
-  }
-  std::deque<redisReply> replies_;
-  std::deque<std::string> strings_;
-  std::deque<std::vector<redisReply*>> arrays_;
-};
-
-absl::StatusOr<std::vector<ScoredMember>> Parse(const redisReply* r,
-                                                std::size_t top_n = 200) {
-  return detail::ParseScoredMembers(*r, "redis x:1/0 key 'hot'", top_n);
-}
-
-TEST(RedisReplyParseTest, ReadsMembersAndScoresInOrder) {
-  Replies r;
-  absl::StatusOr<std::vector<ScoredMember>> got =
-      Parse(r.Pairs({"b", "2.5", std::string("a\0z", 3), "-1", "c", "1e3"}));
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_THAT(*got, ElementsAre(ScoredMember{"b", 2.5},
-                                ScoredMember{std::string("a\0z", 3), -1},
-                                ScoredMember{"c", 1000}));
-}
-
-TEST(RedisReplyParseTest, EmptyArrayIsNotFound) {
-  Replies r;
-  const absl::Status s = Parse(r.Array({})).status();
-  EXPECT_TRUE(absl::IsNotFound(s)) << s;
-  EXPECT_THAT(std::string(s.message()),
-              AllOf(HasSubstr("key 'hot'"), HasSubstr("does not exist")));
-}
-
-TEST(RedisReplyParseTest, ErrorRepliesKeepRedisText) {
-  Replies r;
-  absl::Status s =
-      Parse(r.Err("WRONGTYPE Operation against a key holding the wrong kind"))
-          .status();
-  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_THAT(std::string(s.message()),
-              AllOf(HasSubstr("key 'hot'"), HasSubstr("WRONGTYPE"),
-                    HasSubstr("not a sorted set")));
-  s = Parse(r.Err("NOAUTH Authentication required.")).status();
-  EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
-  s = Parse(r.Err("LOADING Redis is loading the dataset in memory")).status();
-  EXPECT_TRUE(absl::IsUnavailable(s)) << s;  // not ready: counts as down
-  EXPECT_TRUE(IsRedisTransportFailure(s));
-}
-
-TEST(RedisReplyParseTest, MalformedRepliesAreNamed) {
-  Replies r;
-  struct Case {
-    const redisReply* reply;
-    std::string want;
-  };
-  const std::vector<Case> cases = {
-      {r.Int(3), "answered an integer, expected an array"},
-      {r.Nil(), "answered nil"},
-      {r.Str("x"), "answered a bulk string"},
-      {r.Pairs({"a", "1", "b"}), "array of 3 elements, expected an even"},
-      {r.Pairs({"a", "3", "b", "2", "c", "1"}), "of at most 4"},
-      {r.Array({r.Int(1), r.Str("1")}), "member [0]: the member is an integer"},
-      {r.Array({r.Str("a"), r.Nil()}), "member [0]: the score is nil"},
-      {r.Array({r.Str("a"), r.Array({})}), "the score is an array"},
-  };
-  for (const Case& c : cases) {
-    const absl::Status s = Parse(c.reply, /*top_n=*/2).status();
-    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.want << ": " << s;
-    EXPECT_THAT(std::string(s.message()),
-                AllOf(HasSubstr("key 'hot'"), HasSubstr(c.want)));
-  }
-}
-
-TEST(RedisReplyParseTest, BadScoresNameTheIndexAndTheValue) {
-  for (const std::string bad :
-       {"abc", "inf", "-inf", "nan", "", "1.5x", "0x", "1e999"}) {
-    Replies r;
-    const absl::Status s = Parse(r.Pairs({"a", "1", "b", bad})).status();
-    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
-    EXPECT_THAT(std::string(s.message()),
-                AllOf(HasSubstr("key 'hot'"), HasSubstr("member [1] 'b'"),
-                      HasSubstr(absl::StrCat("score '", bad, "'")),
-                      HasSubstr("not a finite number")))
-        << bad;
-  }
-}
-
-TEST(RedisReplyParseTest, LongValuesAreCutInMessages) {
-  Replies r;
-  const std::string huge(1000, 'm');
-  const absl::Status s = Parse(r.Pairs({huge, "x"})).status();
-  EXPECT_THAT(std::string(s.message()), HasSubstr("... (1000 bytes)"));
-  EXPECT_LT(s.message().size(), 300u);
+// The options struct was called HotListSourceSettings; the old names still
+// work and mean the same things.
+TEST(RedisHotListSourceSettingsTest, OldNamesAreAliasesOfTheOptionsNames) {
+  static_assert(std::is_same_v<HotListSourceSettings, HotListSourceOptions>);
+  HotListSourceOptions o;
+  o.key = "hot";
+  EXPECT_TRUE(ValidateHotListSourceOptions(o).ok());
+  o.port = 0;
+  EXPECT_EQ(ValidateHotListSourceOptions(o), ValidateHotListSourceSettings(o));
+  EXPECT_FALSE(ValidateHotListSourceOptions(o).ok());
+  o.port = 6379;
+  absl::StatusOr<std::unique_ptr<HotListSource>> source =
+      HotListSource::Create(o);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ(&(*source)->options(), &(*source)->settings());
+  EXPECT_EQ((*source)->options().key, "hot");
 }
 
 // ---- A connect timeout (no redis-server: a listener that never accepts) --
@@ -315,7 +195,7 @@ TEST(RedisHotListSourceTimeoutTest, ConnectTimeoutBoundsAFetch) {
   ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len),
             0);
   const int port = ntohs(addr.sin_port);
-  detail::RedisContextPtr filler(
+  detail::redis::ContextPtr filler(
       redisConnectWithTimeout("127.0.0.1", port, absl::ToTimeval(kSlack)));
   ASSERT_NE(filler, nullptr);
   ASSERT_EQ(filler->err, 0) << filler->errstr;

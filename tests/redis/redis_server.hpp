@@ -167,7 +167,7 @@ class RedisServer {
   absl::StatusOr<std::string> Run(
       std::vector<std::vector<std::string>> commands,
       absl::Duration timeout = absl::Seconds(5)) const {
-    degrade::redis::detail::RedisContextPtr c(
+    degrade::detail::redis::ContextPtr c(
         redisConnectWithTimeout("127.0.0.1", port_, absl::ToTimeval(timeout)));
     if (c == nullptr || c->err != 0) {
       return absl::UnavailableError(
@@ -187,7 +187,7 @@ class RedisServer {
         args.push_back(a.data());
         lens.push_back(a.size());
       }
-      degrade::redis::detail::RedisReplyPtr r(static_cast<redisReply*>(
+      degrade::detail::redis::ReplyPtr r(static_cast<redisReply*>(
           redisCommandArgv(c.get(), static_cast<int>(args.size()), args.data(),
                            lens.data())));
       if (r == nullptr) {

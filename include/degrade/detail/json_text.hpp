@@ -2,7 +2,9 @@
 //
 // JSON text helpers shared by every component that writes log lines or
 // snapshots by hand (the hot paths build a line with absl::StrCat rather than
-// through a JSON library: one allocation, no DOM).
+// through a JSON library: one allocation, no DOM), and `Printable`, which
+// makes any bytes (a path, a Redis member, a parser's error text) safe to
+// put in a status message. None of it needs nlohmann/json.
 
 #ifndef DEGRADE_DETAIL_JSON_TEXT_HPP_
 #define DEGRADE_DETAIL_JSON_TEXT_HPP_
@@ -17,31 +19,92 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
-// The length of the valid UTF-8 sequence starting at s[i], or 0.
-inline std::size_t Utf8SequenceLength(absl::string_view s, std::size_t i) {
+// How much of a UTF-8 sequence starts at s[i]: `need`, the length its lead
+// byte announces (0 for a byte that cannot start one), and `have`, how many
+// of its bytes are there and well-formed (overlong forms, surrogates and
+// code points past U+10FFFF are refused at the second byte, as the Unicode
+// standard's table of well-formed sequences does). The sequence is valid
+// when have == need.
+struct Utf8Prefix {
+  std::size_t need = 0;
+  std::size_t have = 0;
+};
+
+inline Utf8Prefix Utf8PrefixAt(absl::string_view s, std::size_t i) {
   const auto byte = [&s](std::size_t k) {
     return static_cast<unsigned char>(s[k]);
   };
   const unsigned char c = byte(i);
-  std::size_t n = 0;
-  unsigned int min = 0;
-  unsigned int cp = 0;
+  // The range the second byte must fall in; later bytes are 0x80..0xBF.
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  Utf8Prefix p;
   if (c >= 0xC2 && c <= 0xDF) {
-    n = 2, cp = c & 0x1Fu, min = 0x80;
+    p.need = 2;
   } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3, cp = c & 0x0Fu, min = 0x800;
+    p.need = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
   } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4, cp = c & 0x07u, min = 0x10000;
+    p.need = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
   } else {
-    return 0;
+    return p;
   }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3Fu);
+  p.have = 1;
+  while (p.have < p.need && i + p.have < s.size()) {
+    const unsigned char b = byte(i + p.have);
+    if (b < lo || b > hi) break;
+    lo = 0x80;
+    hi = 0xBF;
+    ++p.have;
   }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
+  return p;
+}
+
+// The length of the valid UTF-8 sequence starting at s[i], or 0.
+inline std::size_t Utf8SequenceLength(absl::string_view s, std::size_t i) {
+  const Utf8Prefix p = Utf8PrefixAt(s, i);
+  return p.have == p.need ? p.need : 0;
+}
+
+// Appends ASCII character `c` as it stands in a JSON string: quotes,
+// backslashes and control characters escaped (the short forms where JSON
+// has one, \u00XX otherwise), anything else as is.
+inline void AppendJsonEscapedAscii(std::string* out, unsigned char c) {
+  switch (c) {
+    case '"':
+      *out += "\\\"";
+      return;
+    case '\\':
+      *out += "\\\\";
+      return;
+    case '\b':
+      *out += "\\b";
+      return;
+    case '\f':
+      *out += "\\f";
+      return;
+    case '\n':
+      *out += "\\n";
+      return;
+    case '\r':
+      *out += "\\r";
+      return;
+    case '\t':
+      *out += "\\t";
+      return;
+    default:
+      if (c < 0x20) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        *out += "\\u00";
+        *out += kHex[c >> 4];
+        *out += kHex[c & 0xF];
+      } else {
+        *out += static_cast<char>(c);
+      }
+  }
 }
 
 // Escapes `s` for a JSON string literal (without the quotes). Invalid UTF-8
@@ -50,8 +113,7 @@ inline std::string JsonEscape(absl::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    const auto c = static_cast<unsigned char>(ch);
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       const std::size_t n = Utf8SequenceLength(s, i);
       if (n == 0) {
@@ -62,32 +124,44 @@ inline std::string JsonEscape(absl::string_view s) {
       }
       continue;
     }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xF];
-        } else {
-          out += ch;
-        }
+    AppendJsonEscapedAscii(&out, c);
+  }
+  return out;
+}
+
+// `text` made safe to embed in a status message that may end up in a JSON
+// log line. Text of printable ASCII only is returned as is (the common case:
+// a path, a key). Anything else is escaped as a JSON string's contents
+// (quotes, backslashes and control characters), valid UTF-8 such as a
+// Chinese file name is kept, and each ill-formed sequence becomes one U+FFFD
+// (written as the character, not as an escape), so the message is valid
+// UTF-8 whatever the bytes were. This is what nlohmann's
+// dump(-1, ' ', false, error_handler_t::replace) makes of the string, without
+// the quotes, written without nlohmann so that headers which never parse
+// JSON can use it (json_text_test checks the two agree).
+inline std::string Printable(absl::string_view text) {
+  bool clean = true;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) clean = false;
+  }
+  if (clean) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      AppendJsonEscapedAscii(&out, c);
+      ++i;
+      continue;
     }
+    const Utf8Prefix p = Utf8PrefixAt(text, i);
+    if (p.need != 0 && p.have == p.need) {
+      out.append(text.data() + i, p.need);
+    } else {
+      out += "\xEF\xBF\xBD";  // one U+FFFD for the whole ill-formed prefix
+    }
+    i += p.have == 0 ? 1 : p.have;
   }
   return out;
 }

@@ -9,7 +9,10 @@
 // sorted set; the service reads the top 200 by score. `HotListSource` is that
 // reader, as a `HotListOptions<Item>::source`:
 //
-//   degrade::redis::HotListSourceSettings rs;
+//   #include "degrade/hot_list.hpp"
+//   #include "degrade/redis/hot_list_source.hpp"
+//
+//   degrade::redis::HotListSourceOptions rs;
 //   rs.host = "10.0.0.7";
 //   rs.port = 6379;
 //   rs.key = "hot_items";                 // ZADD hot_items 0.97 item42 ...
@@ -23,7 +26,9 @@
 //
 // Optional: this header needs hiredis (Debian: libhiredis-dev) and the CMake
 // target `degrade::redis`; the core library (`degrade::degrade`,
-// `degrade/degrade.hpp`) never includes it.
+// `degrade/degrade.hpp`) never includes it. It does not include hot_list.hpp
+// either (nor a JSON parser): the source is a plain callable, and the list
+// is the caller's to include.
 //
 // What a fetch does: `ZREVRANGE key 0 N-1 WITHSCORES` on one connection,
 // made lazily (with `connect_timeout`, then `AUTH` and `SELECT` when
@@ -77,14 +82,10 @@
 #define DEGRADE_REDIS_HOT_LIST_SOURCE_HPP_
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -96,35 +97,21 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
-#include "degrade/config.hpp"
+#include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/fallback.hpp"
+#include "degrade/detail/status_payload.hpp"
+#include "degrade/redis/detail/reply.hpp"
+#include "degrade/redis/detail/sigpipe.hpp"
+#include "degrade/redis/scored_member.hpp"
 #include "degrade/status.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace redis {
-
-// ScoredMember
-//
-// One entry of the sorted set: the member (binary-safe) and its score.
-struct ScoredMember {
-  std::string member;
-  double score = 0;
-
-  friend bool operator==(const ScoredMember& a, const ScoredMember& b) {
-    return a.member == b.member && a.score == b.score;
-  }
-  friend bool operator!=(const ScoredMember& a, const ScoredMember& b) {
-    return !(a == b);
-  }
-};
 
 // The largest `top_n` accepted: a hot list is hundreds of items, and a
 // mistyped N must not pull a million-member set into every refresh.
@@ -157,11 +144,11 @@ inline BreakerSettings DefaultHotListBreakerSettings() {
   return s;
 }
 
-// HotListSourceSettings
+// HotListSourceOptions
 //
 // Where the hot list lives and how long to wait for it. Checked by
-// `ValidateHotListSourceSettings()` (and `HotListSource::Create`).
-struct HotListSourceSettings {
+// `ValidateHotListSourceOptions()` (and `HotListSource::Create`).
+struct HotListSourceOptions {
   // Server address: an IP address or a host name (resolved with a blocking
   // getaddrinfo on each connect; see the file comment). Not empty.
   std::string host = "127.0.0.1";
@@ -188,18 +175,21 @@ struct HotListSourceSettings {
   BreakerSettings breaker = DefaultHotListBreakerSettings();
 };
 
-// ValidateHotListSourceSettings()
+// The name `HotListSourceOptions` had before (the library's option structs
+// are all `...Options`, except `BreakerSettings`).
+using HotListSourceSettings = HotListSourceOptions;
+
+// ValidateHotListSourceOptions()
 //
 // Returns OK, or INVALID_ARGUMENT naming the first bad field, its value and
 // the rule, then the breaker's own settings (`ValidateBreakerSettings`).
-inline absl::Status ValidateHotListSourceSettings(
-    const HotListSourceSettings& s) {
+inline absl::Status ValidateHotListSourceOptions(
+    const HotListSourceOptions& s) {
   const auto bad = [&s](absl::string_view field, auto value,
                         absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "redis hot list source (",
-        degrade::detail::config_json::Printable(s.host), ":", s.port, " key '",
-        degrade::detail::config_json::Printable(s.key), "'): setting '", field,
+        "redis hot list source (", detail::Printable(s.host), ":", s.port,
+        " key '", detail::Printable(s.key), "'): setting '", field,
         "' = ", value, " is invalid: ", why));
   };
   const auto valid_timeout = [](absl::Duration d) {
@@ -207,7 +197,7 @@ inline absl::Status ValidateHotListSourceSettings(
   };
   if (s.host.empty()) return bad("host", "\"\"", "must not be empty");
   if (s.host.find('\0') != std::string::npos) {
-    return bad("host", degrade::detail::config_json::Printable(s.host),
+    return bad("host", detail::Printable(s.host),
                "must not contain a NUL byte");
   }
   if (s.port < 1 || s.port > 65535) {
@@ -230,8 +220,7 @@ inline absl::Status ValidateHotListSourceSettings(
     return bad("username", "\"\"", "must not be empty when set");
   }
   if (s.username.has_value() && !s.password.has_value()) {
-    return bad("username", degrade::detail::config_json::Printable(*s.username),
-               "needs a password");
+    return bad("username", detail::Printable(*s.username), "needs a password");
   }
   if (s.password.has_value() && s.password->empty()) {
     // The value itself is never printed.
@@ -243,172 +232,13 @@ inline absl::Status ValidateHotListSourceSettings(
   return ValidateBreakerSettings(s.breaker);
 }
 
-namespace detail {
-
-struct RedisContextFree {
-  void operator()(redisContext* c) const {
-    if (c != nullptr) redisFree(c);
-  }
-};
-struct RedisReplyFree {
-  void operator()(redisReply* r) const {
-    if (r != nullptr) freeReplyObject(r);
-  }
-};
-using RedisContextPtr = std::unique_ptr<redisContext, RedisContextFree>;
-using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyFree>;
-
-// `text` for a message: escaped, and cut at 64 bytes so a huge member or
-// value can't flood a log line.
-inline std::string RedisPrintable(absl::string_view text) {
-  constexpr std::size_t kMax = 64;
-  if (text.size() <= kMax) return degrade::detail::config_json::Printable(text);
-  return absl::StrCat(
-      degrade::detail::config_json::Printable(text.substr(0, kMax)), "... (",
-      text.size(), " bytes)");
-}
-
-inline absl::string_view ReplyText(const redisReply& r) {
-  return r.str == nullptr ? absl::string_view()
-                          : absl::string_view(r.str, r.len);
-}
-
-inline const char* ReplyTypeName(int type) {
-  switch (type) {
-    case REDIS_REPLY_STRING:
-      return "a bulk string";
-    case REDIS_REPLY_ARRAY:
-      return "an array";
-    case REDIS_REPLY_INTEGER:
-      return "an integer";
-    case REDIS_REPLY_NIL:
-      return "nil";
-    case REDIS_REPLY_STATUS:
-      return "a status";
-    case REDIS_REPLY_ERROR:
-      return "an error";
-    default:
-      return "an unknown reply type";
-  }
-}
-
-// The status for an error reply `text` to `command`, prefixed by `where`.
-inline absl::Status ErrorReplyStatus(absl::string_view where,
-                                     absl::string_view command,
-                                     absl::string_view text) {
-  const std::string msg =
-      absl::StrCat(where, ": ", command, " refused: ", RedisPrintable(text));
-  if (absl::StartsWith(text, "WRONGTYPE")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(msg, " (the key is not a sorted set)"));
-  }
-  if (absl::StartsWith(text, "NOAUTH") || absl::StartsWith(text, "WRONGPASS") ||
-      absl::StartsWith(text, "NOPERM")) {
-    return absl::UnauthenticatedError(msg);
-  }
-  if (absl::StartsWith(text, "LOADING") || absl::StartsWith(text, "BUSY") ||
-      absl::StartsWith(text, "MASTERDOWN") ||
-      absl::StartsWith(text, "TRYAGAIN") ||
-      absl::StartsWith(text, "CLUSTERDOWN")) {
-    return absl::UnavailableError(msg);  // not ready: a transport failure
-  }
-  return absl::FailedPreconditionError(msg);
-}
-
-// ParseScoredMembers()
+// ValidateHotListSourceSettings()
 //
-// Turns the RESP2 reply to `ZREVRANGE key 0 N-1 WITHSCORES` (a flat array
-// member, score, member, score, ...) into members with their scores, in the
-// reply's order. `where` prefixes every message; `top_n` is the N asked for.
-// Errors: an error reply (see ErrorReplyStatus), NOT_FOUND for an empty
-// array (a missing key: Redis deletes empty sorted sets), INVALID_ARGUMENT
-// for any other reply type, an odd or too large element count, an element
-// that is not a bulk string, or a score that is not a finite number (named
-// with the member's index and the value).
-inline absl::StatusOr<std::vector<ScoredMember>> ParseScoredMembers(
-    const redisReply& reply, absl::string_view where, std::size_t top_n) {
-  if (reply.type == REDIS_REPLY_ERROR) {
-    return ErrorReplyStatus(where, "ZREVRANGE", ReplyText(reply));
-  }
-  if (reply.type != REDIS_REPLY_ARRAY) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": ZREVRANGE answered ", ReplyTypeName(reply.type),
-                     ", expected an array of members and scores"));
-  }
-  if (reply.elements == 0) {
-    return absl::NotFoundError(absl::StrCat(
-        where, ": the key does not exist or its sorted set is empty"));
-  }
-  if (reply.elements % 2 != 0 || reply.elements / 2 > top_n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": ZREVRANGE answered an array of ", reply.elements,
-        " elements, expected an even number (member, score pairs) of at most ",
-        2 * top_n));
-  }
-  std::vector<ScoredMember> out;
-  out.reserve(reply.elements / 2);
-  for (std::size_t i = 0; i < reply.elements / 2; ++i) {
-    const redisReply* member = reply.element[2 * i];
-    const redisReply* score = reply.element[2 * i + 1];
-    for (const redisReply* e : {member, score}) {
-      if (e == nullptr || e->type != REDIS_REPLY_STRING) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": member [", i, "]: the ", e == member ? "member" : "score",
-            " is ", e == nullptr ? "missing" : ReplyTypeName(e->type),
-            ", expected a bulk string"));
-      }
-    }
-    const absl::string_view text = ReplyText(*score);
-    double value = 0;
-    if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": member [", i, "] '", RedisPrintable(ReplyText(*member)),
-          "': score '", RedisPrintable(text), "' is not a finite number"));
-    }
-    out.push_back(ScoredMember{std::string(ReplyText(*member)), value});
-  }
-  return out;
+// The name `ValidateHotListSourceOptions()` had before.
+inline absl::Status ValidateHotListSourceSettings(
+    const HotListSourceOptions& s) {
+  return ValidateHotListSourceOptions(s);
 }
-
-// Blocks SIGPIPE on the calling thread while alive and, on destruction,
-// discards a SIGPIPE that became pending meanwhile (one raised by a write
-// to a closed socket is directed at the writing thread), then restores the
-// thread's signal mask.
-class ScopedSigpipeBlock {
- public:
-  ScopedSigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
-  }
-  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
-  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
-  ~ScopedSigpipeBlock() {
-    if (!blocked_) return;
-    const int saved_errno = errno;
-    sigset_t pending;
-    sigemptyset(&pending);
-    if (!was_pending_ && sigpending(&pending) == 0 &&
-        sigismember(&pending, SIGPIPE)) {
-      const struct timespec zero = {0, 0};
-      while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    errno = saved_errno;
-  }
-
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-  bool was_pending_ = false;
-  bool blocked_ = false;
-};
-
-}  // namespace detail
 
 // HotListSource
 //
@@ -424,11 +254,11 @@ class HotListSource {
 
   // HotListSource::Create()
   //
-  // A source for `settings`, or the INVALID_ARGUMENT of
-  // `ValidateHotListSourceSettings`. Does not connect.
+  // A source for `options`, or the INVALID_ARGUMENT of
+  // `ValidateHotListSourceOptions`. Does not connect.
   static absl::StatusOr<std::unique_ptr<HotListSource>> Create(
-      HotListSourceSettings settings) {
-    absl::Status valid = ValidateHotListSourceSettings(settings);
+      HotListSourceOptions settings) {
+    absl::Status valid = ValidateHotListSourceOptions(settings);
     if (!valid.ok()) return valid;
     return std::unique_ptr<HotListSource>(
         new HotListSource(std::move(settings)));
@@ -448,7 +278,7 @@ class HotListSource {
   absl::StatusOr<std::vector<ScoredMember>> Fetch() {
     absl::StatusOr<std::vector<ScoredMember>> result =
         breaker_.Execute([this] { return FetchNow(); });
-    degrade::detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&mu_);
     ++fetches_;
     if (!result.ok()) ++failures_;
     last_status_ = result.status();
@@ -498,10 +328,10 @@ class HotListSource {
         if constexpr (std::is_same_v<Out, absl::StatusOr<Item>>) {
           absl::StatusOr<Item> item = std::invoke(map, m);
           if (!item.ok()) {
-            return degrade::detail::Reworded(
+            return detail::Reworded(
                 item.status(),
                 absl::StrCat(where_, ": member [", i, "] '",
-                             detail::RedisPrintable(m.member), "' (score ",
+                             detail::redis::Excerpt(m.member), "' (score ",
                              m.score,
                              ") was refused: ", item.status().message()));
           }
@@ -526,57 +356,59 @@ class HotListSource {
   // Whether a connection is kept open for the next fetch.
   // Thread-safe; may be stale the moment it returns.
   bool connected() const {
-    degrade::detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&mu_);
     return context_ != nullptr;
   }
   // Connections established (connected, authenticated, database selected)
   // so far: 1 after the first fetch, +1 for each reconnection.
   uint64_t connects() const {
-    degrade::detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&mu_);
     return connects_;
   }
   // Fetch() calls so far, and how many of them failed (breaker rejections
   // included).
   uint64_t fetches() const {
-    degrade::detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&mu_);
     return fetches_;
   }
   uint64_t failures() const {
-    degrade::detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&mu_);
     return failures_;
   }
   // The status of the last Fetch() (OK before any).
   absl::Status last_status() const {
-    degrade::detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&mu_);
     return last_status_;
   }
 
-  // The validated settings (with the breaker's name filled in).
-  const HotListSourceSettings& settings() const { return settings_; }
+  // The validated options (with the breaker's name filled in).
+  const HotListSourceOptions& options() const { return settings_; }
+  // The name `options()` had before.
+  const HotListSourceOptions& settings() const { return options(); }
   // "redis <host>:<port>/<database> key '<key>'": how messages name it.
   const std::string& where() const { return where_; }
 
  private:
-  explicit HotListSource(HotListSourceSettings settings)
+  explicit HotListSource(HotListSourceOptions settings)
       : settings_(WithBreakerName(std::move(settings))),
         where_(absl::StrCat("redis ", settings_.host, ":", settings_.port, "/",
                             settings_.database, " key '",
-                            detail::RedisPrintable(settings_.key), "'")),
+                            detail::redis::Excerpt(settings_.key), "'")),
         breaker_(settings_.breaker) {}
 
-  static HotListSourceSettings WithBreakerName(HotListSourceSettings s) {
+  static HotListSourceOptions WithBreakerName(HotListSourceOptions s) {
     if (s.breaker.name.empty()) {
       s.breaker.name =
           absl::StrCat("redis ", s.host, ":", s.port, "/", s.database, " ",
-                       detail::RedisPrintable(s.key));
+                       detail::redis::Excerpt(s.key));
     }
     return s;
   }
 
   // The breaker's callable: one fetch, under the connection's lock.
   absl::StatusOr<std::vector<ScoredMember>> FetchNow() {
-    degrade::detail::MutexLock lock(&mu_);
-    detail::ScopedSigpipeBlock no_sigpipe;
+    detail::MutexLock lock(&mu_);
+    detail::redis::ScopedSigpipeBlock no_sigpipe;
     const bool reused = context_ != nullptr;
     bool stale = false;
     absl::StatusOr<std::vector<ScoredMember>> result = QueryLocked(&stale);
@@ -600,19 +432,19 @@ class HotListSource {
     const std::string stop = std::to_string(settings_.top_n - 1);
     const std::vector<absl::string_view> argv = {"ZREVRANGE", settings_.key,
                                                  "0", stop, "WITHSCORES"};
-    absl::StatusOr<detail::RedisReplyPtr> reply =
+    absl::StatusOr<detail::redis::ReplyPtr> reply =
         Command(context_, "ZREVRANGE", argv, stale);
     if (!reply.ok()) {
       context_.reset();  // a transport error leaves it unusable
       return reply.status();
     }
-    return detail::ParseScoredMembers(**reply, where_, settings_.top_n);
+    return detail::redis::ParseScoredMembers(**reply, where_, settings_.top_n);
   }
 
   // Connects, sets the command timeout, authenticates and selects the
   // database; keeps the connection only if all of it worked.
   absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    detail::RedisContextPtr c(
+    detail::redis::ContextPtr c(
         redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
                                 absl::ToTimeval(settings_.connect_timeout)));
     const int connect_errno = errno;
@@ -624,7 +456,7 @@ class HotListSource {
       const std::string msg =
           absl::StrCat(where_, ": cannot connect within ",
                        absl::FormatDuration(settings_.connect_timeout), ": ",
-                       detail::RedisPrintable(c->errstr));
+                       detail::redis::Excerpt(c->errstr));
       return IsTimeoutErrno(connect_errno) ? absl::DeadlineExceededError(msg)
                                            : absl::UnavailableError(msg);
     }
@@ -632,29 +464,30 @@ class HotListSource {
         REDIS_OK) {
       return absl::UnavailableError(
           absl::StrCat(where_, ": cannot set the command timeout: ",
-                       detail::RedisPrintable(c->errstr)));
+                       detail::redis::Excerpt(c->errstr)));
     }
     bool stale = false;
     if (settings_.password.has_value()) {
       std::vector<absl::string_view> argv = {"AUTH"};
       if (settings_.username.has_value()) argv.push_back(*settings_.username);
       argv.push_back(*settings_.password);
-      absl::StatusOr<detail::RedisReplyPtr> r =
+      absl::StatusOr<detail::redis::ReplyPtr> r =
           Command(c, "AUTH", argv, &stale);
       if (!r.ok()) return r.status();
       if ((*r)->type == REDIS_REPLY_ERROR) {
-        return detail::ErrorReplyStatus(where_, "AUTH", detail::ReplyText(**r));
+        return detail::redis::ErrorReplyStatus(where_, "AUTH",
+                                               detail::redis::ReplyText(**r));
       }
     }
     if (settings_.database != 0) {
       const std::string db = std::to_string(settings_.database);
-      absl::StatusOr<detail::RedisReplyPtr> r =
+      absl::StatusOr<detail::redis::ReplyPtr> r =
           Command(c, "SELECT", {"SELECT", db}, &stale);
       if (!r.ok()) return r.status();
       if ((*r)->type == REDIS_REPLY_ERROR) {
-        return detail::ErrorReplyStatus(
+        return detail::redis::ErrorReplyStatus(
             where_, absl::StrCat("SELECT ", settings_.database),
-            detail::ReplyText(**r));
+            detail::redis::ReplyText(**r));
       }
     }
     context_ = std::move(c);
@@ -666,8 +499,8 @@ class HotListSource {
   // A transport failure is UNAVAILABLE or DEADLINE_EXCEEDED naming
   // `command`; `*stale` says whether the other end had closed the
   // connection. `c` is then unusable.
-  absl::StatusOr<detail::RedisReplyPtr> Command(
-      const detail::RedisContextPtr& c, absl::string_view command,
+  absl::StatusOr<detail::redis::ReplyPtr> Command(
+      const detail::redis::ContextPtr& c, absl::string_view command,
       const std::vector<absl::string_view>& argv, bool* stale) const {
     std::vector<const char*> args;
     std::vector<std::size_t> lens;
@@ -680,7 +513,7 @@ class HotListSource {
     void* raw = redisCommandArgv(c.get(), static_cast<int>(args.size()),
                                  args.data(), lens.data());
     const int command_errno = errno;
-    detail::RedisReplyPtr reply(static_cast<redisReply*>(raw));
+    detail::redis::ReplyPtr reply(static_cast<redisReply*>(raw));
     if (reply != nullptr) return reply;
     *stale = c->err == REDIS_ERR_EOF ||
              (c->err == REDIS_ERR_IO &&
@@ -689,11 +522,11 @@ class HotListSource {
       return absl::DeadlineExceededError(
           absl::StrCat(where_, ": ", command, ": no answer within ",
                        absl::FormatDuration(settings_.command_timeout), " (",
-                       detail::RedisPrintable(c->errstr), ")"));
+                       detail::redis::Excerpt(c->errstr), ")"));
     }
     return absl::UnavailableError(
         absl::StrCat(where_, ": ", command, ": connection lost: ",
-                     c->err != 0 ? detail::RedisPrintable(c->errstr)
+                     c->err != 0 ? detail::redis::Excerpt(c->errstr)
                                  : std::string("no reply")));
   }
 
@@ -702,12 +535,12 @@ class HotListSource {
            e == EINPROGRESS;
   }
 
-  const HotListSourceSettings settings_;
+  const HotListSourceOptions settings_;
   const std::string where_;
   Breaker breaker_;
 
-  mutable degrade::detail::Mutex mu_;
-  detail::RedisContextPtr context_ ABSL_GUARDED_BY(mu_);
+  mutable detail::Mutex mu_;
+  detail::redis::ContextPtr context_ ABSL_GUARDED_BY(mu_);
   uint64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t fetches_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;

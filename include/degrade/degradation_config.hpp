@@ -48,6 +48,9 @@ inline constexpr absl::string_view kAllNonCritical = "all_non_critical";
 // The most levels a manager supports (level 0, normal, is not counted).
 inline constexpr int kMaxLevels = 8;
 
+// The name of a manager (and of its config) that was given none.
+inline constexpr absl::string_view kDefaultManagerName = "degradation";
+
 // LevelSpec
 //
 // One degradation level. Level k is wanted when ANY of its `enter` signals
@@ -76,7 +79,7 @@ struct LevelSpec {
 // A whole manager configuration. `levels[0]` is level 1.
 struct DegradationConfig {
   // Names the manager in logs and statuses.
-  std::string name = "degradation";
+  std::string name = std::string(kDefaultManagerName);
   // 1 to kMaxLevels levels. For a signal used by several levels, enter
   // thresholds must rise strictly with the level.
   std::vector<LevelSpec> levels;

@@ -358,9 +358,13 @@ class DegradationManager {
     return detail::levels::DisabledAt(compiled_, feature, level);
   }
   void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // The analysis does not follow the lock into the lambda, which runs
+    // while it is held: hand it the compiled config by pointer.
+    const detail::levels::CompiledConfig* compiled = &compiled_;
     const int l = level();
-    gates_.SetAll(
-        [&](const std::string& f) { return !DisabledAtLocked(f, l); });
+    gates_.SetAll([compiled, l](const std::string& f) {
+      return !detail::levels::DisabledAt(*compiled, f, l);
+    });
   }
 
   LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const

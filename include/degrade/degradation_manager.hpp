@@ -126,6 +126,9 @@ struct ManagerOptions {
 // DegradationManager
 //
 // See the file comment. Neither copyable nor movable: gates point into it.
+// Thread-safe; every accessor (level(), transitions(), signal_value(),
+// time_at_level(), config(), ...) reports a moment that may have passed by
+// the time it returns.
 class DegradationManager {
  public:
   using Options = ManagerOptions;

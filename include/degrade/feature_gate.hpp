@@ -9,7 +9,7 @@
 // now, and `WhenEnabled` wraps a function so that it runs only while its
 // gate is on and otherwise returns a fallback. A `DegradationManager`
 // (degradation_manager.hpp) issues the gates and flips them as its level
-// moves; this header is what code that only *asks* needs.
+// moves; code that is handed a gate and only asks needs just this header.
 //
 // `enabled()` is one relaxed atomic load with no branch, so a gate can sit
 // on the hottest path. The answer is advisory: the level may change the
@@ -103,8 +103,9 @@ class FeatureGate {
 // `gate.enabled()`, and otherwise returns `fallback`: a value convertible to
 // f's result, or the result of calling it if it is a callable taking no
 // arguments. Omit `fallback` for functions returning void: they are skipped.
-// The check is one atomic load. REQUIRES: the gate's manager outlives the
-// wrapper.
+// The check is one atomic load, as current as `enabled()`. Thread-safe as
+// far as `f` and `fallback` are (the wrapper calls both through const
+// references). REQUIRES: the gate's manager outlives the wrapper.
 template <typename F, typename Fallback>
 auto WhenEnabled(FeatureGate gate, F f, Fallback fallback);
 template <typename F>

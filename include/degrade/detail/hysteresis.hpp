@@ -23,15 +23,14 @@
 //      and `cooldown` has passed since the last level change of any kind,
 //      the level steps down to k-1, and only one level per step.
 //   3. Each step down needs a fresh hold. It starts at once if level k-1's
-//      signals are already below their recover thresholds, otherwise with
-//      the first sample that puts them there. Escalation cancels a running
+//      signals are already below their recover thresholds, otherwise at
+//      the first step that finds them there. Escalation cancels a running
 //      hold. Cooldown never delays escalation.
 //
 // So a signal oscillating around one threshold moves the level at most once
-// each way: around the enter threshold it enters once and never leaves
-// (it does not stay below the lower recover threshold), around the recover
-// threshold it leaves once (when some run below lasts a hold) and never
-// re-enters.
+// each way: around an enter threshold (and above the recover one) it enters
+// once and stays; around a recover threshold (and below the enter one) it
+// leaves once, when some run below lasts a hold, and does not come back.
 //
 //   levels::HysteresisState state;
 //   const levels::Decision d =

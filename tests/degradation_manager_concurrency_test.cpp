@@ -5,6 +5,7 @@
 // levels and run the monitor. Built for ThreadSanitizer: the tsan preset runs
 // this file. No timing is asserted: the FakeClock is moved by the writer
 // threads, and every thread that draws random numbers uses a fixed seed.
+// LatencyTracker and InFlightGauge under threads are in signals_test.cpp.
 
 #include <atomic>
 #include <cstdint>
@@ -353,68 +354,6 @@ TEST(DegradationManagerConcurrencyTest, OverridesSignalsAndReentrantObservers) {
   EXPECT_EQ(bad_level.load(), 0);
   EXPECT_EQ(static_cast<std::uint64_t>(callbacks.load()), m.transitions());
   ExpectQuiescentInvariants(m, recorder, gates);
-}
-
-TEST(DegradationManagerConcurrencyTest, InFlightTokensBalanceAcrossThreads) {
-  InFlightGauge gauge;
-  std::atomic<bool> done{false};
-  std::atomic<int> negative{0};
-  std::thread reader([&] {
-    const std::function<double()> source = gauge.Source();
-    while (!done.load(std::memory_order_relaxed)) {
-      if (source() < 0.0) ++negative;
-      std::this_thread::yield();
-    }
-  });
-  std::vector<std::thread> workers;
-  for (int t = 0; t < 4; ++t) {
-    workers.emplace_back([&] {
-      std::vector<InFlightGauge::Token> held;
-      for (int i = 0; i < 20000; ++i) {
-        InFlightGauge::Token token = gauge.Enter();
-        if (i % 3 == 0) {
-          held.push_back(std::move(token));
-        } else if (i % 3 == 1 && !held.empty()) {
-          held.back() = std::move(token);  // releases the old one
-        }
-        if (held.size() > 16) held.clear();
-      }
-    });
-  }
-  for (std::thread& w : workers) w.join();
-  done = true;
-  reader.join();
-  EXPECT_EQ(negative.load(), 0);
-  EXPECT_EQ(gauge.current(), 0);
-}
-
-// Every recorded duration is exactly 1 ms, so every poll must report either
-// 0 (nothing recorded since the last poll) or exactly 1 ms: a mean of
-// identical samples is that sample, whichever interval each one lands in.
-TEST(DegradationManagerConcurrencyTest,
-     LatencyAverageOfEqualSamplesIsThatSample) {
-  LatencyTracker tracker(LatencyTracker::Kind::kAverage);
-  std::atomic<bool> done{false};
-  std::vector<std::thread> recorders;
-  for (int t = 0; t < 3; ++t) {
-    recorders.emplace_back([&] {
-      for (int i = 0; i < 1000000; ++i) tracker.Record(absl::Milliseconds(1));
-    });
-  }
-  std::vector<double> odd;
-  std::thread poller([&] {
-    while (!done.load(std::memory_order_relaxed)) {
-      const double v = tracker.TakeMillis();
-      if (v != 0.0 && v != 1.0 && odd.size() < 5) odd.push_back(v);
-    }
-  });
-  for (std::thread& r : recorders) r.join();
-  done = true;
-  poller.join();
-  const double last = tracker.TakeMillis();
-  if (last != 0.0 && last != 1.0 && odd.size() < 5) odd.push_back(last);
-  EXPECT_TRUE(odd.empty()) << "means of 1 ms samples: "
-                           << ::testing::PrintToString(odd);
 }
 
 }  // namespace

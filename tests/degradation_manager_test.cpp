@@ -2,9 +2,11 @@
 //
 // DegradationManager's rules, one by one, on a FakeClock: escalation,
 // `enter_after`, staged recovery with hysteresis, cooldown, feature gates,
-// overrides, reloads, log lines, counters, sources and the `when`
-// combinators. No test sleeps; the monitor tests use real short periods but
-// assert nothing about timing.
+// overrides, reloads, log lines, counters and sources. No test sleeps; the
+// monitor tests use real short periods but assert nothing about timing.
+// FeatureGate and the `when` combinators are in feature_gate_test.cpp,
+// LatencyTracker and InFlightGauge in signals_test.cpp, and the level
+// decision alone, table by table, in detail/hysteresis_test.cpp.
 
 #include "degrade/degradation_manager.hpp"
 #include "degrade/status.hpp"
@@ -33,6 +35,7 @@
 #include "degrade/degradation_config.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "manager_test_util.hpp"
 
 namespace degrade {
 namespace {
@@ -45,30 +48,6 @@ constexpr absl::Duration kHold = absl::Seconds(60);
 // Just below `x`: the largest double smaller than it.
 double Below(double x) { return std::nextafter(x, -1.0); }
 
-// Three levels on `gpu` (70 / 80 / 90), level 2 also on `queue` (200).
-// recover_ratio 0.5 gives exact recover thresholds: 35 / 40 (queue 100) / 45.
-DegradationConfig ThreeLevels() {
-  DegradationConfig c;
-  c.name = "inference";
-  c.recover_ratio = 0.5;
-  c.hold = kHold;
-  LevelSpec l1;
-  l1.name = "level1";
-  l1.enter = {{"gpu", 70.0}};
-  l1.disable = {"cache_refresh"};
-  LevelSpec l2;
-  l2.name = "level2";
-  l2.enter = {{"gpu", 80.0}, {"queue", 200.0}};
-  l2.disable = {"debug_log", "ab_tag"};
-  LevelSpec l3;
-  l3.name = "level3";
-  l3.enter = {{"gpu", 90.0}};
-  l3.disable = {std::string(kAllNonCritical)};
-  c.levels = {l1, l2, l3};
-  c.critical = {"auth", "ranking"};
-  return c;
-}
-
 // The first two levels of ThreeLevels().
 DegradationConfig TwoLevels() {
   DegradationConfig c = ThreeLevels();
@@ -76,33 +55,11 @@ DegradationConfig TwoLevels() {
   return c;
 }
 
-class DegradationManagerTest : public ::testing::Test {
+// ThreeLevels() (manager_test_util.hpp) holds for kHold: keep them equal.
+static_assert(kHold == absl::Seconds(60));
+
+class DegradationManagerTest : public ManagerTestBase {
  protected:
-  ManagerOptions Options(std::string name = "inference") {
-    ManagerOptions o;
-    o.name = std::move(name);
-    o.clock = &clock_;
-    o.log_sink = [this](absl::string_view line) { lines_.emplace_back(line); };
-    return o;
-  }
-
-  // A manager with `config` installed and an observer recording changes_.
-  std::unique_ptr<DegradationManager> Make(
-      DegradationConfig config = ThreeLevels(),
-      std::string name = "inference") {
-    auto m = std::make_unique<DegradationManager>(Options(std::move(name)));
-    const absl::Status s = m->Reload(std::move(config));
-    EXPECT_TRUE(s.ok()) << s;
-    m->AddObserver([this](const LevelChange& c) { changes_.push_back(c); });
-    return m;
-  }
-
-  void ObserveOk(DegradationManager& m, absl::string_view signal,
-                 double value) {
-    const absl::Status s = m.Observe(signal, value);
-    ASSERT_TRUE(s.ok()) << s;
-  }
-
   // Every captured line, parsed; fails the test on a line that isn't a JSON
   // object.
   std::vector<nlohmann::json> Parsed() const {
@@ -126,10 +83,6 @@ class DegradationManagerTest : public ::testing::Test {
     }
     return out;
   }
-
-  FakeClock clock_;
-  std::vector<std::string> lines_;
-  std::vector<LevelChange> changes_;
 };
 
 // ---- Escalation ------------------------------------------------------------
@@ -636,24 +589,6 @@ TEST_F(DegradationManagerTest,
 }
 
 // ---- Feature gates ---------------------------------------------------------
-
-TEST_F(DegradationManagerTest, DefaultFeatureGateIsEnabled) {
-  const FeatureGate gate;
-  EXPECT_TRUE(gate.enabled());
-  EXPECT_TRUE(static_cast<bool>(gate));
-  EXPECT_TRUE(gate.name().empty());
-}
-
-TEST_F(DegradationManagerTest, GateNamesItsFeatureAndSharesItsSwitch) {
-  auto m = Make();
-  const FeatureGate a = m->Feature("cache_refresh");
-  const FeatureGate b = m->Feature("cache_refresh");
-  EXPECT_EQ(a.name(), "cache_refresh");
-  ObserveOk(*m, "gpu", 75.0);
-  EXPECT_FALSE(a.enabled());
-  EXPECT_FALSE(b.enabled());
-  EXPECT_FALSE(static_cast<bool>(a));
-}
 
 TEST_F(DegradationManagerTest, DisableListsAreCumulative) {
   auto m = Make();
@@ -1316,223 +1251,6 @@ TEST_F(DegradationManagerTest, PollOnceSkipsRejectedSourceValues) {
   EXPECT_EQ(m->signal_value("gpu"), std::nullopt);
   EXPECT_EQ(m->signal_value("queue"), 250.0);
   EXPECT_EQ(m->level(), 2);
-}
-
-TEST_F(DegradationManagerTest, LatencyTrackerAverageIsTheMeanSinceLastPoll) {
-  LatencyTracker t(LatencyTracker::Kind::kAverage);
-  EXPECT_EQ(t.TakeMillis(), 0.0);
-  t.Record(absl::Milliseconds(10));
-  t.Record(absl::Milliseconds(20));
-  t.Record(absl::Microseconds(31500));
-  EXPECT_DOUBLE_EQ(t.TakeMillis(), 20.5);
-  EXPECT_EQ(t.TakeMillis(), 0.0);    // nothing since the last poll
-  t.Record(absl::Milliseconds(-5));  // negative counts as 0
-  t.Record(absl::Milliseconds(4));
-  std::function<double()> source = t.Source();
-  EXPECT_DOUBLE_EQ(source(), 2.0);
-}
-
-TEST_F(DegradationManagerTest, LatencyTrackerEwmaFoldsEachPollsMean) {
-  LatencyTracker t(LatencyTracker::Kind::kEwma, 0.5);
-  EXPECT_EQ(t.TakeMillis(), 0.0);  // no sample ever
-  t.Record(absl::Milliseconds(10));
-  EXPECT_DOUBLE_EQ(t.TakeMillis(), 10.0);  // the first mean seeds it
-  t.Record(absl::Milliseconds(20));
-  t.Record(absl::Milliseconds(40));
-  EXPECT_DOUBLE_EQ(t.TakeMillis(), 0.5 * 30.0 + 0.5 * 10.0);
-  EXPECT_DOUBLE_EQ(t.TakeMillis(), 20.0);  // unchanged with no samples
-  t.Record(absl::Milliseconds(60));
-  EXPECT_DOUBLE_EQ(t.TakeMillis(), 40.0);
-}
-
-TEST_F(DegradationManagerTest, LatencyTrackerReplacesAnOutOfRangeAlpha) {
-  // alpha 1 keeps only the latest mean.
-  LatencyTracker one(LatencyTracker::Kind::kEwma, 1.0);
-  one.Record(absl::Milliseconds(10));
-  (void)one.TakeMillis();
-  one.Record(absl::Milliseconds(30));
-  EXPECT_DOUBLE_EQ(one.TakeMillis(), 30.0);
-  // Outside (0, 1]: replaced by 0.3.
-  for (const double bad : {7.0, 0.0, -1.0, std::nan("")}) {
-    LatencyTracker t(LatencyTracker::Kind::kEwma, bad);
-    t.Record(absl::Milliseconds(10));
-    (void)t.TakeMillis();
-    t.Record(absl::Milliseconds(20));
-    EXPECT_DOUBLE_EQ(t.TakeMillis(), 0.3 * 20.0 + 0.7 * 10.0) << bad;
-  }
-}
-
-TEST_F(DegradationManagerTest, LatencyTrackerNeverReportsANegativeMean) {
-  // An "infinite" latency (e.g. a deadline of absl::InfiniteDuration() that
-  // was measured) must not wrap the nanosecond sum around.
-  LatencyTracker t;
-  t.Record(absl::InfiniteDuration());
-  t.Record(absl::Milliseconds(1));
-  const double mean = t.TakeMillis();
-  EXPECT_GT(mean, 1.0);
-  LatencyTracker huge;
-  huge.Record(absl::Hours(24 * 365 * 200));  // each fits in int64 ns
-  huge.Record(absl::Hours(24 * 365 * 200));
-  EXPECT_GT(huge.TakeMillis(), 0.0);
-}
-
-TEST_F(DegradationManagerTest, LatencyTrackerFeedsTheManager) {
-  auto m = Make();
-  LatencyTracker t;
-  m->AddSource("gpu", t.Source());
-  t.Record(absl::Milliseconds(90));
-  t.Record(absl::Milliseconds(100));
-  ASSERT_TRUE(m->PollOnce().ok());
-  EXPECT_EQ(m->signal_value("gpu"), 95.0);
-  EXPECT_EQ(m->level(), 3);
-}
-
-TEST_F(DegradationManagerTest, InFlightGaugeTokensCountUntilDestroyed) {
-  InFlightGauge g;
-  EXPECT_EQ(g.current(), 0);
-  {
-    InFlightGauge::Token a = g.Enter();
-    EXPECT_EQ(g.current(), 1);
-    InFlightGauge::Token b = std::move(a);  // a move is not a new request
-    EXPECT_EQ(g.current(), 1);
-    InFlightGauge::Token c = g.Enter();
-    EXPECT_EQ(g.current(), 2);
-    c = std::move(b);  // c's own count is released
-    EXPECT_EQ(g.current(), 1);
-    InFlightGauge::Token& same = c;
-    c = std::move(same);  // self-move keeps it
-    EXPECT_EQ(g.current(), 1);
-    EXPECT_EQ(g.Source()(), 1.0);
-  }
-  EXPECT_EQ(g.current(), 0);
-}
-
-TEST_F(DegradationManagerTest, InFlightGaugeFeedsTheManager) {
-  auto m = Make();
-  InFlightGauge g;
-  m->AddSource("queue", g.Source());
-  std::vector<InFlightGauge::Token> tokens;
-  for (int i = 0; i < 200; ++i) tokens.push_back(g.Enter());
-  ASSERT_TRUE(m->PollOnce().ok());
-  EXPECT_EQ(m->level(), 2);
-  tokens.clear();
-  ASSERT_TRUE(m->PollOnce().ok());
-  EXPECT_EQ(m->signal_value("queue"), 0.0);
-}
-
-// ---- The `when` combinators ------------------------------------------------
-
-TEST_F(DegradationManagerTest, WhenReturnsTheFallbackValueAtOrAboveItsLevel) {
-  auto m = Make();
-  int calls = 0;
-  auto personalise = When(
-      *m, 2,
-      [&calls](int user) {
-        ++calls;
-        return "personal-" + std::to_string(user);
-      },
-      std::string("generic"));
-  EXPECT_EQ(personalise(7), "personal-7");
-  ObserveOk(*m, "gpu", 75.0);  // level 1 < 2: still runs
-  EXPECT_EQ(personalise(8), "personal-8");
-  ObserveOk(*m, "gpu", 85.0);  // level 2: degraded
-  EXPECT_EQ(personalise(9), "generic");
-  ObserveOk(*m, "gpu", 95.0);
-  EXPECT_EQ(personalise(9), "generic");
-  EXPECT_EQ(calls, 2);
-}
-
-TEST_F(DegradationManagerTest, WhenConvertsAValueFallbackToTheResultType) {
-  auto m = Make();
-  auto greet = When(
-      *m, 1, [] { return std::string("hello"); }, "degraded");
-  EXPECT_EQ(greet(), "hello");
-  ObserveOk(*m, "gpu", 75.0);
-  EXPECT_EQ(greet(), "degraded");
-}
-
-TEST_F(DegradationManagerTest, WhenCallsAFactoryFallbackOnlyWhenDegraded) {
-  auto m = Make();
-  int f_calls = 0;
-  int fallback_calls = 0;
-  auto doubled = When(
-      *m, 1,
-      [&f_calls](int x) {
-        ++f_calls;
-        return 2 * x;
-      },
-      [&fallback_calls] {
-        ++fallback_calls;
-        return -1;
-      });
-  EXPECT_EQ(doubled(3), 6);
-  EXPECT_EQ(doubled(4), 8);
-  EXPECT_EQ(fallback_calls, 0);
-  ObserveOk(*m, "gpu", 75.0);
-  EXPECT_EQ(doubled(3), -1);
-  EXPECT_EQ(doubled(4), -1);
-  EXPECT_EQ(fallback_calls, 2);
-  EXPECT_EQ(f_calls, 2);
-}
-
-TEST_F(DegradationManagerTest, WhenSkipsVoidFunctionsWhenDegraded) {
-  auto m = Make();
-  int total = 0;
-  auto add = When(*m, 1, [&total](int n) { total += n; });
-  add(5);
-  EXPECT_EQ(total, 5);
-  ObserveOk(*m, "gpu", 75.0);
-  add(5);
-  EXPECT_EQ(total, 5);
-}
-
-TEST_F(DegradationManagerTest, WhenForwardsArguments) {
-  auto m = Make();
-  auto take = When(
-      *m, 3,
-      [](std::unique_ptr<int> p, int& out, const std::string& s) {
-        out = *p + static_cast<int>(s.size());
-        return true;
-      },
-      false);
-  int out = 0;
-  EXPECT_TRUE(take(std::make_unique<int>(40), out, std::string("ab")));
-  EXPECT_EQ(out, 42);
-  ObserveOk(*m, "gpu", 95.0);
-  out = 0;
-  EXPECT_FALSE(take(std::make_unique<int>(40), out, "ab"));
-  EXPECT_EQ(out, 0);
-}
-
-TEST_F(DegradationManagerTest, WhenEnabledFollowsTheGate) {
-  auto m = Make();
-  int f_calls = 0;
-  int fallback_calls = 0;
-  auto tag = WhenEnabled(
-      m->Feature("ab_tag"),
-      [&f_calls](const std::string& id) {
-        ++f_calls;
-        return id + "#B";
-      },
-      [&fallback_calls] {
-        ++fallback_calls;
-        return std::string("untagged");
-      });
-  EXPECT_EQ(tag("req"), "req#B");
-  ObserveOk(*m, "gpu", 75.0);  // level 1 keeps ab_tag
-  EXPECT_EQ(tag("req"), "req#B");
-  ObserveOk(*m, "gpu", 85.0);  // level 2 switches it off
-  EXPECT_EQ(tag("req"), "untagged");
-  EXPECT_EQ(f_calls, 2);
-  EXPECT_EQ(fallback_calls, 1);
-
-  int logged = 0;
-  auto debug = WhenEnabled(m->Feature("debug_log"), [&logged] { ++logged; });
-  debug();
-  EXPECT_EQ(logged, 0);
-  auto always = WhenEnabled(
-      FeatureGate(), [](int x) { return x + 1; }, 0);
-  EXPECT_EQ(always(1), 2);
 }
 
 // ---- Callbacks into the manager -------------------------------------------

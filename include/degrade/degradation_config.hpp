@@ -48,6 +48,9 @@ inline constexpr absl::string_view kAllNonCritical = "all_non_critical";
 // The most levels a manager supports (level 0, normal, is not counted).
 inline constexpr int kMaxLevels = 8;
 
+// The name of a manager (and of its config) that was given none.
+inline constexpr absl::string_view kDefaultManagerName = "degradation";
+
 // LevelSpec
 //
 // One degradation level. Level k is wanted when ANY of its `enter` signals
@@ -77,7 +80,7 @@ struct LevelSpec {
 struct DegradationConfig {
   // Names the config in validation errors ("degradation config '<name>'").
   // The manager's own name, in its logs and metrics, is ManagerOptions::name.
-  std::string name = "degradation";
+  std::string name = std::string(kDefaultManagerName);
   // 1 to kMaxLevels levels. For a signal used by several levels, enter
   // thresholds must rise strictly with the level.
   std::vector<LevelSpec> levels;

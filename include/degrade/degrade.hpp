@@ -29,11 +29,13 @@
 #include "degrade/event_log.hpp"            // IWYU pragma: export
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
+#include "degrade/feature_gate.hpp"         // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
+#include "degrade/signals.hpp"              // IWYU pragma: export
 #include "degrade/stage_metrics.hpp"        // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export

@@ -17,6 +17,9 @@
 
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "degrade/level_change.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -34,6 +37,42 @@ struct ManagerEvent {
       : kind(Kind::kOverrideExpired), expired(e) {}
   explicit ManagerEvent(PollErrorEvent e)
       : kind(Kind::kPollError), poll_error(std::move(e)) {}
+
+  // The events besides a level change, built from their fields.
+  static ManagerEvent Reloaded(absl::string_view manager, absl::Time time,
+                               int levels, int level) {
+    ReloadEvent e;
+    e.manager = manager;
+    e.time = time;
+    e.applied = true;
+    e.levels = levels;
+    e.level = level;
+    return ManagerEvent(std::move(e));
+  }
+  static ManagerEvent Rejected(absl::string_view manager, absl::Time time,
+                               absl::Status error) {
+    ReloadEvent e;
+    e.manager = manager;
+    e.time = time;
+    e.error = std::move(error);
+    return ManagerEvent(std::move(e));
+  }
+  static ManagerEvent OverrideExpired(absl::string_view manager,
+                                      absl::Time time, int level) {
+    OverrideExpiredEvent e;
+    e.manager = manager;
+    e.time = time;
+    e.level = level;
+    return ManagerEvent(e);
+  }
+  static ManagerEvent PollError(absl::string_view manager, absl::Time time,
+                                absl::Status error) {
+    PollErrorEvent e;
+    e.manager = manager;
+    e.time = time;
+    e.error = std::move(error);
+    return ManagerEvent(std::move(e));
+  }
 
   Kind kind;
   LevelChange change;

@@ -312,10 +312,18 @@ TEST(BreakerSettingRulesTest, EachRuleBrokenAloneIsReportedAndRepaired) {
       {"half_open_max_wait", [](S& s) { s.half_open_max_wait = -kNs; }},
       {"backoff_multiplier", [](S& s) { s.backoff_multiplier = 0.5; }},
       {"backoff_jitter", [](S& s) { s.backoff_jitter = -0.01; }},
+      {"window.kind",
+       [](S& s) { s.window.kind = static_cast<SlidingWindow::Kind>(3); }},
       {"window.size", [](S& s) { s.window = SlidingWindow::Count(0); }},
+      {"window.size",
+       [](S& s) { s.window = SlidingWindow::Count(kMaxCountWindowCalls + 1); }},
       {"window.size", [](S& s) { s.window = SlidingWindow::Time(kNs, 0); }},
       {"window.length",
        [](S& s) { s.window = SlidingWindow::Time(absl::ZeroDuration()); }},
+      {"window.size",
+       [](S& s) {
+         s.window = SlidingWindow::Time(absl::Hours(1), UINT32_MAX);
+       }},
       {"window.size", [](S& s) { s.window = SlidingWindow::Time(kNs, 2); }},
   };
   ASSERT_EQ(std::size(cases), detail::BreakerSettingRules().size())
@@ -360,7 +368,7 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
                            1e308,
                            std::numeric_limits<double>::infinity(),
                            std::numeric_limits<double>::quiet_NaN()};
-  const uint32_t sizes[] = {0, 1, 2, 10, 1000};
+  const uint32_t sizes[] = {0, 1, 2, 10, 1000, 100000, 100001, UINT32_MAX};
   detail::SplitMix64 rng(2026);
   const auto pick = [&rng](const auto& pool) {
     return pool[rng.Next() % std::size(pool)];
@@ -376,8 +384,12 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
     s.half_open_max_wait = pick(durations);
     s.backoff_multiplier = pick(ratios);
     s.backoff_jitter = pick(ratios);
-    switch (rng.Next() % 3) {
+    switch (rng.Next() % 4) {
       case 0:
+        break;
+      case 3:
+        s.window.kind = static_cast<SlidingWindow::Kind>(3 + rng.Next() % 250);
+        s.window.size = pick(sizes);
         break;
       case 1:
         s.window = SlidingWindow::Count(pick(sizes));
@@ -414,6 +426,34 @@ TEST(BreakerSettingRulesTest, TheDefaultTripRuleIsGobreakers) {
   c.consecutive_failures = 6;
   EXPECT_TRUE(n.ready_to_trip(c));
   EXPECT_EQ(detail::EffectiveOpenTimeout(n), absl::Seconds(60));
+}
+
+// Found by review: validation accepted windows that the constructor could
+// not build (4 G buckets: bad_alloc) or that crashed the first failure (an
+// out-of-range kind). Create refuses them; the constructor repairs them.
+TEST(SettingsFallbackTest, HugeOrUnknownWindowsAreRefusedAndRepaired) {
+  FakeClock clock;
+  const SlidingWindow bad[] = {
+      SlidingWindow::Count(UINT32_MAX),
+      SlidingWindow::Time(absl::Hours(1), UINT32_MAX),
+      [] {
+        SlidingWindow w = SlidingWindow::Count(10);
+        w.kind = static_cast<SlidingWindow::Kind>(7);
+        return w;
+      }(),
+  };
+  for (const SlidingWindow& w : bad) {
+    BreakerSettings s = TestSettings(&clock, "huge");
+    s.window = w;
+    s.ready_to_trip = trip::ConsecutiveFailures(2);
+    EXPECT_EQ(CircuitBreaker<void>::Create(s).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    Breaker b(s);
+    EXPECT_EQ(b.settings().window.kind, SlidingWindow::Kind::kNone);
+    EXPECT_TRUE(RunFailure(b));
+    EXPECT_TRUE(RunFailure(b));
+    EXPECT_EQ(b.state(), State::kOpen);
+  }
 }
 
 }  // namespace

@@ -195,5 +195,40 @@ TEST(ExpositionTest, JsonSnapshotCarriesTheSameValues) {
   EXPECT_EQ(h["buckets"][1]["count"], 3);
 }
 
+// Found by review: each of these made promtool refuse the exposition, or
+// exposed one label set twice.
+TEST(ExpositionTest, AHistogramsSuffixedNamesAreRefusedEitherWayRound) {
+  MetricsRegistry registry;
+  auto r = registry.Register("test", "x", [](MetricWriter& w) {
+    const double bounds[] = {1, 2};
+    const uint64_t buckets[] = {1, 1, 1};
+    w.Histogram("rpc_latency_seconds", "latency", {}, bounds, buckets, 3);
+    w.Gauge("rpc_latency_seconds_count", "clash", {}, 1);     // dropped
+    w.Counter("rpc_latency_seconds_sum_total", "fine", {}, 1);
+    w.Gauge("queue_bucket", "written first", {}, 1);
+    w.Histogram("queue", "clash the other way", {}, bounds, buckets, 3);  // dropped
+  });
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_EQ(SampleValue(text, "degrade_metrics_dropped_samples_total"), 2);
+  EXPECT_EQ(LinesStartingWith(text, "# HELP rpc_latency_seconds ").size(), 1u);
+  EXPECT_EQ(LinesStartingWith(text, "rpc_latency_seconds_count ").size(), 1u);
+  EXPECT_EQ(SampleValue(text, "rpc_latency_seconds_sum_total"), 1);
+  EXPECT_EQ(SampleValue(text, "queue_bucket"), 1);
+  EXPECT_THAT(text, Not(HasSubstr("# TYPE queue histogram")));
+}
+
+TEST(ExpositionTest, ALabelSetInAnotherOrderIsTheSameSet) {
+  MetricsRegistry registry;
+  auto r = registry.Register("test", "x", [](MetricWriter& w) {
+    w.Gauge("pair", "two labels", {{"a", "1"}, {"b", "2"}}, 1);
+    w.Gauge("pair", "the same set, reordered", {{"b", "2"}, {"a", "1"}}, 2);
+    w.Gauge("pair", "another set", {{"a", "1"}, {"b", "3"}}, 3);
+  });
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_EQ(LinesStartingWith(text, "pair{").size(), 2u);
+  EXPECT_EQ(SampleValue(text, R"(pair{a="1",b="2"})"), 1);
+  EXPECT_EQ(SampleValue(text, "degrade_metrics_dropped_samples_total"), 1);
+}
+
 }  // namespace
 }  // namespace degrade

@@ -7,6 +7,7 @@
 
 #include "degrade/metrics_registry.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <future>
@@ -24,6 +25,7 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_manager.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/escalation.hpp"
 #include "degrade/fallback.hpp"
 #include "degrade/stage_metrics.hpp"
@@ -365,6 +367,49 @@ TEST(MetricsConcurrencyTest, ScrapesRaceCallsRegistrationsAndDestruction) {
   stop = true;
   for (auto& th : threads) th.join();
   EXPECT_GT(stages.requests_at_depth(0), 0u);
+}
+
+// Found by review: churn made each registration scan every suffix, and a
+// freed suffix was not handed out again.
+TEST(RegistryTest, NamesStayUniqueUnderChurnAndTheLowestFreedSuffixComesBack) {
+  MetricsRegistry registry;
+  std::vector<MetricsRegistry::Registration> live;
+  for (int i = 0; i < 200; ++i) {
+    live.push_back(registry.Register("test", "x", nullptr));
+  }
+  EXPECT_EQ(live[0].name(), "x");
+  EXPECT_EQ(live[199].name(), "x#200");
+  // Free #50 and #7 and #120; the next three get #7, #50, #120 back.
+  live[49].Reset();
+  live[6].Reset();
+  live[119].Reset();
+  auto a = registry.Register("test", "x", nullptr);
+  auto b = registry.Register("test", "x", nullptr);
+  auto c = registry.Register("test", "x", nullptr);
+  auto fresh = registry.Register("test", "x", nullptr);
+  EXPECT_EQ(a.name(), "x#7");
+  EXPECT_EQ(b.name(), "x#50");
+  EXPECT_EQ(c.name(), "x#120");
+  EXPECT_EQ(fresh.name(), "x#201");
+  // A registration dropped at once frees its name for the next.
+  EXPECT_EQ(registry.Register("test", "x", nullptr).name(), "x#202");
+  EXPECT_EQ(registry.Register("test", "x", nullptr).name(), "x#202");
+  // A component registered by a suffixed name is skipped, not duplicated.
+  auto explicit_name = registry.Register("test", "x#203", nullptr);
+  auto d = registry.Register("test", "x", nullptr);
+  auto e = registry.Register("test", "x", nullptr);
+  EXPECT_EQ(d.name(), "x#202");
+  EXPECT_EQ(e.name(), "x#204");
+  // Seeded churn: names stay unique.
+  detail::SplitMix64 rng(7);
+  for (int step = 0; step < 2000; ++step) {
+    const std::size_t i = rng.Next() % live.size();
+    live[i].Reset();
+    live[i] = registry.Register("test", "x", nullptr);
+  }
+  std::vector<std::string> names = registry.Names("test");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
 }
 
 }  // namespace

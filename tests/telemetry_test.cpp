@@ -476,5 +476,161 @@ TEST(ManagerTelemetryTest, AnOwnSinkTakesTheLinesAndTheTelemetryIsTold) {
   EXPECT_EQ(spy.level_changes.size(), 1u);  // and the listener still hears
 }
 
+// ---- Found by review ----
+
+// A Telemetry whose every Attach* throws.
+struct ThrowingTelemetry : Telemetry {
+  std::unique_ptr<BreakerListener> AttachBreaker(const BreakerView&) override {
+    throw std::runtime_error("exporter down");
+  }
+  std::unique_ptr<ManagerListener> AttachManager(const ManagerView&) override {
+    throw std::runtime_error("exporter down");
+  }
+};
+
+TEST(TelemetryTest, AThrowingAttachLeavesTheComponentUnobserved) {
+  FakeClock clock;
+  ThrowingTelemetry t;
+  CircuitBreaker<int> b(Settings(&clock, &t));
+  for (int i = 0; i < 3; ++i) (void)b.Execute(Fail);
+  EXPECT_EQ(b.state(), State::kOpen);
+  ManagerOptions o;
+  o.clock = &clock;
+  o.metrics = &t;
+  o.log_sink = [](absl::string_view) {};
+  DegradationManager m(o);
+  ASSERT_TRUE(m.Reload(OneLevel()).ok());
+  ASSERT_TRUE(m.Observe("queue_length", 30).ok());
+  EXPECT_EQ(m.level(), 1);
+}
+
+// A telemetry that attaches to managers without writing their lines (a
+// metrics bridge): the level changes still reach a log.
+TEST(ManagerTelemetryTest, ATelemetryThatWritesNoLinesLeavesThemOnStderr) {
+  FakeClock clock;
+  Spy spy;
+  ManagerOptions o;
+  o.name = "bridged";
+  o.clock = &clock;
+  o.metrics = &spy;
+  DegradationManager m(o);
+  ASSERT_TRUE(m.Reload(OneLevel()).ok());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(m.Observe("queue_length", 30).ok());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr(R"("manager":"bridged","event":"level_change")"));
+  EXPECT_EQ(spy.level_changes.size(), 1u);
+}
+
+// Successes on other threads reset the failure streak between the rule's
+// decision and the event: the event must carry what the rule saw.
+TEST(BreakerTelemetryTest, TrippedEventsCarryTheCountsTheRuleSaw) {
+  struct Checker : Telemetry {
+    struct L : BreakerListener {
+      explicit L(Checker* c) : c(c) {}
+      void OnStateChange(const BreakerStateChange& e) override {
+        if (e.cause != TransitionCause::kTripped) return;
+        ++c->trips;
+        if (e.counts.consecutive_failures < 3) ++c->inconsistent;
+      }
+      Checker* c;
+    };
+    std::unique_ptr<BreakerListener> AttachBreaker(const BreakerView&) override {
+      return std::make_unique<L>(this);
+    }
+    std::atomic<int> trips{0};
+    std::atomic<int> inconsistent{0};
+  };
+  Checker checker;
+  BreakerSettings s;
+  s.name = "racy";
+  s.metrics = &checker;
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  s.timeout = absl::Nanoseconds(1);  // half-open again at once
+  CircuitBreaker<int> b(s);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&b, t] {
+      for (int i = 0; i < 20000; ++i) {
+        (void)b.Execute([t, i]() -> absl::StatusOr<int> {
+          if (t == 0 && i % 8 != 0) return absl::UnavailableError("x");
+          return i;
+        });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_GT(checker.trips.load(), 0);
+  EXPECT_EQ(checker.inconsistent.load(), 0);
+}
+
+TEST(BreakerTelemetryTest, AFailedTrialShowsInTheEventsCounts) {
+  FakeClock clock;
+  Spy spy;
+  BreakerSettings s = Settings(&clock, &spy);
+  s.max_requests = 2;
+  CircuitBreaker<int> b(s);
+  for (int i = 0; i < 3; ++i) (void)b.Execute(Fail);
+  clock.Advance(absl::Seconds(11));
+  (void)b.Execute(Ok);
+  (void)b.Execute(Fail);
+  ASSERT_EQ(spy.changes.size(), 3u);
+  const BreakerStateChange& e = spy.changes[2];
+  EXPECT_EQ(e.cause, TransitionCause::kTrialFailed);
+  EXPECT_EQ(e.counts.requests, 2u);
+  EXPECT_EQ(e.counts.total_successes, 1u);
+  EXPECT_EQ(e.counts.total_failures, 1u);
+  EXPECT_EQ(e.counts.consecutive_failures, 1u);
+  EXPECT_EQ(e.counts.consecutive_successes, 0u);
+}
+
+TEST(BreakerTelemetryTest, SlowIsReportedForSuccessesAndFailuresOnly) {
+  FakeClock clock;
+  Spy spy;
+  spy.want_calls = true;
+  BreakerSettings s = Settings(&clock, &spy);
+  s.slow_call_duration = absl::Milliseconds(10);
+  s.is_excluded = [](const absl::Status& st) {
+    return st.code() == absl::StatusCode::kInvalidArgument;
+  };
+  CircuitBreaker<int> b(s);
+  (void)b.Execute([&clock]() -> absl::StatusOr<int> {
+    clock.Advance(absl::Milliseconds(20));
+    return absl::InvalidArgumentError("client");
+  });
+  EXPECT_EQ(spy.calls(CallOutcome::kExcluded), 1u);
+  EXPECT_EQ(spy.slow_calls.load(), 0u);
+  EXPECT_EQ(b.totals().slow_calls, 0u);
+  (void)b.Execute([&clock]() -> absl::StatusOr<int> {
+    clock.Advance(absl::Milliseconds(20));
+    return 1;
+  });
+  EXPECT_EQ(spy.slow_calls.load(), 1u);
+  EXPECT_EQ(b.totals().slow_calls, 1u);
+}
+
+// Readings at the extremes must neither overflow (UBSan runs this) nor
+// make a tripped breaker look closed.
+TEST(BreakerTelemetryTest, ClocksAtTheExtremesNeitherOverflowNorHideATrip) {
+  FakeClock clock;
+  clock.Set(absl::InfinitePast());
+  Spy spy;
+  BreakerSettings s = Settings(&clock, &spy);
+  s.window = SlidingWindow::Time(absl::Seconds(10));
+  s.slow_call_duration = absl::Milliseconds(1);
+  CircuitBreaker<int> b(s);
+  (void)b.Execute([&clock]() -> absl::StatusOr<int> {
+    clock.Set(absl::InfiniteFuture());  // started at -inf, ended at +inf
+    return 1;
+  });
+  EXPECT_EQ(b.totals().slow_calls, 1u);
+  clock.Set(absl::InfinitePast());
+  EXPECT_EQ(b.counts().window_calls, 1u);  // read at -inf, admitted at -inf
+  clock.Advance(absl::InfiniteDuration());
+  for (int i = 0; i < 3; ++i) (void)b.Execute(Fail);
+  ASSERT_EQ(b.state(), State::kOpen);
+  EXPECT_NE(spy.breaker_view->degraded_since(), absl::InfiniteFuture());
+}
+
 }  // namespace
 }  // namespace degrade

@@ -57,6 +57,11 @@ inline constexpr absl::Duration kDefaultOpenTimeout = absl::Seconds(60);
 // The trip rule when `ready_to_trip` is unset: gobreaker's "more than 5
 // consecutive failures".
 inline constexpr uint64_t kDefaultTripConsecutiveFailures = 6;
+// The largest windows a breaker accepts. A failure scans its window under
+// the breaker's lock, so a window must stay small enough to scan in well
+// under a millisecond (resilience4j's default is a count window of 100).
+inline constexpr uint32_t kMaxCountWindowCalls = 100000;
+inline constexpr uint32_t kMaxTimeWindowBuckets = 10000;
 
 // BreakerSettings
 //
@@ -177,9 +182,9 @@ inline bool IsTimeWindow(const SlidingWindow& w) {
 }
 
 // In the order ValidateBreakerSettings reports them.
-inline const std::array<BreakerSettingRule, 12>& BreakerSettingRules() {
+inline const std::array<BreakerSettingRule, 15>& BreakerSettingRules() {
   using S = BreakerSettings;
-  static const std::array<BreakerSettingRule, 12> kRules = {{
+  static const std::array<BreakerSettingRule, 15> kRules = {{
       {"interval", "must be >= 0 (0 means never clear)",
        [](const S& s) { return NegativeDuration(s.interval); },
        [](const S& s) { return absl::FormatDuration(s.interval); },
@@ -223,10 +228,25 @@ inline const std::array<BreakerSettingRule, 12>& BreakerSettingRules() {
        [](const S& s) { return absl::StrCat(s.backoff_jitter); },
        [](S& s) { s.backoff_jitter = 0.0; }},
       // An impossible window is dropped whole: half a window means nothing.
+      {"window.kind", "must be kNone, kCount or kTime",
+       [](const S& s) {
+         return s.window.kind != SlidingWindow::Kind::kNone &&
+                s.window.kind != SlidingWindow::Kind::kCount &&
+                s.window.kind != SlidingWindow::Kind::kTime;
+       },
+       [](const S& s) { return absl::StrCat(static_cast<int>(s.window.kind)); },
+       [](S& s) { s.window = SlidingWindow{}; }},
       {"window.size", "a count window needs size > 0",
        [](const S& s) {
          return s.window.kind == SlidingWindow::Kind::kCount &&
                 s.window.size == 0;
+       },
+       [](const S& s) { return absl::StrCat(s.window.size); },
+       [](S& s) { s.window = SlidingWindow{}; }},
+      {"window.size", "a count window keeps at most 100000 calls",
+       [](const S& s) {
+         return s.window.kind == SlidingWindow::Kind::kCount &&
+                s.window.size > kMaxCountWindowCalls;
        },
        [](const S& s) { return absl::StrCat(s.window.size); },
        [](S& s) { s.window = SlidingWindow{}; }},
@@ -241,6 +261,12 @@ inline const std::array<BreakerSettingRule, 12>& BreakerSettingRules() {
                  s.window.length == absl::InfiniteDuration());
        },
        [](const S& s) { return absl::FormatDuration(s.window.length); },
+       [](S& s) { s.window = SlidingWindow{}; }},
+      {"window.size", "a time window has at most 10000 buckets",
+       [](const S& s) {
+         return IsTimeWindow(s.window) && s.window.size > kMaxTimeWindowBuckets;
+       },
+       [](const S& s) { return absl::StrCat(s.window.size); },
        [](S& s) { s.window = SlidingWindow{}; }},
       {"window.size", "buckets would be shorter than 1ns",
        [](const S& s) {

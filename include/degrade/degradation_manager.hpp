@@ -53,7 +53,10 @@
 // allocate nothing; what they return may be stale the moment they return.
 // Observations, reloads and overrides take an internal lock. Log sinks,
 // listeners and observers run after that lock is released, in order, never
-// concurrently, so they may call back into the manager.
+// concurrently, so they may call back into the manager. They run on the
+// thread whose call caused the event, unless another thread is delivering
+// events at that moment: then that thread delivers this one too, and the
+// call (Reload, Observe, ForceLevel, ...) may return before they have run.
 
 #ifndef DEGRADE_DEGRADATION_MANAGER_HPP_
 #define DEGRADE_DEGRADATION_MANAGER_HPP_

@@ -123,7 +123,8 @@ class EscalationWatch {
             R"(","name":")", detail::JsonEscape(e.name), R"(","source":")",
             detail::JsonEscape(e.source), R"(","level":)", e.level,
             R"(,"since":")", detail::JsonTime(e.since),
-            R"(","lasted_seconds":)", absl::ToDoubleSeconds(lasted[i]), "}");
+            R"(","lasted_seconds":)",
+            detail::JsonNumber(absl::ToDoubleSeconds(lasted[i])), "}");
       });
       if (options_.on_escalate) {
         detail::CallQuietly(options_.on_escalate, e, lasted[i]);

@@ -34,6 +34,7 @@
 #ifndef DEGRADE_EVENT_LOG_HPP_
 #define DEGRADE_EVENT_LOG_HPP_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -213,13 +214,26 @@ class EventLog {
     auto it = keys_.find(key);
     if (it != keys_.end()) return Key(it->second);
     if (keys_.size() >= max_keys_) {
+      // A sweep looks at every key, so one that freed nothing is not
+      // repeated for an interval (no key can turn idle sooner): past the
+      // cap, creating keys costs a lookup, not a scan each.
       const int64_t now = NowNanos();
-      for (auto k = keys_.begin(); k != keys_.end();) {
-        if (k->second.use_count() == 1 && k->second->Idle(now)) {
-          k = keys_.erase(k);
-        } else {
-          ++k;
+      if (now >= next_sweep_nanos_ || now < last_sweep_nanos_) {
+        const std::size_t before = keys_.size();
+        for (auto k = keys_.begin(); k != keys_.end();) {
+          if (k->second.use_count() == 1 && k->second->Idle(now)) {
+            k = keys_.erase(k);
+          } else {
+            ++k;
+          }
         }
+        last_sweep_nanos_ = now;
+        const int64_t wait = absl::ToInt64Nanoseconds(interval_);
+        next_sweep_nanos_ =
+            keys_.size() < before ? now
+            : now > std::numeric_limits<int64_t>::max() - wait
+                ? std::numeric_limits<int64_t>::max()
+                : now + wait;
       }
     }
     if (keys_.size() >= max_keys_) {
@@ -301,6 +315,10 @@ class EventLog {
   std::map<std::string, std::shared_ptr<RateLimiter>, std::less<>> keys_
       ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Sink> sink_ ABSL_GUARDED_BY(mu_);
+  int64_t last_sweep_nanos_ ABSL_GUARDED_BY(mu_) =
+      std::numeric_limits<int64_t>::min();
+  int64_t next_sweep_nanos_ ABSL_GUARDED_BY(mu_) =
+      std::numeric_limits<int64_t>::min();
 };
 
 DEGRADE_NAMESPACE_END

@@ -135,7 +135,7 @@ class HotList {
         cell_(absl::StrCat(name_, ": no snapshot has been published yet")) {
     // Last: the view must be complete before a telemetry may read it.
     if (Telemetry* t = detail::ResolveTelemetry(options.metrics)) {
-      telemetry_ = t->AttachHotList(view_);
+      telemetry_ = detail::AttachQuietly([&] { return t->AttachHotList(view_); });
     }
   }
 

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -253,6 +254,10 @@ class MetricWriter {
         return;
       }
     }
+    if (ClashesWithAHistogram(name, type)) {
+      ++dropped_;
+      return;
+    }
     auto it = families_.find(name);
     if (it == families_.end()) {
       detail::MetricFamily f;
@@ -268,8 +273,30 @@ class MetricWriter {
     it->second.samples.push_back(std::move(sample));
   }
 
-  // Sorts every family's samples by labels and drops repeated label sets,
-  // keeping the first written.
+  // A histogram `h` is exposed as h_bucket, h_sum and h_count: a family of
+  // one of those names beside it would be read as a second HELP for `h`.
+  bool ClashesWithAHistogram(absl::string_view name, MetricType type) const {
+    static constexpr absl::string_view kSuffixes[] = {"_bucket", "_sum",
+                                                      "_count"};
+    for (absl::string_view suffix : kSuffixes) {
+      if (type == MetricType::kHistogram &&
+          families_.count(absl::StrCat(name, suffix)) != 0) {
+        return true;
+      }
+      if (name.size() > suffix.size() &&
+          name.substr(name.size() - suffix.size()) == suffix) {
+        const auto it =
+            families_.find(name.substr(0, name.size() - suffix.size()));
+        if (it != families_.end() && it->second.type == MetricType::kHistogram) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Sorts every family's samples by labels and drops repeated label sets
+  // (in any order of the labels: {a,b} is {b,a}), keeping the first written.
   void Finish() {
     for (auto& [name, family] : families_) {
       auto& samples = family.samples;
@@ -278,10 +305,13 @@ class MetricWriter {
           [](const detail::MetricSample& a, const detail::MetricSample& b) {
             return a.labels < b.labels;
           });
-      const auto last = std::unique(
+      std::set<MetricLabels> seen;
+      const auto last = std::remove_if(
           samples.begin(), samples.end(),
-          [](const detail::MetricSample& a, const detail::MetricSample& b) {
-            return a.labels == b.labels;
+          [&seen](const detail::MetricSample& s) {
+            MetricLabels key = s.labels;
+            std::sort(key.begin(), key.end());
+            return !seen.insert(std::move(key)).second;
           });
       dropped_ += static_cast<uint64_t>(samples.end() - last);
       samples.erase(last, samples.end());

@@ -261,11 +261,18 @@ class MetricsRegistry : public Telemetry {
     mutable EventLog log;
     detail::Mutex mu;
     std::vector<std::shared_ptr<Entry>> entries ABSL_GUARDED_BY(mu);
-    // (kind, name) of every live entry, and per (kind, base) the lowest
-    // suffix that may be free: registering the n-th "recall" costs a few
-    // lookups, not a scan of every entry for every candidate suffix.
+    // (kind, name) of every live entry; and per (kind, base) with live
+    // entries, the suffixes handed out: the highest, and those freed since,
+    // so that registering or freeing the n-th "recall" costs a few
+    // logarithmic lookups, however many there are and in whatever order
+    // they come and go.
+    struct Suffixes {
+      int high = 1;
+      std::set<int> freed;
+      std::size_t live = 0;
+    };
     std::set<std::pair<std::string, std::string>> taken ABSL_GUARDED_BY(mu);
-    std::map<std::pair<std::string, std::string>, int> next_suffix
+    std::map<std::pair<std::string, std::string>, Suffixes> families
         ABSL_GUARDED_BY(mu);
 
     void Remove(const std::shared_ptr<Entry>& entry) {
@@ -274,11 +281,10 @@ class MetricsRegistry : public Telemetry {
         entries.erase(std::remove(entries.begin(), entries.end(), entry),
                       entries.end());
         taken.erase({entry->kind, entry->name});
-        if (entry->suffix >= 2) {
-          auto it = next_suffix.find({entry->kind, entry->base});
-          if (it != next_suffix.end()) {
-            it->second = std::min(it->second, entry->suffix);
-          }
+        auto it = families.find({entry->kind, entry->base});
+        if (it != families.end()) {
+          if (entry->suffix >= 2) it->second.freed.insert(entry->suffix);
+          if (--it->second.live == 0) families.erase(it);
         }
       }
       // Waits for a scrape collecting this entry right now.
@@ -381,18 +387,26 @@ inline MetricsRegistry::Registration MetricsRegistry::Register(
   {
     detail::MutexLock lock(&state_->mu);
     std::string unique(name);
+    State::Suffixes& family = state_->families[{entry->kind, entry->base}];
     if (state_->taken.count({entry->kind, unique}) != 0) {
-      int& next = state_->next_suffix
-                      .emplace(std::make_pair(entry->kind, entry->base), 2)
-                      .first->second;
-      int n = next;
-      for (;; ++n) {
+      // The lowest freed suffix, else the next new one; skipping any that
+      // a component registered by that very name ("recall#2").
+      for (;;) {
+        int n;
+        if (!family.freed.empty()) {
+          n = *family.freed.begin();
+          family.freed.erase(family.freed.begin());
+        } else {
+          n = ++family.high;
+        }
         unique = absl::StrCat(name, "#", n);
-        if (state_->taken.count({entry->kind, unique}) == 0) break;
+        if (state_->taken.count({entry->kind, unique}) == 0) {
+          entry->suffix = n;
+          break;
+        }
       }
-      entry->suffix = n;
-      next = n + 1;
     }
+    ++family.live;
     state_->taken.emplace(entry->kind, unique);
     entry->name = std::move(unique);
     state_->entries.push_back(entry);
@@ -454,6 +468,7 @@ class RegistryManagerListener final : public ManagerListener {
     }
   }
 
+  bool writes_lines() const override { return lines_ != nullptr; }
   void OnLevelChange(const LevelChange& c) override {
     if (lines_) lines_->OnLevelChange(c);
   }

@@ -61,6 +61,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/version.hpp"
 
@@ -293,6 +294,11 @@ class ManagerView {
 // concurrently; a listener may call back into the manager.
 class ManagerListener : public TelemetryAttachment {
  public:
+  // Asked once, when the listener is attached: whether it writes the
+  // manager's event lines itself. When it does not (the default), the
+  // manager writes them to stderr unless it has a log_sink: every level
+  // change is a log line whatever the telemetry does.
+  virtual bool writes_lines() const { return false; }
   virtual void OnLevelChange(const LevelChange& change) { (void)change; }
   virtual void OnReload(const ReloadEvent& event) { (void)event; }
   virtual void OnOverrideExpired(const OverrideExpiredEvent& event) {
@@ -331,7 +337,8 @@ class HotListView {
 // component reports to and keeps until it is destroyed, or nullptr for
 // "not interested" (the default). Attach* run on the constructing thread,
 // inside the component's constructor: they may read the view, but must not
-// call the component.
+// call the component. One that throws attaches nothing (the component is
+// built unobserved; degrade never throws).
 class Telemetry {
  public:
   virtual ~Telemetry() = default;
@@ -397,6 +404,14 @@ namespace detail {
 inline Telemetry* ResolveTelemetry(Telemetry* chosen) {
   Telemetry* t = chosen != nullptr ? chosen : DefaultTelemetry();
   return t == NoTelemetry() ? nullptr : t;
+}
+
+// Calls `attach()` (a Telemetry::Attach*), turning a throw into nullptr.
+template <typename Attach>
+auto AttachQuietly(Attach attach) -> decltype(attach()) {
+  return InvokeOr(attach, [](absl::string_view) {
+    return decltype(attach())(nullptr);
+  });
 }
 
 }  // namespace detail

@@ -147,7 +147,11 @@ class BreakerCore final : private BreakerView {
   void Complete(const Ticket& t, const absl::Status& outcome) {
     bool slow = false;
     const CallOutcome o = Record(t, outcome, &slow);
-    if (DEGRADE_UNLIKELY(events_.wants_calls())) events_.NotifyCall(o, slow);
+    if (DEGRADE_UNLIKELY(events_.wants_calls())) {
+      // Slow is counted for successes and failures only, as in totals().
+      events_.NotifyCall(o, slow && (o == CallOutcome::kSuccess ||
+                                     o == CallOutcome::kFailure));
+    }
   }
 
   void Abandon(const Ticket& t) {
@@ -219,6 +223,7 @@ class BreakerCore final : private BreakerView {
     uint64_t abandoned = 0;
     uint64_t excluded = 0;
     uint64_t succeeded = 0;
+    uint64_t failed = 0;  // at most 1: the first failure ends half-open
     uint64_t slots_used() const { return admitted - abandoned - excluded; }
     uint64_t outstanding() const { return slots_used() - succeeded; }
   };
@@ -245,7 +250,8 @@ class BreakerCore final : private BreakerView {
              ? SafePredicate(settings_.is_successful, false, outcome)
              : outcome.ok());
     const bool slow =
-        slow_nanos_ > 0 && NowNanos() - t.start_nanos > slow_nanos_;
+        slow_nanos_ > 0 && ElapsedNanos(t.start_nanos, NowNanos()) >
+                               static_cast<uint64_t>(slow_nanos_);
     *slow_out = slow;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
@@ -321,9 +327,9 @@ class BreakerCore final : private BreakerView {
       // which a straggling call from an earlier generation cannot touch.
       c.requests = trials_.admitted - trials_.abandoned;
       c.total_successes = trials_.succeeded;
-      c.consecutive_successes = trials_.succeeded;
-      c.total_failures = 0;  // the first failure ends half-open
-      c.consecutive_failures = 0;
+      c.consecutive_successes = trials_.failed > 0 ? 0 : trials_.succeeded;
+      c.total_failures = trials_.failed;
+      c.consecutive_failures = trials_.failed;
       c.total_exclusions = trials_.excluded;
     }
     if (window_.active()) {
@@ -370,21 +376,32 @@ class BreakerCore final : private BreakerView {
                 std::memory_order_release);
   }
 
+  // From `start` to `now`, 0 if the clock went back; unsigned, so that
+  // readings at the extremes (a FakeClock at InfinitePast and then
+  // InfiniteFuture) cannot overflow.
+  static uint64_t ElapsedNanos(int64_t start, int64_t now) {
+    return now > start ? static_cast<uint64_t>(now) - static_cast<uint64_t>(start)
+                       : 0;
+  }
+
   static int64_t SaturatingAdd(int64_t a, int64_t b) {
     if (b > 0 && a > kNever - b) return kNever;
     return a + b;
   }
 
+  // `decided_on`: the counts the decision was taken on (a trip's), so the
+  // event reports exactly those; else they are read now, before the new
+  // generation clears them.
   void TransitionLocked(State to, int64_t now, TransitionCause cause,
-                        Mode mode = kNormal)
+                        Mode mode = kNormal,
+                        const Counts* decided_on = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const State from = StateOf(word_.load(std::memory_order_relaxed));
     if (from == to) {
       StartGenerationLocked(to, now, mode);
       return;
     }
-    // Read before the new generation clears them: why the state changed.
-    const Counts ended = CountsLocked(now);
+    const Counts ended = decided_on != nullptr ? *decided_on : CountsLocked(now);
     StartGenerationLocked(to, now, mode);
     events_.RecordTransition(from, to, cause, now, ended);
   }
@@ -532,6 +549,7 @@ class BreakerCore final : private BreakerView {
         }
         if (StateOf(w) == State::kHalfOpen) {
           if (!success) {
+            ++trials_.failed;  // so that the event's counts show it
             ReopenLocked(now, TransitionCause::kTrialFailed);
           } else if (++trials_.succeeded >= max_requests_) {
             backoff_.Reset();
@@ -545,8 +563,10 @@ class BreakerCore final : private BreakerView {
           // ready_to_trip is always set: NormalizeBreakerSettings gives the
           // default rule.
           const bool trip = SafePredicate(settings_.ready_to_trip, false, c);
-          if (trip)
-            TransitionLocked(State::kOpen, now, TransitionCause::kTripped);
+          if (trip) {
+            TransitionLocked(State::kOpen, now, TransitionCause::kTripped,
+                             kNormal, &c);
+          }
         }
       }
     }

@@ -14,6 +14,7 @@
 #ifndef DEGRADE_DETAIL_BREAKER_EVENTS_HPP_
 #define DEGRADE_DETAIL_BREAKER_EVENTS_HPP_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -49,8 +50,9 @@ class BreakerEvents {
   // breaker's constructor; Detach() first in its destructor.
   void Attach(Telemetry* telemetry, const BreakerView& view) {
     if (telemetry == nullptr) return;
-    listener_ = telemetry->AttachBreaker(view);
-    if (listener_ != nullptr && listener_->wants_calls()) {
+    listener_ = AttachQuietly([&] { return telemetry->AttachBreaker(view); });
+    if (listener_ != nullptr &&
+        SafePredicate([this] { return listener_->wants_calls(); }, false)) {
       call_listener_ = listener_.get();
     }
   }
@@ -77,7 +79,9 @@ class BreakerEvents {
                         int64_t now_nanos, const Counts& ended) {
     transitions_[Index(from, to)].fetch_add(1, std::memory_order_relaxed);
     if (from == State::kClosed) {
-      degraded_since_.store(now_nanos, std::memory_order_relaxed);
+      // A clock saturated at InfiniteFuture must not read as "closed".
+      degraded_since_.store(std::min(now_nanos, kNever - 1),
+                            std::memory_order_relaxed);
     } else if (to == State::kClosed) {
       degraded_since_.store(kNever, std::memory_order_relaxed);
     }

@@ -32,10 +32,19 @@ inline DegradationManager::DegradationManager(Options options)
       clock_(options.clock != nullptr ? options.clock : &RealClock::Instance()),
       has_own_log_(static_cast<bool>(options.log_sink)),
       history_(clock_->Now()) {
-  Telemetry* telemetry = detail::ResolveTelemetry(options.metrics);
+  // Last: the view must be complete before a telemetry may read it.
+  if (Telemetry* telemetry = detail::ResolveTelemetry(options.metrics)) {
+    listener_ = detail::AttachQuietly(
+        [&] { return telemetry->AttachManager(view_); });
+  }
   // Every level change is a log line (the seed asks for it): to the sink
-  // the options name, else to the telemetry's log, else to stderr.
-  if (has_own_log_ || telemetry == nullptr) {
+  // the options name, else to the telemetry's log when it writes lines,
+  // else to stderr.
+  const bool telemetry_writes =
+      listener_ != nullptr &&
+      detail::SafePredicate([this] { return listener_->writes_lines(); },
+                            false);
+  if (has_own_log_ || !telemetry_writes) {
     EventLogOptions o;
     o.sink = std::move(options.log_sink);  // empty: stderr
     o.clock = clock_;
@@ -43,8 +52,6 @@ inline DegradationManager::DegradationManager(Options options)
     own_log_ = std::make_unique<EventLog>(std::move(o));
     own_lines_ = std::make_unique<detail::ManagerLog>(own_log_.get(), name_);
   }
-  // Last: the view must be complete before a telemetry may read it.
-  if (telemetry != nullptr) listener_ = telemetry->AttachManager(view_);
 }
 
 inline absl::Status DegradationManager::Reload(DegradationConfig config) {

@@ -9,6 +9,8 @@
 #ifndef DEGRADE_DETAIL_JSON_TEXT_HPP_
 #define DEGRADE_DETAIL_JSON_TEXT_HPP_
 
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -164,6 +166,16 @@ inline std::string Printable(absl::string_view text) {
     i += p.have == 0 ? 1 : p.have;
   }
   return out;
+}
+
+// `v` as a JSON number, in the shortest text that reads back as exactly `v`
+// (StrCat's six significant digits could print a value and the threshold
+// it crossed alike); "null" for NaN or an infinity, which JSON cannot spell.
+inline std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
 }
 
 inline std::string JsonTime(absl::Time t) {

@@ -51,12 +51,12 @@ class ManagerLog final : public ManagerListener {
     switch (c.reason) {
       case LevelChangeReason::kSignal:
         absl::StrAppend(&line, R"(,"signal":")", JsonEscape(c.signal),
-                        R"(","value":)", c.value, R"(,"threshold":)",
-                        c.threshold);
+                        R"(","value":)", JsonNumber(c.value),
+                        R"(,"threshold":)", JsonNumber(c.threshold));
         break;
       case LevelChangeReason::kRecovered:
         absl::StrAppend(&line, R"(,"hold_seconds":)",
-                        absl::ToDoubleSeconds(c.hold));
+                        JsonNumber(absl::ToDoubleSeconds(c.hold)));
         break;
       case LevelChangeReason::kOverride:
         absl::StrAppend(&line, R"(,"until":")",

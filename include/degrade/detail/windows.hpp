@@ -99,7 +99,11 @@ class TimeWindow {
 
   WindowStats Read(int64_t now_nanos) const {
     const int64_t newest = EpochOf(now_nanos);
-    const int64_t oldest = newest - static_cast<int64_t>(n_) + 1;
+    // Saturating: a clock at InfinitePast must not overflow.
+    const int64_t span = static_cast<int64_t>(n_) - 1;
+    const int64_t oldest = newest < std::numeric_limits<int64_t>::min() + span
+                               ? std::numeric_limits<int64_t>::min()
+                               : newest - span;
     WindowStats s;
     for (uint32_t i = 0; i < n_; ++i) {
       const Bucket& b = buckets_[i];

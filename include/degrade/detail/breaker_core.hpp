@@ -144,20 +144,45 @@ class BreakerCore final : private BreakerView {
     return AcquireSlow(t);
   }
 
+  // Counts one outcome; each return reports it to a listener that asked
+  // for every call (one predictable test otherwise).
   void Complete(const Ticket& t, const absl::Status& outcome) {
-    bool slow = false;
-    const CallOutcome o = Record(t, outcome, &slow);
-    if (DEGRADE_UNLIKELY(events_.wants_calls())) {
-      // Slow is counted for successes and failures only, as in totals().
-      events_.NotifyCall(o, slow && (o == CallOutcome::kSuccess ||
-                                     o == CallOutcome::kFailure));
+    const bool excluded = has_is_excluded_ &&
+                          SafePredicate(settings_.is_excluded, false, outcome);
+    const bool success =
+        !excluded &&
+        (has_is_successful_
+             ? SafePredicate(settings_.is_successful, false, outcome)
+             : outcome.ok());
+    const bool slow = slow_nanos_ > 0 &&
+                      ElapsedNanos(t.start_nanos, NowNanos()) >
+                          static_cast<uint64_t>(slow_nanos_);
+    const uint64_t w = word_.load(std::memory_order_acquire);
+    if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
+      LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
+      return Report(CallOutcome::kStale);
     }
+    if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
+      if (excluded) {
+        LocalShard().exclusions.fetch_add(1, std::memory_order_relaxed);
+        return Report(CallOutcome::kExcluded);
+      }
+      if (DEGRADE_LIKELY(success && !slow)) {
+        LocalShard().successes.fetch_add(1, std::memory_order_relaxed);
+        // Read before writing: in a healthy breaker the line stays shared.
+        if (consecutive_failures_.load(std::memory_order_relaxed) != 0) {
+          consecutive_failures_.store(0, std::memory_order_relaxed);
+        }
+        window_.Record(t.start_nanos, kOutcomeRecorded);
+        return Report(CallOutcome::kSuccess);
+      }
+    }
+    const CallOutcome o = CompleteSlow(t, success, excluded, slow);
+    // Slow is counted for successes and failures only, as in totals().
+    Report(o, slow && (o == CallOutcome::kSuccess || o == CallOutcome::kFailure));
   }
 
-  void Abandon(const Ticket& t) {
-    const CallOutcome o = RecordAbandon(t);
-    if (DEGRADE_UNLIKELY(events_.wants_calls())) events_.NotifyCall(o);
-  }
+  void Abandon(const Ticket& t) { Report(RecordAbandon(t)); }
 
   BreakerTotals totals() const override { return SumShards(); }
 
@@ -239,41 +264,8 @@ class BreakerCore final : private BreakerView {
                                             : clock_->CoarseNow());
   }
 
-  // Counts one outcome; returns what it was counted as.
-  CallOutcome Record(const Ticket& t, const absl::Status& outcome,
-                     bool* slow_out) {
-    const bool excluded = has_is_excluded_ &&
-                          SafePredicate(settings_.is_excluded, false, outcome);
-    const bool success =
-        !excluded &&
-        (has_is_successful_
-             ? SafePredicate(settings_.is_successful, false, outcome)
-             : outcome.ok());
-    const bool slow =
-        slow_nanos_ > 0 && ElapsedNanos(t.start_nanos, NowNanos()) >
-                               static_cast<uint64_t>(slow_nanos_);
-    *slow_out = slow;
-    const uint64_t w = word_.load(std::memory_order_acquire);
-    if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
-      LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
-      return CallOutcome::kStale;
-    }
-    if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
-      if (excluded) {
-        LocalShard().exclusions.fetch_add(1, std::memory_order_relaxed);
-        return CallOutcome::kExcluded;
-      }
-      if (DEGRADE_LIKELY(success && !slow)) {
-        LocalShard().successes.fetch_add(1, std::memory_order_relaxed);
-        // Read before writing: in a healthy breaker the line stays shared.
-        if (consecutive_failures_.load(std::memory_order_relaxed) != 0) {
-          consecutive_failures_.store(0, std::memory_order_relaxed);
-        }
-        window_.Record(t.start_nanos, kOutcomeRecorded);
-        return CallOutcome::kSuccess;
-      }
-    }
-    return CompleteSlow(t, success, excluded, slow);
+  void Report(CallOutcome o, bool slow = false) {
+    if (DEGRADE_UNLIKELY(events_.wants_calls())) events_.NotifyCall(o, slow);
   }
 
   CallOutcome RecordAbandon(const Ticket& t) {

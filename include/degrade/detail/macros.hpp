@@ -16,9 +16,14 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define DEGRADE_LIKELY(x) (__builtin_expect(!!(x), 1))
 #define DEGRADE_UNLIKELY(x) (__builtin_expect(!!(x), 0))
+// For the few functions on a call's success path that the compiler's size
+// heuristics would otherwise leave out of line (a measured cost; see
+// docs/performance.md).
+#define DEGRADE_ALWAYS_INLINE __attribute__((always_inline)) inline
 #else
 #define DEGRADE_LIKELY(x) (x)
 #define DEGRADE_UNLIKELY(x) (x)
+#define DEGRADE_ALWAYS_INLINE inline
 #endif
 
 #endif  // DEGRADE_DETAIL_MACROS_HPP_

@@ -42,7 +42,7 @@ class CountWindow {
     Reset();
   }
 
-  void Record(uint8_t outcome) {
+  DEGRADE_ALWAYS_INLINE void Record(uint8_t outcome) {
     const uint64_t i = next_.fetch_add(1, std::memory_order_relaxed) % size_;
     slots_[i].store(outcome, std::memory_order_relaxed);
   }
@@ -85,7 +85,7 @@ class TimeWindow {
         n_(buckets == 0 ? 1 : buckets),
         buckets_(new Bucket[n_]) {}
 
-  void Record(int64_t now_nanos, uint8_t outcome) {
+  DEGRADE_ALWAYS_INLINE void Record(int64_t now_nanos, uint8_t outcome) {
     const int64_t epoch = EpochOf(now_nanos);
     Bucket& b = buckets_[Index(epoch)];
     if (b.epoch.load(std::memory_order_acquire) != epoch && !Roll(b, epoch)) {
@@ -194,7 +194,7 @@ class Window {
 
   // Records a completed call admitted at `start_nanos`. Lock-free. Without
   // a window this is one compare, inlined into every call's success path.
-  void Record(int64_t start_nanos, uint8_t outcome) {
+  DEGRADE_ALWAYS_INLINE void Record(int64_t start_nanos, uint8_t outcome) {
     if (DEGRADE_LIKELY(kind_ == SlidingWindow::Kind::kNone)) return;
     if (kind_ == SlidingWindow::Kind::kCount) {
       count_->Record(outcome);

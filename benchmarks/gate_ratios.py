@@ -11,7 +11,7 @@ prints, per reader-thread count, the median wall-clock ns per read of
 
 read while one writer thread changes all three every 100 us, with
 
-    gate/atomic   target <= 1.5
+    gate/atomic   target <= 1.1 (issue 12; it was 1.5)
     mutex/gate    target >= 10
 
 and the heap allocations per read, which must be zero for the gate. Both
@@ -41,7 +41,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import TO_NS, parse_and_load  # noqa: E402  (same directory)
 
-MAX_GATE_OVER_ATOMIC = 1.5
+MAX_GATE_OVER_ATOMIC = 1.1
 MIN_MUTEX_OVER_GATE = 10.0
 
 IMPLS = {

@@ -257,9 +257,14 @@ class DegradationTrace {
   const TraceEntry* Find(absl::string_view stage) const;
   void CountDropped(std::size_t n);
 
-  TraceEntry entries_[kCapacity];  // only [0, size_) are meaningful
+  // The counts come first and fill their four bytes (`reserved_` too), so
+  // that the constructor's zeroing is one store the compiler can merge: a
+  // fresh StageResult's trace costs that and nothing else (the entries stay
+  // uninitialised until used).
   uint8_t size_ = 0;
+  uint8_t reserved_ = 0;
   uint16_t dropped_ = 0;
+  TraceEntry entries_[kCapacity];  // only [0, size_) are meaningful
 };
 
 static_assert(std::is_trivially_copyable<DegradationTrace>::value,

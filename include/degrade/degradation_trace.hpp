@@ -262,7 +262,7 @@ class DegradationTrace {
   // fresh StageResult's trace costs that and nothing else (the entries stay
   // uninitialised until used).
   uint8_t size_ = 0;
-  uint8_t reserved_ = 0;
+  [[maybe_unused]] uint8_t reserved_ = 0;
   uint16_t dropped_ = 0;
   TraceEntry entries_[kCapacity];  // only [0, size_) are meaningful
 };

@@ -339,7 +339,7 @@ std::vector<InvalidCase> InvalidCases() {
        {"malformed JSON", "1e400", "overflow"}},
       {"EmptySignalName",
        Levels(R"("level1": {"trigger": {"": 1}})"),
-       "degradation.level1.trigger.",
+       "degradation.level1.trigger[\"\"]",
        {"signal names must not be empty"}},
       {"DuplicateSignal",
        Levels(R"("level1": {"trigger": {"gpu_util": 0.8, "gpu_util": 0.9}})"),
@@ -699,14 +699,35 @@ TEST(LoadDegradationConfigFileTest, FileErrorsSayConfigFile) {
   const std::string empty = dir.Path("empty.json");
   WriteInPlace(empty, " \n");
   EXPECT_THAT(std::string(LoadDegradationConfigFile(empty).status().message()),
-              HasSubstr(absl::StrCat(empty, ": config is empty")));
+              HasSubstr(absl::StrCat(empty, ": config file is empty")));
 
   const std::string nul = dir.Path("nul.json");
   WriteInPlace(nul, std::string("{\0}", 3));
   EXPECT_THAT(std::string(LoadDegradationConfigFile(nul).status().message()),
               HasSubstr(absl::StrCat(nul,
-                                     ": config contains a NUL byte at "
+                                     ": config file contains a NUL byte at "
                                      "offset 1")));
+}
+
+// Found by review: a 1 MB token or key made a 1 MB message (and, through a
+// watcher, a 1 MB log line).
+TEST(ParseDegradationConfigTest, HugeTokensAndKeysMakeShortMessages) {
+  const std::string number(1000000, '7');
+  const std::string cases[] = {
+      R"({"degradation": {"level1": {"trigger": {"q": )" + number + "}}}}",
+      R"({"degradation": {"level1": {"trigger": {")" + std::string(500000, 'k') +
+          R"(": -1}}}})",
+      R"({"degradation": {")" + std::string(500000, 'x') + R"(": 1}})",
+      R"({"degradation": {"level1": {"trigger": {"q": ")" +
+          std::string(1000000, 'y'),
+  };
+  for (const std::string& text : cases) {
+    const absl::StatusOr<DegradationConfig> c =
+        ParseDegradationConfig(text, "big.json");
+    ASSERT_FALSE(c.ok());
+    EXPECT_LT(c.status().message().size(), 2000u)
+        << c.status().message().substr(0, 300);
+  }
 }
 
 }  // namespace

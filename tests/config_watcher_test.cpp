@@ -343,7 +343,7 @@ TEST_F(ConfigFileWatcherTest, EmptiedOrHalfWrittenFileKeepsTheOldConfig) {
   WriteInPlace(path, "");
   absl::Status s = watcher.PollOnce();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr(path + ": config is empty"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr(path + ": config file is empty"));
   EXPECT_EQ(manager_.config(), applied);
 
   const std::string next = OneLevelJson(0.9);

@@ -126,7 +126,7 @@ std::vector<InvalidConfig> InvalidConfigs() {
        "degradation.level2.trigger", "= {}",
        "a level needs at least one trigger signal"},
       {"EmptySignalName", [](auto& c) { c.levels[0].enter[""] = 1; },
-       "degradation.level1.trigger.", "= \"\"",
+       "degradation.level1.trigger[\"\"]", "= \"\"",
        "signal names must not be empty"},
       {"NegativeThreshold",
        [](auto& c) { c.levels[0].enter["gpu_util"] = -0.1; },
@@ -245,6 +245,43 @@ TEST(DegradationConfigEqualityTest, EveryFieldCounts) {
     EXPECT_FALSE(changed == base) << "change " << i;
     EXPECT_TRUE(changed != base) << "change " << i;
   }
+}
+
+// Found by review: names from a config went into messages raw (a NUL or a
+// newline could cut a log line short or forge one), and thresholds were
+// printed to six digits, so a value and the one it broke could read alike.
+TEST(ValidateDegradationConfigTest, MessagesEscapeNamesAndPrintExactNumbers) {
+  DegradationConfig c;
+  LevelSpec l1;
+  const std::string hostile("gpu\0\nFAKE LOG LINE", 18);
+  l1.enter = {{hostile, 1.0}};
+  LevelSpec l2;
+  l2.enter = {{hostile, 0.5}};
+  c.levels = {l1, l2};
+  const std::string m(ValidateDegradationConfig(c).message());
+  EXPECT_EQ(m.find('\0'), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_THAT(m, HasSubstr(R"(degradation.level2.trigger["gpu\u0000\nFAKE LOG LINE"] = 0.5)"));
+
+  LevelSpec a;
+  a.enter = {{"g", 0.9500001}};
+  LevelSpec b;
+  b.enter = {{"g", 0.95}};
+  c.levels = {a, b};
+  EXPECT_THAT(std::string(ValidateDegradationConfig(c).message()),
+              HasSubstr("g = 0.95: thresholds must rise with the level (a "
+                        "lower level enters at 0.9500001)"));
+}
+
+TEST(ValidateDegradationConfigTest, AHugeNameMakesAShortMessage) {
+  DegradationConfig c;
+  LevelSpec l1;
+  l1.enter = {{std::string(500000, 's'), -1.0}};
+  c.levels = {l1};
+  const absl::Status st = ValidateDegradationConfig(c);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(st.message().size(), 400u) << st.message().substr(0, 400);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("(500000 bytes)"));
 }
 
 }  // namespace

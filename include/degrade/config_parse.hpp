@@ -119,17 +119,22 @@ inline constexpr absl::string_view kConfigFile = "config file";
 
 }  // namespace detail
 
-inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
-    absl::string_view json_text, absl::string_view source_name) {
+namespace detail {
+
+// ParseDegradationConfig, with what to call the text in errors: "config",
+// or "config file" when it was read from one.
+inline absl::StatusOr<DegradationConfig> ParseDegradationConfigAs(
+    absl::string_view json_text, absl::string_view source_name,
+    absl::string_view what) {
   namespace json = detail::json;
   const std::string source = detail::Printable(source_name);
   if (json_text.size() > kMaxConfigBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        source, ": config is ", json_text.size(), " bytes; at most ",
+        source, ": ", what, " is ", json_text.size(), " bytes; at most ",
         kMaxConfigBytes, " (1 MiB) are accepted"));
   }
   absl::StatusOr<json::Json> parsed =
-      json::ParseJsonDocument(json_text, source, detail::kConfigDocument);
+      json::ParseJsonDocument(json_text, source, what);
   if (!parsed.ok()) return parsed.status();
   const json::Json& root = *parsed;
   if (!root.is_object()) {
@@ -160,12 +165,20 @@ inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
   return config;
 }
 
+}  // namespace detail
+
+inline absl::StatusOr<DegradationConfig> ParseDegradationConfig(
+    absl::string_view json_text, absl::string_view source_name) {
+  return detail::ParseDegradationConfigAs(json_text, source_name,
+                                          detail::kConfigDocument);
+}
+
 inline absl::StatusOr<DegradationConfig> LoadDegradationConfigFile(
     const std::string& path) {
   absl::StatusOr<std::string> content =
       detail::ReadFileCapped(path, kMaxConfigBytes, detail::kConfigFile);
   if (!content.ok()) return content.status();
-  return ParseDegradationConfig(*content, path);
+  return detail::ParseDegradationConfigAs(*content, path, detail::kConfigFile);
 }
 
 DEGRADE_NAMESPACE_END

@@ -202,7 +202,12 @@ inline absl::Status ConfigFileWatcher::PollOnce() {
       if (last_content_.has_value() && *last_content_ == *content) {
         result = last_content_status_;
       } else {
-        result = ReloadJson(*manager_, *content, path_);
+        // As ReloadJson, with errors saying "config file".
+        absl::StatusOr<DegradationConfig> config =
+            detail::ParseDegradationConfigAs(*content, path_,
+                                             detail::kConfigFile);
+        result = config.ok() ? manager_->Reload(*std::move(config))
+                             : manager_->RejectReload(config.status());
         (result.ok() ? reloads_ : errors_)
             .fetch_add(1, std::memory_order_relaxed);
         last_content_ = *std::move(content);

@@ -38,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/detail/json_text.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -122,17 +123,25 @@ inline bool operator!=(const DegradationConfig& a, const DegradationConfig& b) {
 
 namespace detail {
 
+// Names and keys come from config files: escaped and abbreviated in
+// messages (json_text.hpp), and numbers in their shortest exact form, so a
+// value and the threshold it broke never print alike.
 inline std::string LevelPath(const DegradationConfig& c, std::size_t i) {
   const std::string& n = c.levels[i].name;
-  return absl::StrCat("degradation.",
-                      n.empty() ? absl::StrCat("level", i + 1) : n);
+  return n.empty() ? absl::StrCat("degradation.level", i + 1)
+                   : KeyPath("degradation", n);
+}
+
+inline std::string Quoted(absl::string_view name) {
+  return absl::StrCat("\"", Abbreviated(name, kMaxNameChars), "\"");
 }
 
 inline absl::Status ConfigError(const DegradationConfig& c,
                                 absl::string_view path, absl::string_view value,
                                 absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "degradation config '", c.name, "': ", path, " = ", value, ": ", rule));
+  return absl::InvalidArgumentError(
+      absl::StrCat("degradation config '", Abbreviated(c.name, kMaxNameChars),
+                   "': ", path, " = ", value, ": ", rule));
 }
 
 inline bool ValidDuration(absl::Duration d) {
@@ -167,7 +176,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
   if (!std::isfinite(c.recover_ratio) || c.recover_ratio <= 0.0 ||
       c.recover_ratio > 1.0) {
     return ConfigError(c, "degradation.recover_ratio",
-                       absl::StrCat(c.recover_ratio), "must be in (0, 1]");
+                       detail::ExactNumber(c.recover_ratio), "must be in (0, 1]");
   }
   if (!detail::ValidDuration(c.hold)) {
     return ConfigError(c, "degradation.hold", absl::FormatDuration(c.hold),
@@ -187,7 +196,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
     const std::string& f = c.critical[i];
     if (f.empty() || f == kAllNonCritical) {
       return ConfigError(c, absl::StrCat("degradation.critical[", i, "]"),
-                         absl::StrCat("\"", f, "\""), "must name a feature");
+                         detail::Quoted(f), "must name a feature");
     }
   }
   std::set<std::string> level_names;
@@ -196,7 +205,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
     const LevelSpec& l = c.levels[i];
     const std::string path = detail::LevelPath(c, i);
     if (!l.name.empty() && !level_names.insert(l.name).second) {
-      return ConfigError(c, path, absl::StrCat("\"", l.name, "\""),
+      return ConfigError(c, path, detail::Quoted(l.name),
                          "level names must be unique");
     }
     if (l.enter.empty()) {
@@ -204,12 +213,12 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
                          "a level needs at least one trigger signal");
     }
     for (const auto& [signal, threshold] : l.enter) {
-      const std::string p = absl::StrCat(path, ".trigger.", signal);
+      const std::string p = detail::KeyPath(path + ".trigger", signal);
       if (signal.empty()) {
         return ConfigError(c, p, "\"\"", "signal names must not be empty");
       }
       if (!std::isfinite(threshold) || threshold < 0.0) {
-        return ConfigError(c, p, absl::StrCat(threshold),
+        return ConfigError(c, p, detail::ExactNumber(threshold),
                            "thresholds must be finite and >= 0");
       }
       const auto prev = previous_enter.find(signal);
@@ -218,19 +227,19 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
             c, p, absl::StrCat(threshold),
             absl::StrCat("thresholds must rise with the level (a lower level "
                          "enters at ",
-                         prev->second, ")"));
+                         detail::ExactNumber(prev->second), ")"));
       }
     }
     for (const auto& [signal, threshold] : l.recover) {
-      const std::string p = absl::StrCat(path, ".recover.", signal);
+      const std::string p = detail::KeyPath(path + ".recover", signal);
       const auto enter = l.enter.find(signal);
       if (enter == l.enter.end()) {
-        return ConfigError(c, p, absl::StrCat(threshold),
+        return ConfigError(c, p, detail::ExactNumber(threshold),
                            "recover names a signal this level's trigger does "
                            "not use");
       }
       if (!std::isfinite(threshold) || threshold < 0.0) {
-        return ConfigError(c, p, absl::StrCat(threshold),
+        return ConfigError(c, p, detail::ExactNumber(threshold),
                            "thresholds must be finite and >= 0");
       }
       if (threshold > enter->second) {
@@ -238,7 +247,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
             c, p, absl::StrCat(threshold),
             absl::StrCat("a recover threshold must not be above the enter "
                          "threshold (",
-                         enter->second, ")"));
+                         detail::ExactNumber(enter->second), ")"));
       }
     }
     for (std::size_t j = 0; j < l.disable.size(); ++j) {

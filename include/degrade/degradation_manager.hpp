@@ -20,7 +20,9 @@
 //     threshold (lower than the enter threshold) for `hold`; each further step
 //     needs a fresh hold, and a sample back above the recover threshold
 //     restarts it. A signal oscillating around one threshold therefore moves
-//     the level at most once each way.
+//     the level at most once each way (given a gap between the thresholds
+//     or a hold: with recover equal to enter and a zero hold there is no
+//     hysteresis left, and validation allows that on purpose).
 //   * Levels are cumulative: level k switches off its own `disable` list and
 //     those of every lower level.
 //

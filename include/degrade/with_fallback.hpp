@@ -282,7 +282,11 @@ StageResult<std::vector<Item>> RunListStage(
     StageCall& stage_call, std::vector<Item> items, PlanB plan_b) {
   // The call sees `items` by const reference, so they are still ours to
   // fall back on.
-  auto call = [&stage_call, &items] { return std::invoke(stage_call, items); };
+  // std::as_const: a call that takes the list by mutable reference does not
+  // compile, rather than empty or reorder the Plan B it would fall back on.
+  auto call = [&stage_call, &items] {
+    return std::invoke(stage_call, std::as_const(items));
+  };
   auto fallback = [&items, &plan_b]() -> std::vector<Item> {
     return plan_b(std::move(items));
   };

@@ -79,6 +79,10 @@ inline constexpr std::size_t kMaxValueChars = 80;
 // A path segment: `.key` for identifier-like keys, `["key"]` otherwise, so a
 // key with dots or spaces can't be mistaken for nesting.
 inline std::string AppendKey(absl::string_view parent, absl::string_view key) {
+  // A 1 MB key must not make a 1 MB path: keep a prefix, say how long.
+  if (key.size() > kMaxNameChars) {
+    return absl::StrCat(parent, "[\"", Abbreviated(key, kMaxNameChars), "\"]");
+  }
   bool plain = !key.empty();
   for (char c : key) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' &&
@@ -216,9 +220,11 @@ class SyntaxCheck final : public nlohmann::json_sax<Json> {
 
   bool parse_error(std::size_t position, const std::string& /*last_token*/,
                    const nlohmann::json::exception& ex) override {
+    // The parser quotes the last token it read, which can be the whole
+    // input: keep the message to a line.
     status_ = absl::InvalidArgumentError(
         absl::StrCat(source_, ": malformed JSON at byte ", position, ": ",
-                     Printable(ex.what())));
+                     Abbreviated(ex.what(), 4 * kMaxValueChars)));
     return false;
   }
 

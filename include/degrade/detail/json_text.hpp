@@ -168,6 +168,51 @@ inline std::string Printable(absl::string_view text) {
   return out;
 }
 
+// `text` made Printable and cut to at most `max_bytes` of it (at a UTF-8
+// boundary), with "... (N bytes)" saying how long it was: a value from the
+// outside (a 1 MB key, a parser's quote of a 1 MB token) must not turn one
+// error message or log line into a megabyte.
+inline std::string Abbreviated(absl::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return Printable(text);
+  std::size_t cut = max_bytes;
+  // Back off to the start of a UTF-8 sequence (continuation bytes are
+  // 10xxxxxx), so the kept part is not cut inside a character.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  std::string out = Printable(text.substr(0, cut));
+  out += "... (";
+  out += std::to_string(text.size());
+  out += " bytes)";
+  return out;
+}
+
+// Longest key or name quoted in a message (see Abbreviated).
+inline constexpr std::size_t kMaxNameChars = 64;
+
+// A path segment in messages: `parent.key` for short identifier-like keys,
+// `parent["key"]` otherwise (escaped, abbreviated), so a key with dots,
+// quotes or control characters can neither be mistaken for nesting nor
+// forge a line.
+inline std::string KeyPath(absl::string_view parent, absl::string_view key) {
+  bool plain = !key.empty() && key.size() <= kMaxNameChars;
+  for (char c : key) {
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+                       (c >= 'A' && c <= 'Z');
+    if (!alnum && c != '_' && c != '-') plain = false;
+  }
+  std::string out(parent);
+  if (plain) {
+    if (!out.empty()) out += '.';
+    out.append(key.data(), key.size());
+    return out;
+  }
+  out += "[\"";
+  out += Abbreviated(key, kMaxNameChars);
+  out += "\"]";
+  return out;
+}
+
 // `v` as a JSON number, in the shortest text that reads back as exactly `v`
 // (StrCat's six significant digits could print a value and the threshold
 // it crossed alike); "null" for NaN or an infinity, which JSON cannot spell.
@@ -176,6 +221,14 @@ inline std::string JsonNumber(double v) {
   char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, r.ptr);
+}
+
+// `v` for a message: the shortest text that reads back as exactly `v`, and
+// "nan", "inf" or "-inf" as absl::StrCat spells those.
+inline std::string ExactNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return JsonNumber(v);
 }
 
 inline std::string JsonTime(absl::Time t) {

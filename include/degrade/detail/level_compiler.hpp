@@ -141,15 +141,25 @@ inline bool DisabledAt(const CompiledConfig& c, const std::string& feature,
 inline absl::Status CheckSample(const CompiledConfig& c, absl::string_view who,
                                 const std::string& signal, double value) {
   if (c.signal_index.find(signal) == c.signal_index.end()) {
+    // Names come from configs and callers: escaped, abbreviated, and at
+    // most 16 of them, so the message stays one short line.
     std::vector<std::string> known;
-    for (const auto& [name, index] : c.signal_index) known.push_back(name);
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, ": unknown signal '", signal,
-        "' (no level uses it; known: ", absl::StrJoin(known, ", "), ")"));
+    for (const auto& [name, index] : c.signal_index) {
+      if (known.size() == 16) {
+        known.push_back(absl::StrCat("... (", c.signal_index.size(), " in all)"));
+        break;
+      }
+      known.push_back(Abbreviated(name, kMaxNameChars));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": unknown signal '", Abbreviated(signal, kMaxNameChars),
+                     "' (no level uses it; known: ", absl::StrJoin(known, ", "),
+                     ")"));
   }
   if (!std::isfinite(value)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        who, ": signal '", signal, "' = ", value, ": values must be finite"));
+        who, ": signal '", Abbreviated(signal, kMaxNameChars), "' = ",
+        ExactNumber(value), ": values must be finite"));
   }
   return absl::OkStatus();
 }

@@ -15,11 +15,12 @@
 #           an optimised build: `cmake --workflow --preset soak`
 #   plain [Debug|Release|RelWithDebInfo ...]
 #           the route a user takes, without presets: `cmake -S . -B <dir>
-#           -DCMAKE_BUILD_TYPE=<type> && cmake --build <dir>` with g++ and
-#           with clang++ for each type (default: all three; the g++ Debug
-#           build is the dev preset's and is skipped), with
+#           -DCMAKE_BUILD_TYPE=<type> && cmake --build <dir>`, with
 #           -DDEGRADE_WERROR=ON so a warning that only -O2 shows fails here
-#           rather than on a user's machine; builds everything, runs nothing
+#           rather than on a user's machine; builds everything, runs nothing.
+#           Without types: g++ Release, g++ RelWithDebInfo and clang++
+#           Release (the builds no other command compiles); with types: g++
+#           and clang++ for each
 #   fuzz [seconds]
 #           build the libFuzzer targets (`fuzz` preset, clang++ with
 #           -fsanitize=fuzzer,address,undefined) and run each for `seconds`
@@ -47,7 +48,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 check_cmake() {
@@ -234,18 +235,26 @@ case "$cmd" in
   plain)
     ensure_deps
     shift
-    types=("$@")
-    ((${#types[@]} > 0)) || types=(Debug Release RelWithDebInfo)
-    for type in "${types[@]}"; do
-      [[ "$type" =~ ^(Debug|Release|RelWithDebInfo)$ ]] || die "plain: unknown build type '$type'"
-      for cxx in g++ clang++; do
-        [[ "$cxx" == g++ && "$type" == Debug && $# -eq 0 ]] && continue
-        dir="$root/build/plain-${cxx%++}-$type"
-        log "plain build: $cxx $type in $dir"
-        timed cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE="$type" \
-          -DCMAKE_CXX_COMPILER="$cxx" -DDEGRADE_WERROR=ON >/dev/null
-        timed cmake --build "$dir" -j2
+    # Without arguments: the builds whose warnings no other step sees. g++
+    # at -O2 is where -Wmaybe-uninitialized and friends appear (Release and
+    # RelWithDebInfo differ in inlining, so both); clang++ Release covers
+    # examples and benchmarks, which the clang sanitizer and fuzz presets do
+    # not build. g++ Debug is the dev preset's build.
+    builds=("g++ Release" "g++ RelWithDebInfo" "clang++ Release")
+    if (($# > 0)); then
+      builds=()
+      for type in "$@"; do
+        builds+=("g++ $type" "clang++ $type")
       done
+    fi
+    for build in "${builds[@]}"; do
+      cxx="${build% *}" type="${build#* }"
+      [[ "$type" =~ ^(Debug|Release|RelWithDebInfo)$ ]] || die "plain: unknown build type '$type'"
+      dir="$root/build/plain-${cxx%++}-$type"
+      log "plain build: $cxx $type in $dir"
+      timed cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE="$type" \
+        -DCMAKE_CXX_COMPILER="$cxx" -DDEGRADE_WERROR=ON >/dev/null
+      timed cmake --build "$dir" -j2
     done
     ;;
   bench)

@@ -76,10 +76,15 @@ struct BadFile {
   bool missing = false;
 };
 
-// Writes `content` to `name` in the test temp dir and returns its path.
+// Writes `content` to `name` in a directory of this process's own and
+// returns its path. The directory is per process because ctest runs each test
+// as its own process, in parallel: with one shared directory, a test's SetUp
+// rewriting "good.json" raced a sibling reading it (seen in CI as a reload of
+// a valid file failing). Removed at exit.
 inline std::string WriteTempFile(const std::string& name,
                                  const std::string& content) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  static const TempDir dir("degrade_files");
+  const std::string path = dir.Path(name);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;
   return path;

@@ -268,5 +268,118 @@ TEST(HalfOpenMaxWaitTest, ZeroMeansWaitForever) {
   EXPECT_EQ(b.state(), State::kClosed);
 }
 
+// Issue 13, defect 5: the wait is per trial. The reproduction: two trials
+// allowed, a 50 ms wait, A admitted at T, B at T+30 ms, A succeeding at
+// T+40 ms. The breaker used to reopen at T+51 ms (A's clock, never stopped
+// while B was out) though B had been out for 21 ms.
+TEST(HalfOpenMaxWaitTest, OverlappingTrialsEachGetTheirOwnWait) {
+  FakeClock clock(kAlignedStart);
+  Transitions events;
+  BreakerSettings s = MaxWaitSettings(&clock, &events);
+  s.max_requests = 2;
+  s.half_open_max_wait = absl::Milliseconds(50);
+  Breaker b(s);
+
+  absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
+  ASSERT_TRUE(a.ok()) << a.status();
+  clock.Advance(absl::Milliseconds(30));
+  absl::StatusOr<Permit> trial_b = b.Allow();
+  ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+  clock.Advance(absl::Milliseconds(10));
+  a->Done(absl::OkStatus());
+  EXPECT_EQ(b.state(), State::kHalfOpen);
+
+  clock.Advance(absl::Milliseconds(11));  // T+51 ms: A's wait, long gone
+  EXPECT_EQ(b.state(), State::kHalfOpen) << "B has been out for 21 ms";
+  clock.Advance(absl::Milliseconds(29));  // T+80 ms: exactly B's wait
+  EXPECT_EQ(b.state(), State::kHalfOpen);
+  clock.Advance(kNs);
+  EXPECT_EQ(b.state(), State::kOpen) << "B out 1 ns longer than the wait";
+  EXPECT_EQ(b.current_open_duration(), absl::Seconds(2))
+      << "the hung trial counts as a failed one";
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kOpen),
+                                         Pair(State::kOpen, State::kHalfOpen),
+                                         Pair(State::kHalfOpen, State::kOpen)));
+}
+
+TEST(HalfOpenMaxWaitTest, SecondTrialReportingWithinItsWaitCloses) {
+  FakeClock clock(kAlignedStart);
+  BreakerSettings s = MaxWaitSettings(&clock, nullptr);
+  s.max_requests = 2;
+  s.half_open_max_wait = absl::Milliseconds(50);
+  Breaker b(s);
+
+  absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
+  ASSERT_TRUE(a.ok()) << a.status();
+  clock.Advance(absl::Milliseconds(30));
+  absl::StatusOr<Permit> trial_b = b.Allow();
+  ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+  clock.Advance(absl::Milliseconds(10));
+  a->Done(absl::OkStatus());
+  clock.Advance(absl::Milliseconds(40));  // T+80 ms, B out exactly 50 ms
+  trial_b->Done(absl::OkStatus());
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_EQ(b.current_open_duration(), absl::Seconds(1));
+}
+
+// The oldest trial decides, whichever order they report in; an excluded or
+// abandoned trial stops its own clock and nobody else's.
+TEST(HalfOpenMaxWaitTest, TheOldestOutstandingTrialDecides) {
+  struct Case {
+    const char* name;
+    // How trial A (the older one) leaves at T+40 ms.
+    void (*leave)(absl::StatusOr<Permit>&);
+  };
+  const Case cases[] = {
+      {"excluded",
+       [](absl::StatusOr<Permit>& p) {
+         p->Done(absl::InvalidArgumentError("the caller's own error"));
+       }},
+      {"abandoned",
+       [](absl::StatusOr<Permit>& p) { p = absl::UnknownError("dropped"); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeClock clock(kAlignedStart);
+    BreakerSettings s = MaxWaitSettings(&clock, nullptr);
+    s.max_requests = 2;
+    s.half_open_max_wait = absl::Milliseconds(50);
+    s.is_excluded = [](const absl::Status& st) {
+      return st.code() == absl::StatusCode::kInvalidArgument;
+    };
+    Breaker b(s);
+
+    absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
+    ASSERT_TRUE(a.ok()) << a.status();
+    clock.Advance(absl::Milliseconds(30));
+    absl::StatusOr<Permit> trial_b = b.Allow();
+    ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+    clock.Advance(absl::Milliseconds(10));
+    c.leave(a);
+    clock.Advance(absl::Milliseconds(40));  // T+80 ms
+    EXPECT_EQ(b.state(), State::kHalfOpen);
+    clock.Advance(kNs);
+    EXPECT_EQ(b.state(), State::kOpen);
+  }
+  {
+    SCOPED_TRACE("the newer trial reports first");
+    FakeClock clock(kAlignedStart);
+    BreakerSettings s = MaxWaitSettings(&clock, nullptr);
+    s.max_requests = 3;
+    s.half_open_max_wait = absl::Milliseconds(50);
+    Breaker b(s);
+    absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
+    ASSERT_TRUE(a.ok()) << a.status();
+    clock.Advance(absl::Milliseconds(30));
+    absl::StatusOr<Permit> trial_b = b.Allow();
+    ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+    trial_b->Done(absl::OkStatus());
+    clock.Advance(absl::Milliseconds(20));  // T+50 ms: A's wait, exactly
+    EXPECT_EQ(b.state(), State::kHalfOpen);
+    clock.Advance(kNs);
+    EXPECT_EQ(b.state(), State::kOpen) << "A, still out, is past its wait";
+  }
+}
+
 }  // namespace
 }  // namespace degrade

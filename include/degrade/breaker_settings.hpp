@@ -130,11 +130,15 @@ struct BreakerSettings {
   // Each open duration is multiplied by a factor drawn uniformly from
   // [1 - jitter, 1 + jitter], so that many instances don't retry in step.
   double backoff_jitter = 0.0;
-  // If a half-open trial has been outstanding this long (the clock starts
-  // when a trial is admitted while none is outstanding, and stops when the
-  // last one reports), the breaker reopens as if a trial had failed instead
-  // of waiting forever. A quiet half-open breaker with no trial out never
-  // times out. 0 (or InfiniteDuration()) means no limit.
+  // The longest one half-open trial may be out. Each trial's clock starts
+  // when that trial is admitted and stops when it reports (success,
+  // failure, exclusion or abandoned permit); once any trial has been out
+  // longer than this, the breaker reopens as if that trial had failed, so a
+  // hung trial cannot hold the breaker half-open forever. A trial admitted
+  // later is never cut short by an earlier one's clock, and a quiet
+  // half-open breaker with no trial out never times out. This is not
+  // resilience4j's maxWaitDurationInHalfOpenState, which bounds the time in
+  // the state itself. 0 (or InfiniteDuration()) means no limit.
   absl::Duration half_open_max_wait = absl::ZeroDuration();
 };
 

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -249,6 +250,9 @@ class BreakerCore final : private BreakerView {
     uint64_t excluded = 0;
     uint64_t succeeded = 0;
     uint64_t failed = 0;  // at most 1: the first failure ends half-open
+    // When each outstanding trial was admitted, kept only with a
+    // half_open_max_wait: the wait is per trial, so the oldest one decides.
+    std::multiset<int64_t> out_since;
     uint64_t slots_used() const { return admitted - abandoned - excluded; }
     uint64_t outstanding() const { return slots_used() - succeeded; }
   };
@@ -359,8 +363,7 @@ class BreakerCore final : private BreakerView {
                     now, absl::ToInt64Nanoseconds(backoff_.NextOpenPeriod())),
           std::memory_order_release);
     }
-    // Armed when a trial is admitted and none was outstanding, disarmed
-    // when the last outstanding trial reports (see UpdateDeadlineLocked).
+    // Armed by the first trial admitted (see TrialOutLocked).
     half_open_deadline_.store(kNever, std::memory_order_release);
     const uint64_t old = word_.load(std::memory_order_relaxed);
     assert(IsLegalTransition(StateOf(old), to, mode));
@@ -453,8 +456,8 @@ class BreakerCore final : private BreakerView {
             rejected = CallOutcome::kRejectedTooMany;
             break;
           }
+          TrialOutLocked(now);
           ++trials_.admitted;
-          UpdateDeadlineLocked(now);
           [[fallthrough]];
         }
         case State::kClosed:
@@ -484,22 +487,30 @@ class BreakerCore final : private BreakerView {
     }
     shard.abandoned.fetch_add(1, std::memory_order_relaxed);
     ++trials_.abandoned;
-    UpdateDeadlineLocked(NowNanos());
+    TrialBackLocked(t.start_nanos);
     return CallOutcome::kAbandoned;
   }
 
-  // Keeps the half-open deadline running exactly while a trial is
-  // outstanding: it starts when the first one is admitted.
-  void UpdateDeadlineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // half_open_max_wait bounds each trial from its own admission: the
+  // deadline is the oldest outstanding trial's admission plus the wait, so
+  // a trial admitted late is never cut short by an earlier one's clock.
+  void TrialOutLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (half_open_wait_nanos_ <= 0) return;
-    const uint64_t outstanding = trials_.outstanding();
-    const int64_t current = half_open_deadline_.load(std::memory_order_relaxed);
-    if (outstanding == 0) {
-      half_open_deadline_.store(kNever, std::memory_order_release);
-    } else if (current == kNever) {
-      half_open_deadline_.store(SaturatingAdd(now, half_open_wait_nanos_),
-                                std::memory_order_release);
-    }
+    trials_.out_since.insert(now);
+    SetHalfOpenDeadlineLocked();
+  }
+  void TrialBackLocked(int64_t admitted_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (half_open_wait_nanos_ <= 0) return;
+    const auto it = trials_.out_since.find(admitted_at);
+    if (it != trials_.out_since.end()) trials_.out_since.erase(it);
+    SetHalfOpenDeadlineLocked();
+  }
+  void SetHalfOpenDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    half_open_deadline_.store(
+        trials_.out_since.empty()
+            ? kNever
+            : SaturatingAdd(*trials_.out_since.begin(), half_open_wait_nanos_),
+        std::memory_order_release);
   }
 
   CallOutcome CompleteSlow(const Ticket& t, bool success, bool excluded,
@@ -523,7 +534,7 @@ class BreakerCore final : private BreakerView {
         counted = CallOutcome::kExcluded;
         if (StateOf(w) == State::kHalfOpen) {
           ++trials_.excluded;
-          UpdateDeadlineLocked(now);
+          TrialBackLocked(t.start_nanos);
         }
       } else {
         if (slow) shard.slow_calls.fetch_add(1, std::memory_order_relaxed);
@@ -548,7 +559,7 @@ class BreakerCore final : private BreakerView {
             TransitionLocked(State::kClosed, now,
                              TransitionCause::kTrialsSucceeded);
           } else {
-            UpdateDeadlineLocked(now);
+            TrialBackLocked(t.start_nanos);
           }
         } else if (ModeOf(w) != kDisabled) {
           const Counts c = CountsLocked(now);

@@ -1282,6 +1282,50 @@ TEST_F(DegradationManagerTest, AnObserverCanCallBackIntoTheManager) {
   EXPECT_EQ(m->transitions(), 2u);
 }
 
+// Issue 13, defect 7: eight ForceLevel changes 100 ms apart wrote five
+// lines; the rest only showed as "suppressed":N on a later line. Level
+// changes and override expiries are the audit trail: one line each.
+TEST_F(DegradationManagerTest, EveryLevelChangeAndExpiryWritesItsOwnLine) {
+  auto m = Make();
+  lines_.clear();
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(m->ForceLevel(1 + i % 3, absl::Seconds(10)).ok());
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  clock_.Advance(absl::Seconds(10));  // the last override expires
+  m->Evaluate();
+  std::vector<std::string> changes;
+  int expiries = 0;
+  for (const std::string& line : lines_) {
+    EXPECT_THAT(line, ::testing::Not(HasSubstr("suppressed"))) << line;
+    if (absl::StrContains(line, R"("event":"level_change")")) {
+      changes.push_back(line);
+    }
+    if (absl::StrContains(line, R"("event":"override_expired")")) ++expiries;
+  }
+  // Eight forced changes; after the expiry, staged recovery holds level 2.
+  EXPECT_EQ(changes_.size(), 8u);
+  EXPECT_EQ(changes.size(), changes_.size());
+  EXPECT_EQ(expiries, 1);
+
+  // Reload rejections, which a bad file repeats, stay rate-limited (5/s).
+  lines_.clear();
+  for (int i = 0; i < 10; ++i) {
+    (void)m->RejectReload(absl::InvalidArgumentError("bad file"));
+  }
+  EXPECT_EQ(lines_.size(), 5u);
+}
+
+TEST_F(DegradationManagerTest, ASilencedLogDropsEvenLevelChanges) {
+  ManagerOptions o = Options();
+  o.max_log_lines_per_second = 0;
+  DegradationManager m(std::move(o));
+  ASSERT_TRUE(m.Reload(ThreeLevels()).ok());
+  ASSERT_TRUE(m.ForceLevel(2, absl::Seconds(1)).ok());
+  EXPECT_EQ(m.level(), 2);
+  EXPECT_THAT(lines_, ::testing::IsEmpty());
+}
+
 TEST_F(DegradationManagerTest, ALogSinkCanCallBackIntoTheManager) {
   DegradationManager* self = nullptr;
   int lines = 0;

@@ -140,6 +140,38 @@ TEST(EventLogTest, KeysPastTheCapShareOneLimitUnlessIdleOnesCanGo) {
   EXPECT_EQ(lines.size(), 5u);
 }
 
+TEST(EventLogTest, WriteAlwaysIgnoresAFullWindowButNotSilence) {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  EventLogOptions o;
+  o.sink = [&lines](absl::string_view l) { lines.emplace_back(l); };
+  o.clock = &clock;
+  o.max_lines_per_key = 1;
+  EventLog log(std::move(o));
+  EXPECT_TRUE(log.Emit("k", R"({"n":1})"));
+  EXPECT_FALSE(log.Emit("k", R"({"n":2})"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(log.WriteAlways([i] { return absl::StrCat(R"({"a":)", i, "}"); }));
+  }
+  EXPECT_THAT(lines, ElementsAre(R"({"n":1})", R"({"a":0})", R"({"a":1})",
+                                 R"({"a":2})"));
+  EXPECT_EQ(log.written_total(), 4u);
+  EXPECT_EQ(log.suppressed_total(), 1u);
+  // The rate-limited key still reports its own suppression, not the audit
+  // lines'.
+  clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(log.Emit("k", R"({"n":3})"));
+  EXPECT_EQ(lines.back(), R"({"n":3,"suppressed":1})");
+
+  EventLogOptions silent;
+  silent.sink = [](absl::string_view) { FAIL() << "nothing may be written"; };
+  silent.clock = &clock;
+  silent.max_lines_per_key = 0;
+  EventLog quiet(std::move(silent));
+  EXPECT_FALSE(quiet.WriteAlways([] { return std::string("{}"); }));
+  EXPECT_EQ(quiet.suppressed_total(), 1u);
+}
+
 TEST(EventLogTest, ZeroLimitSilencesAndAThrowingSinkLosesOnlyItsLine) {
   FakeClock clock;
   EventLogOptions silent;

@@ -109,15 +109,16 @@ struct ManagerOptions {
   std::string name = std::string(kDefaultManagerName);
   // The time source; must outlive the manager. nullptr means the real clock.
   const Clock* clock = nullptr;
-  // Receives one JSON object per line-worthy event (level change, override
-  // expiry, config reload or rejection, source poll error), rate-limited per
+  // Receives one JSON object per line-worthy event: every level change and
+  // override expiry (never rate-limited: they are the audit trail), and
+  // config reloads, rejections and source poll errors, rate-limited per
   // event kind (`max_log_lines_per_second` by this manager's clock). Unset
   // means the telemetry's log (a MetricsRegistry's: stderr by default, with
   // its limits), or stderr when there is no telemetry.
   std::function<void(absl::string_view json_line)> log_sink;
-  // With `log_sink`: lines of each event kind per second of this manager's
-  // clock; later ones are suppressed and counted in the next line's
-  // "suppressed" member.
+  // With `log_sink`: lines of each rate-limited event kind per second of
+  // this manager's clock; later ones are suppressed and counted in the next
+  // line's "suppressed" member. 0 silences the sink, level changes included.
   uint32_t max_log_lines_per_second = 5;
   // The telemetry the manager reports to (see telemetry.hpp): with a
   // MetricsRegistry, the degrade_level* series, its episodes and (unless

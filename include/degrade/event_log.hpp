@@ -11,7 +11,9 @@
 // write 10k lines a second, so lines are rate-limited per key: at most
 // `max_lines_per_key` lines per `interval` for each key (a breaker's name, a
 // stage and reason, ...), and the next line written for a key carries
-// `"suppressed":N`, how many were dropped since the last one.
+// `"suppressed":N`, how many were dropped since the last one. Audit lines
+// (a manager's level changes, which are rare and are the record of what the
+// service did) go through `WriteAlways` and are never rate-limited.
 //
 //   degrade::EventLogOptions o;
 //   o.sink = [](absl::string_view line) { LOG(INFO) << line; };
@@ -69,8 +71,8 @@ inline void StderrLogSink(absl::string_view line) {
 struct EventLogOptions {
   // Receives each line (a JSON object, no newline). Unset means stderr.
   std::function<void(absl::string_view line)> sink;
-  // Lines each key may write per `interval`. 0 silences every key (lines
-  // are only counted as suppressed).
+  // Lines each key may write per `interval`. 0 silences the log, audit
+  // lines (`WriteAlways`) included: lines are only counted as suppressed.
   uint32_t max_lines_per_key = 5;
   // The rate-limit window. Values <= 0 mean 1 s.
   absl::Duration interval = absl::Seconds(1);
@@ -273,13 +275,21 @@ class EventLog {
       absl::StrAppend(&line, empty_object ? "" : ",", R"("suppressed":)",
                       suppressed, "}");
     }
-    std::shared_ptr<const Sink> sink;
-    {
-      detail::MutexLock lock(&mu_);
-      sink = sink_;
+    Write(std::move(line));
+    return true;
+  }
+
+  // Writes an audit line (a JSON object) whatever the rate limits: for
+  // events that are rare by nature and must each leave a line, such as a
+  // level change. Returns whether it was written: false only when the log
+  // is silenced (`max_lines_per_key` = 0). Counted in written_total().
+  template <typename MakeLine>
+  bool WriteAlways(MakeLine&& make_line) {
+    if (limit_ == 0) {
+      suppressed_total_.fetch_add(1, std::memory_order_relaxed);
+      return false;
     }
-    written_total_.fetch_add(1, std::memory_order_relaxed);
-    detail::CallQuietly(*sink, absl::string_view(line));
+    Write(make_line());
     return true;
   }
 
@@ -302,6 +312,16 @@ class EventLog {
   using Sink = std::function<void(absl::string_view)>;
 
   int64_t NowNanos() const { return absl::ToUnixNanos(clock_->CoarseNow()); }
+
+  void Write(std::string line) {
+    std::shared_ptr<const Sink> sink;
+    {
+      detail::MutexLock lock(&mu_);
+      sink = sink_;
+    }
+    written_total_.fetch_add(1, std::memory_order_relaxed);
+    detail::CallQuietly(*sink, absl::string_view(line));
+  }
 
   const Clock* const clock_;
   const uint32_t limit_;

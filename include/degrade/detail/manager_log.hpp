@@ -1,7 +1,10 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // The JSON event lines of a degradation manager, as a ManagerListener: one
-// object per line, rate-limited per event kind through an EventLog. The
+// object per line through an EventLog: level changes and override expiries
+// are audit lines, never rate-limited; the other kinds (reloads, rejections,
+// poll errors, which a bad file or a flapping source can repeat) are
+// rate-limited per event kind. The
 // manager attaches one over its own log (its `log_sink`, or stderr when no
 // telemetry is attached: the seed wants every level change logged); a
 // MetricsRegistry attaches one over its log, named with the manager's
@@ -68,7 +71,7 @@ class ManagerLog final : public ManagerListener {
         break;
     }
     line += "}";
-    Write(kLevelChange, std::move(line));
+    log_->WriteAlways([&line] { return std::move(line); });
   }
 
   void OnReload(const ReloadEvent& e) override {
@@ -82,8 +85,9 @@ class ManagerLog final : public ManagerListener {
   }
 
   void OnOverrideExpired(const OverrideExpiredEvent& e) override {
-    Write(kExpired,
-          absl::StrCat(Head(e.time, kExpired), R"(,"level":)", e.level, "}"));
+    log_->WriteAlways([&] {
+      return absl::StrCat(Head(e.time, kExpired), R"(,"level":)", e.level, "}");
+    });
   }
 
   void OnPollError(const PollErrorEvent& e) override {

@@ -129,6 +129,7 @@ struct BreakerSettings {
   absl::Duration max_timeout = absl::ZeroDuration();
   // Each open duration is multiplied by a factor drawn uniformly from
   // [1 - jitter, 1 + jitter], so that many instances don't retry in step.
+  // `max_timeout` is applied after the jitter: no open period exceeds it.
   double backoff_jitter = 0.0;
   // The longest one half-open trial may be out. Each trial's clock starts
   // when that trial is admitted and stops when it reports (success,

@@ -64,6 +64,32 @@ TEST(OpenBackoffTest, JitterStaysWithinItsBoundsAndRepeatsPerSeed) {
   EXPECT_EQ(a.current(), absl::Seconds(10));
 }
 
+// Issue 13 (time at the extremes): the cap was applied before the jitter,
+// so with max_timeout 5 s and jitter 0.5 an open period could last 7.5 s.
+TEST(OpenBackoffTest, TheCapHoldsAfterTheJitter) {
+  OpenBackoff b(absl::Seconds(4), 2.0, absl::Seconds(5), 0.5, 42);
+  b.Grow();
+  ASSERT_EQ(b.current(), absl::Seconds(5));
+  int at_cap = 0;
+  absl::Duration lo = absl::InfiniteDuration();
+  for (int i = 0; i < 1000; ++i) {
+    const absl::Duration d = b.NextOpenPeriod();
+    EXPECT_LE(d, absl::Seconds(5)) << "draw " << i;
+    EXPECT_GE(d, absl::Milliseconds(2500)) << "draw " << i;
+    if (d == absl::Seconds(5)) ++at_cap;
+    lo = std::min(lo, d);
+  }
+  // The upper half of the draws is cut to the cap; the lower half remains.
+  EXPECT_GT(at_cap, 400);
+  EXPECT_LT(at_cap, 600);
+  EXPECT_LT(lo, absl::Seconds(3));
+  // Below the cap the jitter goes both ways, as before.
+  OpenBackoff below(absl::Seconds(2), 2.0, absl::Seconds(5), 0.5, 42);
+  absl::Duration hi = absl::ZeroDuration();
+  for (int i = 0; i < 1000; ++i) hi = std::max(hi, below.NextOpenPeriod());
+  EXPECT_GT(hi, absl::Milliseconds(2900));
+}
+
 TEST(OpenBackoffTest, AnInfiniteBaseStaysInfinite) {
   OpenBackoff b(absl::InfiniteDuration(), 2.0, absl::ZeroDuration(), 0.5, 7);
   EXPECT_EQ(b.NextOpenPeriod(), absl::InfiniteDuration());

@@ -5,7 +5,9 @@
 // `max_timeout` when set), back to `timeout` when the breaker closes or is
 // reset by hand; each open period is then jittered by a factor drawn
 // uniformly from [1 - jitter, 1 + jitter] so that a fleet of instances does
-// not probe a recovering dependency in step. The draws come from a
+// not probe a recovering dependency in step. The cap is applied again after
+// the jitter: `max_timeout` bounds every open period actually used, so at
+// the cap the jitter only shortens. The draws come from a
 // SplitMix64 seeded from the breaker's name: the same breaker repeats the
 // same sequence, which keeps tests on a FakeClock exact.
 //
@@ -52,11 +54,13 @@ class OpenBackoff {
   // The breaker closed (or was moved by hand): back to the base.
   void Reset() { current_ = base_; }
 
-  // The duration of the open period starting now: current() jittered.
+  // The duration of the open period starting now: current() jittered, and
+  // never over the cap.
   absl::Duration NextOpenPeriod() {
     if (jitter_ <= 0.0) return current_;
     const double u = rng_.NextUnit();  // [0, 1)
-    return current_ * (1.0 - jitter_ + 2.0 * jitter_ * u);
+    const absl::Duration d = current_ * (1.0 - jitter_ + 2.0 * jitter_ * u);
+    return cap_ > absl::ZeroDuration() ? std::min(d, cap_) : d;
   }
 
  private:

@@ -148,6 +148,66 @@ TEST_F(LatencyTrackerTest, RecordsRacingAFoldLoseNothing) {
   EXPECT_EQ(tracker.TakeMillis(), 0.0);  // all of it was consumed
 }
 
+// Issue 13 (packed counters): the word packing the count and the sum must
+// never carry one into the other. Adding a sample that would reach either
+// fold threshold is refused (0), so the caller folds instead.
+TEST_F(LatencyTrackerTest, PackedAddNeverCrossesAFoldThreshold) {
+  constexpr uint64_t kOneCount = uint64_t{1} << 44;
+  constexpr uint64_t kMaxSample = uint64_t{1} << 40;
+  struct Case {
+    uint64_t word;
+    uint64_t us;
+    uint64_t want;
+  };
+  const Case cases[] = {
+      {0, 0, kOneCount},
+      {0, 1000, kOneCount | 1000},
+      {0, kMaxSample, kOneCount | kMaxSample},
+      // The sum one sample short of 2^43, then reaching it.
+      {kOneCount * 7 | (7 * kMaxSample), kMaxSample - 1,
+       kOneCount * 8 | (8 * kMaxSample - 1)},
+      {kOneCount * 7 | (7 * kMaxSample), kMaxSample, 0},
+      // The count one short of 2^19, then reaching it.
+      {kOneCount * ((uint64_t{1} << 19) - 2), 5,
+       kOneCount * ((uint64_t{1} << 19) - 1) | 5},
+      {kOneCount * ((uint64_t{1} << 19) - 1), 5, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << std::hex << c.word << " + " << c.us);
+    EXPECT_EQ(LatencyTracker::PackedAdd(c.word, c.us), c.want);
+  }
+}
+
+// Sixteen threads record saturated samples (InfiniteDuration is clamped to
+// 2^40 us): eight of them fill the packed sum to its fold threshold, so
+// with a fetch_add, adds racing the fold could carry the sum into the
+// count. Every sample is equal, so every poll must report exactly it.
+TEST_F(LatencyTrackerTest, ConcurrentSaturatedSamplesNeverCarry) {
+  LatencyTracker tracker(LatencyTracker::Kind::kAverage);
+  const double saturated_ms = static_cast<double>(uint64_t{1} << 40) / 1000.0;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> recorders;
+  for (int t = 0; t < 16; ++t) {
+    recorders.emplace_back([&] {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      for (int i = 0; i < 100000; ++i) {
+        tracker.Record(absl::InfiniteDuration());
+      }
+    });
+  }
+  std::vector<double> odd;
+  go.store(true, std::memory_order_release);
+  for (int i = 0; i < 200; ++i) {
+    const double v = tracker.TakeMillis();
+    if (v != 0.0 && v != saturated_ms && odd.size() < 5) odd.push_back(v);
+  }
+  for (std::thread& r : recorders) r.join();
+  const double last = tracker.TakeMillis();
+  if (last != saturated_ms && odd.size() < 5) odd.push_back(last);
+  EXPECT_TRUE(odd.empty()) << ::testing::PrintToString(odd);
+}
+
 // ---- InFlightGauge ---------------------------------------------------------
 
 TEST_F(InFlightGaugeTest, TokensCountUntilDestroyed) {

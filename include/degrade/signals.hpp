@@ -54,9 +54,10 @@ DEGRADE_NAMESPACE_BEGIN
 // there were none). Durations are kept in whole microseconds; a negative
 // one counts as 0 and one longer than about 12 days as 12 days.
 //
-// Thread-safe. `Record` is one relaxed atomic add: the count and the sum
-// share one 64-bit word, so a poll never sees a sample's duration without
-// its count (an average of equal samples is exactly that sample). Polls
+// Thread-safe. `Record` is one relaxed compare-and-swap (retried under
+// contention): the count and the sum share one 64-bit word, so a poll never
+// sees a sample's duration without its count (an average of equal samples is
+// exactly that sample). Polls
 // serialise on an internal mutex, which `Record` takes only to fold the
 // word into wider totals when nobody has polled for a very long time.
 class LatencyTracker {
@@ -80,6 +81,19 @@ class LatencyTracker {
   // REQUIRES: the tracker outlives the function.
   std::function<double()> Source() {
     return [this] { return TakeMillis(); };
+  }
+
+  // The packed word after adding one sample of `us` microseconds (REQUIRES:
+  // us <= 2^40) to `word`, or 0 when the sum or the count would reach its
+  // fold threshold: the caller folds under the lock instead. So the word
+  // never holds more than the thresholds and no number of concurrent
+  // saturated samples can carry the sum into the count. Exposed for tests.
+  static constexpr uint64_t PackedAdd(uint64_t word, uint64_t us) {
+    const uint64_t next = word + (kOneCount | us);
+    return (next >> kCountShift) >= kFoldAtCount ||
+                   (next & kSumMask) >= kFoldAtSum
+               ? 0
+               : next;
   }
 
  private:
@@ -163,16 +177,24 @@ inline void LatencyTracker::Record(absl::Duration d) {
   if (us > static_cast<int64_t>(kMaxSampleMicros)) {
     us = static_cast<int64_t>(kMaxSampleMicros);
   }
-  const uint64_t add = kOneCount | static_cast<uint64_t>(us);
-  const uint64_t after =
-      packed_.fetch_add(add, std::memory_order_relaxed) + add;
-  // Fold into the wide totals long before either field could overflow
-  // (only if nobody polls for minutes at high load).
-  if (DEGRADE_UNLIKELY((after >> kCountShift) >= kFoldAtCount ||
-                       (after & kSumMask) >= kFoldAtSum)) {
-    detail::MutexLock lock(&mu_);
-    FoldLocked();
+  const uint64_t sample = static_cast<uint64_t>(us);
+  // A compare-and-swap, not a fetch_add: with a fetch_add, eight threads
+  // adding saturated samples between one crossing the fold threshold and
+  // the fold would carry the sum into the count.
+  uint64_t w = packed_.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t next = PackedAdd(w, sample);
+    if (DEGRADE_UNLIKELY(next == 0)) break;
+    if (packed_.compare_exchange_weak(w, next, std::memory_order_relaxed)) {
+      return;
+    }
   }
+  // The word is near a threshold (only if nobody polls for minutes at high
+  // load, or samples are huge): fold it, and this sample, into the totals.
+  detail::MutexLock lock(&mu_);
+  FoldLocked();
+  ++folded_count_;
+  folded_sum_us_ += static_cast<double>(sample);
 }
 
 inline double LatencyTracker::TakeMillis() {

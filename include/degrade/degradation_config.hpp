@@ -61,10 +61,12 @@ inline constexpr absl::string_view kDefaultManagerName = "degradation";
 struct LevelSpec {
   // Names the level in messages and logs; "level1", "level2", ... in JSON.
   std::string name;
-  // Signal name -> enter threshold. At least one.
+  // Signal name -> enter threshold, finite and > 0. At least one.
   std::map<std::string, double> enter;
-  // Signal name -> recover threshold, at most the enter threshold. A signal
-  // of `enter` missing here recovers below `enter * recover_ratio`.
+  // Signal name -> recover threshold, > 0 and at most the enter threshold.
+  // A signal of `enter` missing here recovers below `enter * recover_ratio`
+  // (which must not round to 0). A threshold of 0 is refused: no signal
+  // falls below it, so the level could never be left.
   std::map<std::string, double> recover;
   // Features this level switches off (levels are cumulative: level k also
   // switches off everything levels 1..k-1 do). `kAllNonCritical` switches
@@ -144,6 +146,26 @@ inline absl::Status ConfigError(const DegradationConfig& c,
                    "': ", path, " = ", value, ": ", rule));
 }
 
+// Enter and recover thresholds are finite and > 0. Zero is refused because
+// a level is left only when its signals fall below (<) their recover
+// thresholds: below 0 is where no utilisation, queue length or latency ever
+// goes, so the level could never be left.
+inline absl::Status CheckThreshold(const DegradationConfig& c,
+                                   absl::string_view path, double threshold) {
+  if (threshold == 0.0) {
+    return ConfigError(c, path, "0",
+                       "thresholds must be > 0: a level is left when its "
+                       "signals fall below the recover threshold, and no "
+                       "signal >= 0 falls below 0, so the level could never "
+                       "be left");
+  }
+  if (!std::isfinite(threshold) || threshold < 0.0) {
+    return ConfigError(c, path, ExactNumber(threshold),
+                       "thresholds must be finite and > 0");
+  }
+  return absl::OkStatus();
+}
+
 inline bool ValidDuration(absl::Duration d) {
   return d >= absl::ZeroDuration() && d != absl::InfiniteDuration();
 }
@@ -217,9 +239,16 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
       if (signal.empty()) {
         return ConfigError(c, p, "\"\"", "signal names must not be empty");
       }
-      if (!std::isfinite(threshold) || threshold < 0.0) {
-        return ConfigError(c, p, detail::ExactNumber(threshold),
-                           "thresholds must be finite and >= 0");
+      if (absl::Status s = detail::CheckThreshold(c, p, threshold); !s.ok()) {
+        return s;
+      }
+      if (l.recover.count(signal) == 0 &&
+          !(threshold * c.recover_ratio > 0.0)) {
+        return ConfigError(
+            c, p, detail::ExactNumber(threshold),
+            absl::StrCat("its recover threshold (enter * recover_ratio ",
+                         detail::ExactNumber(c.recover_ratio),
+                         ") rounds to 0: the level could never be left"));
       }
       const auto prev = previous_enter.find(signal);
       if (prev != previous_enter.end() && !(threshold > prev->second)) {
@@ -238,9 +267,8 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
                            "recover names a signal this level's trigger does "
                            "not use");
       }
-      if (!std::isfinite(threshold) || threshold < 0.0) {
-        return ConfigError(c, p, detail::ExactNumber(threshold),
-                           "thresholds must be finite and >= 0");
+      if (absl::Status s = detail::CheckThreshold(c, p, threshold); !s.ok()) {
+        return s;
       }
       if (threshold > enter->second) {
         return ConfigError(

@@ -88,6 +88,23 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"NegativeHalfOpenMaxWait",
                     [](BreakerSettings& s) { s.half_open_max_wait = -kNs; },
                     "half_open_max_wait"},
+        // Issue 13: a positive duration under 1 ns became 0 in the
+        // breaker's nanosecond integers, which means default/off: a 0.5 ns
+        // timeout was 60 s, a 0.5 ns half_open_max_wait no limit at all.
+        InvalidCase{"SubNanosecondInterval",
+                    [](BreakerSettings& s) { s.interval = kNs / 2; },
+                    "interval"},
+        InvalidCase{"SubNanosecondTimeout",
+                    [](BreakerSettings& s) { s.timeout = kNs / 4; }, "timeout"},
+        InvalidCase{"SubNanosecondSlowCallDuration",
+                    [](BreakerSettings& s) { s.slow_call_duration = kNs / 2; },
+                    "slow_call_duration"},
+        InvalidCase{"SubNanosecondMaxTimeout",
+                    [](BreakerSettings& s) { s.max_timeout = kNs / 2; },
+                    "max_timeout"},
+        InvalidCase{"SubNanosecondHalfOpenMaxWait",
+                    [](BreakerSettings& s) { s.half_open_max_wait = kNs / 2; },
+                    "half_open_max_wait"},
         InvalidCase{"NaNMultiplier",
                     [](BreakerSettings& s) { s.backoff_multiplier = kNaN; },
                     "backoff_multiplier"},
@@ -305,11 +322,16 @@ TEST(BreakerSettingRulesTest, EachRuleBrokenAloneIsReportedAndRepaired) {
   };
   const Case cases[] = {
       {"interval", [](S& s) { s.interval = -kNs; }},
+      {"interval", [](S& s) { s.interval = kNs / 2; }},
       {"timeout", [](S& s) { s.timeout = -absl::Seconds(1); }},
+      {"timeout", [](S& s) { s.timeout = kNs / 4; }},
       {"slow_call_duration", [](S& s) { s.slow_call_duration = -kNs; }},
+      {"slow_call_duration", [](S& s) { s.slow_call_duration = kNs / 2; }},
       {"max_timeout", [](S& s) { s.max_timeout = -kNs; }},
+      {"max_timeout", [](S& s) { s.max_timeout = kNs / 2; }},
       {"max_timeout", [](S& s) { s.max_timeout = absl::Seconds(59); }},
       {"half_open_max_wait", [](S& s) { s.half_open_max_wait = -kNs; }},
+      {"half_open_max_wait", [](S& s) { s.half_open_max_wait = kNs / 2; }},
       {"backoff_multiplier", [](S& s) { s.backoff_multiplier = 0.5; }},
       {"backoff_jitter", [](S& s) { s.backoff_jitter = -0.01; }},
       {"window.kind",
@@ -353,6 +375,7 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
                                       -absl::Seconds(1),
                                       -kNs,
                                       absl::ZeroDuration(),
+                                      kNs / 4,
                                       kNs,
                                       absl::Milliseconds(5),
                                       absl::Seconds(59),
@@ -415,7 +438,7 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
     EXPECT_EQ(n.backoff_jitter, s.backoff_jitter);
     EXPECT_EQ(n.window.kind, s.window.kind);
   }
-  EXPECT_GT(valid, 100);  // the pools do produce valid settings too
+  EXPECT_GT(valid, 50);  // the pools do produce valid settings too
 }
 
 TEST(BreakerSettingRulesTest, TheDefaultTripRuleIsGobreakers) {
@@ -426,6 +449,22 @@ TEST(BreakerSettingRulesTest, TheDefaultTripRuleIsGobreakers) {
   c.consecutive_failures = 6;
   EXPECT_TRUE(n.ready_to_trip(c));
   EXPECT_EQ(detail::EffectiveOpenTimeout(n), absl::Seconds(60));
+}
+
+// A sub-nanosecond timeout used to be truncated to 0, i.e. the 60 s
+// default; the constructor now repairs it to 1 ns, the shortest it honours.
+TEST(SettingsFallbackTest, ASubNanosecondTimeoutIsOneNanosecondNotSixtySeconds) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "sub-ns";
+  s.clock = &clock;
+  s.timeout = kNs / 2;
+  s.ready_to_trip = [](const Counts& c) { return c.consecutive_failures >= 1; };
+  Breaker b(s);
+  (void)b.Execute([] { return absl::UnavailableError("down"); });
+  ASSERT_EQ(b.state(), State::kOpen);
+  clock.Advance(2 * kNs);
+  EXPECT_EQ(b.state(), State::kHalfOpen);
 }
 
 // Found by review: validation accepted windows that the constructor could

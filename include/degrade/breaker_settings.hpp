@@ -182,30 +182,54 @@ inline bool NegativeDuration(absl::Duration d) {
   return d < absl::ZeroDuration();
 }
 
+// The breaker keeps its durations in whole nanoseconds, where 0 has a
+// meaning of its own (default, off, no limit): a positive duration under
+// 1 ns would silently take that meaning, so it is refused (and repaired to
+// 1 ns, the shortest the breaker can honour).
+inline bool SubNanosecond(absl::Duration d) {
+  return d > absl::ZeroDuration() && d < absl::Nanoseconds(1);
+}
+
 inline bool IsTimeWindow(const SlidingWindow& w) {
   return w.kind == SlidingWindow::Kind::kTime;
 }
 
 // In the order ValidateBreakerSettings reports them.
-inline const std::array<BreakerSettingRule, 15>& BreakerSettingRules() {
+inline const std::array<BreakerSettingRule, 20>& BreakerSettingRules() {
   using S = BreakerSettings;
-  static const std::array<BreakerSettingRule, 15> kRules = {{
+  static const std::array<BreakerSettingRule, 20> kRules = {{
       {"interval", "must be >= 0 (0 means never clear)",
        [](const S& s) { return NegativeDuration(s.interval); },
        [](const S& s) { return absl::FormatDuration(s.interval); },
        [](S& s) { s.interval = absl::ZeroDuration(); }},
+      {"interval", "must be 0 or at least 1ns (shorter reads as 0: never clear)",
+       [](const S& s) { return SubNanosecond(s.interval); },
+       [](const S& s) { return absl::FormatDuration(s.interval); },
+       [](S& s) { s.interval = absl::Nanoseconds(1); }},
       {"timeout", "must be >= 0 (0 means 60s)",
        [](const S& s) { return NegativeDuration(s.timeout); },
        [](const S& s) { return absl::FormatDuration(s.timeout); },
        [](S& s) { s.timeout = absl::ZeroDuration(); }},
+      {"timeout", "must be 0 or at least 1ns (shorter reads as 0: 60s)",
+       [](const S& s) { return SubNanosecond(s.timeout); },
+       [](const S& s) { return absl::FormatDuration(s.timeout); },
+       [](S& s) { s.timeout = absl::Nanoseconds(1); }},
       {"slow_call_duration", "must be >= 0 (0 disables slow calls)",
        [](const S& s) { return NegativeDuration(s.slow_call_duration); },
        [](const S& s) { return absl::FormatDuration(s.slow_call_duration); },
        [](S& s) { s.slow_call_duration = absl::ZeroDuration(); }},
+      {"slow_call_duration", "must be 0 or at least 1ns (shorter reads as 0: no slow calls)",
+       [](const S& s) { return SubNanosecond(s.slow_call_duration); },
+       [](const S& s) { return absl::FormatDuration(s.slow_call_duration); },
+       [](S& s) { s.slow_call_duration = absl::Nanoseconds(1); }},
       {"max_timeout", "must be >= 0 (0 means no cap)",
        [](const S& s) { return NegativeDuration(s.max_timeout); },
        [](const S& s) { return absl::FormatDuration(s.max_timeout); },
        [](S& s) { s.max_timeout = absl::ZeroDuration(); }},
+      {"max_timeout", "must be 0 or at least 1ns (shorter reads as 0: no cap)",
+       [](const S& s) { return SubNanosecond(s.max_timeout); },
+       [](const S& s) { return absl::FormatDuration(s.max_timeout); },
+       [](S& s) { s.max_timeout = absl::Nanoseconds(1); }},
       // A cap below the base would shorten the backoff: raise it.
       {"max_timeout", "must be 0 (no cap) or at least the timeout",
        [](const S& s) {
@@ -218,6 +242,10 @@ inline const std::array<BreakerSettingRule, 15>& BreakerSettingRules() {
        [](const S& s) { return NegativeDuration(s.half_open_max_wait); },
        [](const S& s) { return absl::FormatDuration(s.half_open_max_wait); },
        [](S& s) { s.half_open_max_wait = absl::ZeroDuration(); }},
+      {"half_open_max_wait", "must be 0 or at least 1ns (shorter reads as 0: no limit)",
+       [](const S& s) { return SubNanosecond(s.half_open_max_wait); },
+       [](const S& s) { return absl::FormatDuration(s.half_open_max_wait); },
+       [](S& s) { s.half_open_max_wait = absl::Nanoseconds(1); }},
       {"backoff_multiplier", "must be finite and >= 1",
        [](const S& s) {
          return !std::isfinite(s.backoff_multiplier) ||

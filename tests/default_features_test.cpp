@@ -8,6 +8,7 @@
 #include "degrade/default_features.hpp"
 
 #include <atomic>
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -160,6 +161,39 @@ TEST_F(DefaultFeaturesTest,
   }
   EXPECT_EQ(f.errors(), cases.size());
   EXPECT_EQ(f.reloads(), 1u);
+}
+
+// Issue 13: FLT_MAX's shortest spelling, 3.4028235e+38 (what std::to_chars,
+// Go and numpy write), is a double just above FLT_MAX that rounds to it; it
+// was refused as "not within float range". Every value that rounds to a
+// finite float is taken, exactly as a float parse would round it; the first
+// one that rounds to infinity (the midpoint 2^128 - 2^103) is refused.
+TEST(ParseDefaultFeaturesTest, ValuesThatRoundToAFiniteFloatAreTaken) {
+  const absl::StatusOr<std::vector<float>> v = ParseDefaultFeatures(
+      R"({"dimension": 8, "values": [3.4028235e+38, -3.4028235e+38,
+          3.4028234663852886e38, 3.40282356779733e38, -0.0, 1e-46, 1e-45,
+          4.9406564584124654e-324]})",
+      "edges.json");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[0], FLT_MAX);
+  EXPECT_EQ((*v)[1], -FLT_MAX);
+  EXPECT_EQ((*v)[2], FLT_MAX);
+  EXPECT_EQ((*v)[3], FLT_MAX);  // just below the midpoint
+  EXPECT_EQ((*v)[4], 0.0f);
+  EXPECT_TRUE(std::signbit((*v)[4]));  // -0 stays -0
+  EXPECT_EQ((*v)[5], 0.0f);            // below half the smallest denormal
+  EXPECT_EQ((*v)[6], std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ((*v)[7], 0.0f);  // a double denormal
+  for (const char* beyond : {"3.4028235677973366e38", "-3.4028235677973366e38",
+                             "3.5e38", "1e39", "1.7976931348623157e308"}) {
+    const absl::StatusOr<std::vector<float>> r = ParseDefaultFeatures(
+        absl::StrCat(R"({"dimension": 1, "values": [)", beyond, "]}"),
+        "beyond.json");
+    ASSERT_FALSE(r.ok()) << beyond;
+    EXPECT_THAT(std::string(r.status().message()),
+                HasSubstr("is not a finite number within float range"))
+        << beyond;
+  }
 }
 
 TEST_F(DefaultFeaturesTest, MissingFileIsNotFound) {

@@ -285,6 +285,22 @@ TEST(ValidateDegradationConfigTest, MessagesEscapeNamesAndPrintExactNumbers) {
   EXPECT_THAT(std::string(ValidateDegradationConfig(c).message()),
               HasSubstr("g = 0.95: thresholds must rise with the level (a "
                         "lower level enters at 0.9500001)"));
+
+  // The offending value in its exact form too: with six digits both sides
+  // of these read 0.95 ("g = 0.95 ... enters at 0.95000002").
+  a.enter = {{"g", 0.95000002}};
+  b.enter = {{"g", 0.95000001}};
+  c.levels = {a, b};
+  EXPECT_THAT(std::string(ValidateDegradationConfig(c).message()),
+              HasSubstr("g = 0.95000001: thresholds must rise with the level "
+                        "(a lower level enters at 0.95000002)"));
+  LevelSpec r;
+  r.enter = {{"g", 0.95000001}};
+  r.recover = {{"g", 0.95000002}};
+  c.levels = {r};
+  EXPECT_THAT(std::string(ValidateDegradationConfig(c).message()),
+              HasSubstr("recover.g = 0.95000002: a recover threshold must not be "
+                        "above the enter threshold (0.95000001)"));
 }
 
 TEST(ValidateDegradationConfigTest, AHugeNameMakesAShortMessage) {

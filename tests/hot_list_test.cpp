@@ -178,6 +178,28 @@ TEST_F(HotListTest, AgeGrowsWithTheClockAndResetsOnAGoodRefresh) {
   EXPECT_EQ(hot.age(), absl::Seconds(1));
 }
 
+// Found by the settings fuzzer (corpus/settings/crash-hot-list-negative-age):
+// a clock stepped back after a publish made the age negative, which a
+// dashboard alarming on "age > 2 h" reads as very fresh.
+TEST_F(HotListTest, AgeIsNeverNegativeWhenTheClockStepsBack) {
+  HotList<std::string> hot(Options());
+  ASSERT_TRUE(hot.Publish({"a"}).ok());
+  clock_.Set(clock_.Now() - absl::Nanoseconds(1));
+  EXPECT_EQ(hot.age(), absl::ZeroDuration());
+  clock_.Set(absl::InfinitePast());
+  EXPECT_EQ(hot.age(), absl::ZeroDuration());
+  // Published at InfiniteFuture, read there: no time has passed.
+  clock_.Set(absl::InfiniteFuture());
+  ASSERT_TRUE(hot.Publish({"b"}).ok());
+  EXPECT_EQ(hot.age(), absl::ZeroDuration());
+  // Published at the FakeClock's earliest instant (its InfinitePast, 1677),
+  // read at the epoch: the full 292 years.
+  clock_.Set(absl::InfinitePast());
+  ASSERT_TRUE(hot.Publish({"c"}).ok());
+  clock_.Set(absl::UnixEpoch());
+  EXPECT_EQ(hot.age(), absl::UnixEpoch() - absl::FromUnixNanos(INT64_MIN));
+}
+
 TEST_F(HotListTest, ReadersDoNotWaitForARefreshInProgress) {
   std::promise<void> entered;
   std::promise<void> release;

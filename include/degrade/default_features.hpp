@@ -80,7 +80,10 @@ inline constexpr std::size_t kMaxFeatureDimension = std::size_t{1} << 24;
 //   {"dimension": 4, "values": [0.12, -0.5, 3, 1e-3]}
 //
 // "dimension" is a positive integer; "values" a non-empty array of exactly
-// "dimension" JSON numbers, each finite and within float range. Other keys
+// "dimension" JSON numbers, each finite and within float range: one that
+// rounds to a finite float, so `3.4028235e+38` (FLT_MAX's shortest spelling,
+// as std::to_chars, Go and numpy print it) is FLT_MAX, and a value too small
+// for a float becomes a (signed) zero or a float denormal. Other keys
 // are ignored (the offline job may add "generated_at", "model", ...);
 // duplicate keys are refused. If `expected_dimension` is non-zero,
 // "dimension" must equal it. `source` names the text in messages (a path).
@@ -226,6 +229,10 @@ namespace detail {
 // What errors call a default-features text or file.
 inline constexpr absl::string_view kFeatureFile = "feature file";
 
+// `d` as a float, into `*out`, when it rounds to a finite one (round to
+// nearest); false for NaN, infinities and magnitudes that round to inf.
+inline bool DoubleToFiniteFloat(double d, float* out);
+
 }  // namespace detail
 
 inline absl::StatusOr<std::vector<float>> ParseDefaultFeatures(
@@ -287,17 +294,36 @@ inline absl::StatusOr<std::vector<float>> ParseDefaultFeatures(
     const json::Json& v = (*values_it)[i];
     const std::string path = json::AppendIndex("values", i);
     if (!v.is_number()) return json::WrongType(source, path, v, "a number");
-    const double d = v.get<double>();
+    float f;
     // A float overflow would become inf and poison every score; the JSON
     // parser already refuses literals beyond double range (1e400).
-    if (!std::isfinite(d) || std::fabs(d) > static_cast<double>(FLT_MAX)) {
+    if (!detail::DoubleToFiniteFloat(v.get<double>(), &f)) {
       return json::Error(source, path, v,
                          "is not a finite number within float range");
     }
-    values.push_back(static_cast<float>(d));
+    values.push_back(f);
   }
   return values;
 }
+
+namespace detail {
+
+inline bool DoubleToFiniteFloat(double d, float* out) {
+  // Halfway between FLT_MAX and the next power of two, 2^128 - 2^103
+  // (exact in a double): below it d rounds to FLT_MAX or less, at it the
+  // tie goes to the even neighbour, 2^128, which is infinity.
+  constexpr double kRoundsToInfinity = 0x1.ffffffp+127;
+  if (!std::isfinite(d) || std::fabs(d) >= kRoundsToInfinity) return false;
+  // Clamped by hand: a double beyond FLT_MAX does not fit a float, and
+  // converting it is undefined behaviour even when it would round down.
+  const double kFltMax = static_cast<double>(FLT_MAX);
+  *out = d > kFltMax    ? FLT_MAX
+         : d < -kFltMax ? -FLT_MAX
+                        : static_cast<float>(d);
+  return true;
+}
+
+}  // namespace detail
 
 inline absl::StatusOr<std::unique_ptr<DefaultFeatures>> DefaultFeatures::Load(
     const std::string& path, std::size_t expected_dimension,

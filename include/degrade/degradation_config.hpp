@@ -253,7 +253,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
       const auto prev = previous_enter.find(signal);
       if (prev != previous_enter.end() && !(threshold > prev->second)) {
         return ConfigError(
-            c, p, absl::StrCat(threshold),
+            c, p, detail::ExactNumber(threshold),
             absl::StrCat("thresholds must rise with the level (a lower level "
                          "enters at ",
                          detail::ExactNumber(prev->second), ")"));
@@ -272,7 +272,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
       }
       if (threshold > enter->second) {
         return ConfigError(
-            c, p, absl::StrCat(threshold),
+            c, p, detail::ExactNumber(threshold),
             absl::StrCat("a recover threshold must not be above the enter "
                          "threshold (",
                          detail::ExactNumber(enter->second), ")"));

@@ -55,6 +55,7 @@
 #include "degrade/detail/file_io.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_document.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/snapshot_cell.hpp"
@@ -296,13 +297,14 @@ class HotList {
   // HotList::age()
   //
   // Time since the serving snapshot was taken (by the list's clock), or
-  // `absl::InfiniteDuration()` before the first one.
+  // `absl::InfiniteDuration()` before the first one. Never negative: a clock
+  // stepped back behind the snapshot reads as an age of zero.
   //
   // Thread-safe; may be stale the moment it returns.
   absl::Duration age() const {
     const auto [serving, taken] = cell_.snapshot_and_time();
     if (serving == nullptr) return absl::InfiniteDuration();
-    return clock_->Now() - taken;
+    return detail::ElapsedSince(clock_->Now(), taken);
   }
 
   // The status of the last publish/refresh/baseline attempt (OK before any).

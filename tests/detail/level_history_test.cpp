@@ -71,6 +71,28 @@ TEST(LevelHistoryTest, AStepDownKeepsTheLowerEpisodesStart) {
   EXPECT_EQ(h.AtOrAboveSince(2), At(25));
 }
 
+// Found by the settings fuzzer (corpus/settings/crash-manager-negative-time-
+// at-level): a clock stepped back 1 ns gave level 0 a time of -1ns, through
+// both the current stay and a recorded change.
+TEST(LevelHistoryTest, AClockSteppedBackNeverGivesNegativeTime) {
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  LevelHistory h(start);
+  EXPECT_EQ(h.TimeAt(0, 0, start - absl::Nanoseconds(1)), absl::ZeroDuration());
+  h.Record(0, 1, start - absl::Nanoseconds(1));
+  EXPECT_EQ(h.TimeAt(0, 1, start), absl::ZeroDuration());
+  h.Record(1, 0, start + absl::Seconds(5));
+  EXPECT_EQ(h.TimeAt(1, 0, start), absl::Seconds(5) + absl::Nanoseconds(1));
+  // From the far future back to the far past: still nothing negative.
+  h.Record(0, 2, absl::InfiniteFuture());
+  h.Record(2, 0, absl::InfinitePast());
+  EXPECT_EQ(h.TimeAt(2, 0, absl::InfinitePast()), absl::ZeroDuration());
+  EXPECT_EQ(h.TimeAt(0, 0, absl::InfinitePast()), absl::InfiniteDuration());
+  for (int level = 0; level <= kMaxLevels; ++level) {
+    EXPECT_GE(h.TimeAt(level, 0, absl::InfinitePast()), absl::ZeroDuration())
+        << level;
+  }
+}
+
 }  // namespace
 }  // namespace levels
 }  // namespace detail

@@ -24,6 +24,7 @@
 
 #include "absl/time/time.h"
 #include "degrade/degradation_config.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -39,10 +40,11 @@ class LevelHistory {
   }
 
   // The level moved from `from` to `to` at `when`.
-  // REQUIRES: both in [0, kMaxLevels], from != to, `when` not before the
-  // previous change.
+  // REQUIRES: both in [0, kMaxLevels], from != to. A `when` before the
+  // previous change (a clock stepped back) adds no time rather than
+  // negative time: a level's total never shrinks.
   void Record(int from, int to, absl::Time when) {
-    time_at_[Index(from)] += when - level_since_;
+    time_at_[Index(from)] += ElapsedSince(when, level_since_);
     ++transitions_[{from, to}];
     for (int k = from + 1; k <= to; ++k) at_or_above_since_[Index(k)] = when;
     for (int k = to + 1; k <= from; ++k) {
@@ -56,7 +58,7 @@ class LevelHistory {
   absl::Duration TimeAt(int level, int current, absl::Time now) const {
     if (level < 0 || level > kMaxLevels) return absl::ZeroDuration();
     absl::Duration d = time_at_[Index(level)];
-    if (level == current) d += now - level_since_;
+    if (level == current) d += ElapsedSince(now, level_since_);
     return d;
   }
 

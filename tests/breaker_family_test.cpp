@@ -125,6 +125,26 @@ TEST_F(BreakerFamilyTest, IdleBreakersAreEvictedAfterTheirTtl) {
   EXPECT_EQ(family.size(), 1u);
 }
 
+// Issue 13 (time at the extremes): `now - last_used` overflowed when a
+// breaker was last used with the clock at InfinitePast (INT64_MIN ns) and
+// swept at the Unix epoch or later: the wrapped difference was negative, so
+// the breaker was never idle. Found by reading, after the settings fuzzer.
+TEST_F(BreakerFamilyTest, IdleEvictionSurvivesAClockAtTheExtremes) {
+  FamilyOptions o;
+  o.idle_ttl = absl::Minutes(10);
+  BreakerFamily<int, int> family(Settings(), o);
+  clock_.Set(absl::InfinitePast());
+  (void)family.Get(1);
+  clock_.Set(absl::UnixEpoch() + absl::Hours(1));
+  EXPECT_EQ(family.EvictIdle(), 1u);
+  EXPECT_EQ(family.Find(1), nullptr);
+  // And back: a clock stepped back never makes a breaker idle.
+  (void)family.Get(2);
+  clock_.Set(absl::InfinitePast());
+  EXPECT_EQ(family.EvictIdle(), 0u);
+  EXPECT_NE(family.Find(2), nullptr);
+}
+
 TEST_F(BreakerFamilyTest, ZeroMaxMeansTheDefaultBound) {
   BreakerFamily<int, int> family(Settings());
   for (int i = 0; i < 1100; ++i) (void)family.Get(i);

@@ -75,6 +75,32 @@ TEST(StageMetricsTest, FallbacksByStageAndReasonAndDepthHistogram) {
                         R"("stage":"recall","reason":"open")"));
 }
 
+// Issue 13 (time at the extremes): the degraded time was `now - since` on
+// int64 nanoseconds, which overflowed (UB; the wrapped value was clamped
+// to 0) for a stage that started degrading with the clock at InfinitePast
+// and was scraped at InfiniteFuture. It now saturates; a clock stepped
+// back reads 0, never a negative time. A start at InfinitePast read as the
+// "not degraded" sentinel and lost the episode.
+TEST(StageMetricsTest, DegradedTimeSaturatesAtTheExtremes) {
+  FakeClock clock;
+  MetricsRegistry registry;
+  StageMetrics stages({"recsys", &registry, &clock});
+  const auto degraded = [&] {
+    return SampleValue(
+        registry.RenderPrometheus(),
+        R"(degrade_stage_degraded_seconds{pipeline="recsys",stage="recall"})");
+  };
+  DegradationTrace recall;
+  recall.Add("recall", DegradeReason::kError);
+  clock.Set(absl::InfinitePast());  // reads INT64_MIN ns, the sentinel
+  stages.Observe(recall);
+  ASSERT_EQ(registry.Episodes().size(), 1u) << "the episode is not lost";
+  clock.Set(absl::InfiniteFuture());
+  EXPECT_GT(degraded(), 9.2e9);  // saturated at INT64_MAX ns, not wrapped
+  clock.Set(absl::InfinitePast());
+  EXPECT_EQ(degraded(), 0);
+}
+
 TEST(StageMetricsTest, DegradedTimeRunsUntilANormalAnswer) {
   FakeClock clock;
   MetricsRegistry registry;

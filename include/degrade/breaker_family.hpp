@@ -51,6 +51,7 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -184,7 +185,7 @@ class BreakerFamily {
     for (auto it = entries_.begin(); it != entries_.end();) {
       const int64_t last =
           it->second.last_used->load(std::memory_order_relaxed);
-      if (now - last > ttl) {
+      if (detail::ElapsedNanosSince(now, last) > ttl) {
         it = entries_.erase(it);
         ++n;
       } else {

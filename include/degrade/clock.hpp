@@ -25,10 +25,10 @@
 #include <chrono>
 #include <cstdint>
 #include <ctime>
-#include <limits>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -142,9 +142,7 @@ class FakeClock final : public Clock {
     int64_t current = nanos_.load(std::memory_order_relaxed);
     int64_t next;
     do {
-      next = current > std::numeric_limits<int64_t>::max() - step
-                 ? std::numeric_limits<int64_t>::max()
-                 : current + step;
+      next = detail::SatAddNanos(current, step);
     } while (!nanos_.compare_exchange_weak(
         current, next, std::memory_order_acq_rel, std::memory_order_relaxed));
   }

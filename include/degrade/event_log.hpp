@@ -55,6 +55,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/version.hpp"
 
@@ -144,12 +145,10 @@ class RateLimiter {
  private:
   // Whether the window that started at `start` is over at `now`. A clock
   // that went backwards starts a new window too (a FakeClock can be Set
-  // back); the difference is taken unsigned so that extreme readings (a
-  // saturated clock) cannot overflow.
+  // back); extreme readings (a saturated clock) cannot overflow.
   bool WindowOver(int64_t now, int64_t start) const {
     return now < start ||
-           static_cast<uint64_t>(now) - static_cast<uint64_t>(start) >=
-               static_cast<uint64_t>(interval_nanos_);
+           detail::ElapsedNanosSince(now, start) >= interval_nanos_;
   }
 
   const uint32_t limit_;
@@ -232,10 +231,7 @@ class EventLog {
         last_sweep_nanos_ = now;
         const int64_t wait = absl::ToInt64Nanoseconds(interval_);
         next_sweep_nanos_ =
-            keys_.size() < before ? now
-            : now > std::numeric_limits<int64_t>::max() - wait
-                ? std::numeric_limits<int64_t>::max()
-                : now + wait;
+            keys_.size() < before ? now : detail::SatAddNanos(now, wait);
       }
     }
     if (keys_.size() >= max_keys_) {

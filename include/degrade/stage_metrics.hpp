@@ -45,6 +45,7 @@
 #include "degrade/degradation_episode.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/metrics_registry.hpp"
@@ -180,8 +181,11 @@ class StageMetrics {
       seen |= uint64_t{1} << static_cast<std::size_t>(slot - slots_.data());
       int64_t since = slot->degraded_since.load(std::memory_order_relaxed);
       if (since == kNotDegraded) {
-        slot->degraded_since.compare_exchange_strong(since, NowNanos(),
-                                                     std::memory_order_relaxed);
+        // A clock at InfinitePast reads the sentinel itself: start 1 ns
+        // later, so the episode is not lost.
+        slot->degraded_since.compare_exchange_strong(
+            since, std::max(NowNanos(), kNotDegraded + 1),
+            std::memory_order_relaxed);
       }
       LogFallback(*slot, e.reason());
     }
@@ -280,7 +284,8 @@ class StageMetrics {
               {{"pipeline", pipeline}, {"stage", s.name}},
               since == kNotDegraded
                   ? 0.0
-                  : std::max(0.0, static_cast<double>(now - since) / 1e9));
+                  : static_cast<double>(detail::ElapsedNanosSince(now, since)) /
+                        1e9);
     }
     const uint64_t unnamed = unnamed_.load(std::memory_order_relaxed);
     if (unnamed > 0) {

@@ -49,6 +49,7 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/status_payload.hpp"
@@ -156,8 +157,8 @@ class BreakerCore final : private BreakerView {
              ? SafePredicate(settings_.is_successful, false, outcome)
              : outcome.ok());
     const bool slow = slow_nanos_ > 0 &&
-                      ElapsedNanos(t.start_nanos, NowNanos()) >
-                          static_cast<uint64_t>(slow_nanos_);
+                      ElapsedNanosSince(NowNanos(), t.start_nanos) >
+                          slow_nanos_;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
       LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
@@ -352,14 +353,14 @@ class BreakerCore final : private BreakerView {
     consecutive_failures_.store(0, std::memory_order_relaxed);
     window_.Reset();
     interval_expiry_.store(to == State::kClosed && interval_nanos_ > 0
-                               ? SaturatingAdd(now, interval_nanos_)
+                               ? SatAddNanos(now, interval_nanos_)
                                : kNever,
                            std::memory_order_release);
     if (to == State::kOpen) {
       open_expiry_.store(
           mode == kForcedOpen
               ? kNever
-              : SaturatingAdd(
+              : SatAddNanos(
                     now, absl::ToInt64Nanoseconds(backoff_.NextOpenPeriod())),
           std::memory_order_release);
     }
@@ -369,19 +370,6 @@ class BreakerCore final : private BreakerView {
     assert(IsLegalTransition(StateOf(old), to, mode));
     word_.store(BreakerWord::Pack(to, mode, GenOf(old) + 1),
                 std::memory_order_release);
-  }
-
-  // From `start` to `now`, 0 if the clock went back; unsigned, so that
-  // readings at the extremes (a FakeClock at InfinitePast and then
-  // InfiniteFuture) cannot overflow.
-  static uint64_t ElapsedNanos(int64_t start, int64_t now) {
-    return now > start ? static_cast<uint64_t>(now) - static_cast<uint64_t>(start)
-                       : 0;
-  }
-
-  static int64_t SaturatingAdd(int64_t a, int64_t b) {
-    if (b > 0 && a > kNever - b) return kNever;
-    return a + b;
   }
 
   // `decided_on`: the counts the decision was taken on (a trip's), so the
@@ -509,7 +497,7 @@ class BreakerCore final : private BreakerView {
     half_open_deadline_.store(
         trials_.out_since.empty()
             ? kNever
-            : SaturatingAdd(*trials_.out_since.begin(), half_open_wait_nanos_),
+            : SatAddNanos(*trials_.out_since.begin(), half_open_wait_nanos_),
         std::memory_order_release);
   }
 

@@ -344,6 +344,39 @@ TEST(ExecuteWithTimeoutTest, TimeoutsAreFailuresSoAHangingBackendTrips) {
   EXPECT_LE(started.load(), 3);
 }
 
+// Issue 13, defect 1, through the breaker: with an infinite budget eight
+// healthy calls timed out at once and opened the breaker. Each call answers
+// only after the caller has started waiting.
+TEST(ExecuteWithTimeoutTest, AnInfiniteBudgetNeverTripsAHealthyBackend) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "rank";
+  s.clock = &clock;
+  s.ready_to_trip = trip::ConsecutiveFailures(3);
+  CircuitBreaker<int> breaker(s);
+  ThreadPool pool(1);
+  for (int i = 0; i < 8; ++i) {
+    auto started = std::make_shared<Latch>();
+    auto release = std::make_shared<Latch>();
+    std::thread opener([started, release] {
+      started->Wait();
+      release->Open();
+    });
+    absl::StatusOr<int> r = ExecuteWithTimeout(
+        breaker, pool, absl::InfiniteDuration(), [started, release, i] {
+          started->Open();
+          release->Wait();
+          return i;
+        });
+    opener.join();
+    ASSERT_TRUE(r.ok()) << "call " << i << ": " << r.status();
+    EXPECT_EQ(*r, i);
+  }
+  EXPECT_EQ(breaker.state(), State::kClosed);
+  EXPECT_EQ(breaker.totals().successes, 8u);
+  EXPECT_EQ(breaker.totals().failures, 0u);
+}
+
 TEST(ExecuteWithTimeoutTest, SuccessInTimeIsASuccess) {
   FakeClock clock;
   BreakerSettings s;

@@ -301,6 +301,29 @@ TEST(FailingBackendTest, HangTimeoutIsASafetyNet) {
   EXPECT_EQ(backend.hangs_in_progress(), 0u);
 }
 
+// Issue 13, defect 1: a 1000-year hang_timeout and WaitForHungCalls(1,
+// 1000 years) overflowed steady_clock inside wait_for and gave up at once.
+// The hung call must stay hung until released, and the wait must see it.
+TEST(FailingBackendTest, HangTimeoutsOfCenturiesWaitForReal) {
+  const absl::Duration kMillennium = absl::Hours(24 * 365 * 1000);
+  for (const absl::Duration hang : {kMillennium, absl::InfiniteDuration()}) {
+    SCOPED_TRACE(absl::FormatDuration(hang));
+    FakeClock clock;
+    FailingBackendOptions options;
+    options.hang_timeout = hang;
+    FailingBackend<int> backend(&clock, 1, options);
+    backend.Script().Hanging();
+    absl::StatusOr<int> result;
+    std::thread caller([&] { result = backend.Call(); });
+    ASSERT_TRUE(backend.WaitForHungCalls(1, kMillennium));
+    EXPECT_EQ(backend.hangs_in_progress(), 1u) << "gave up at once";
+    backend.ReleaseHung();
+    caller.join();
+    EXPECT_THAT(result, StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                 HasSubstr("ReleaseHung")));
+  }
+}
+
 TEST(FailingBackendTest, FlappingAlternatesUpThenDown) {
   FakeClock clock;
   const absl::Time t0 = clock.Now();

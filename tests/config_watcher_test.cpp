@@ -37,8 +37,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/config_samples.hpp"
-#include "support/tick_counter.hpp"
 #include "support/temp_files.hpp"
+#include "support/tick_counter.hpp"
 
 namespace degrade {
 namespace {
@@ -406,8 +406,8 @@ TEST_F(ConfigFileWatcherTest, CallsFromManagerCallbacksIntoTheWatcher) {
       {"thread: PollOnce", From::kWatcherThread, poll,
        StatusCode::kFailedPrecondition, true},
       {"thread: Start", From::kWatcherThread, start, StatusCode::kOk, true},
-      {"thread: Stop, Start", From::kWatcherThread, stop_start,
-       StatusCode::kOk, true},
+      {"thread: Stop, Start", From::kWatcherThread, stop_start, StatusCode::kOk,
+       true},
       {"thread: Stop", From::kWatcherThread, stop, StatusCode::kOk, false},
       {"PollOnce: PollOnce", From::kPollOnce, poll,
        StatusCode::kFailedPrecondition, false},

@@ -7,8 +7,8 @@
 #include "degrade/escalation.hpp"
 
 #include <atomic>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <limits>
 #include <memory>

@@ -198,10 +198,10 @@ inline absl::Status ReloadJson(DegradationManager& manager,
 
 inline absl::Status ConfigFileWatcher::PollOnce() {
   if (detail::CallbackScope::Inside(this)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "config file watcher '", detail::Printable(path_),
-        "': PollOnce() called from a manager callback during this "
-        "watcher's own poll"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("config file watcher '", detail::Printable(path_),
+                     "': PollOnce() called from a manager callback during this "
+                     "watcher's own poll"));
   }
   detail::MutexLock lock(&poll_mu_);
   return PollLocked();

@@ -154,10 +154,10 @@ class PeriodicWorker {
       MutexLock lock(&wake_mu_);
       stopping_ = Stopping::kNo;
     }
-    thread_ = std::thread([this, period = Clamp(period),
-                           tick = std::move(tick)]() mutable {
-      Run(period, std::move(tick));
-    });
+    thread_ = std::thread(
+        [this, period = Clamp(period), tick = std::move(tick)]() mutable {
+          Run(period, std::move(tick));
+        });
   }
 
   // From the worker thread: adopt `tick` and `period` after this tick.

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +171,49 @@ TEST_F(BreakerFamilyTest, CustomKeysNeedANameFunction) {
       Settings(), FamilyOptions{},
       [](const HostPort& k) { return k.host + ":" + std::to_string(k.port); });
   EXPECT_EQ(family.Get({"10.0.0.1", 8080})->name(), "recall/10.0.0.1:8080");
+}
+
+// The key-name function calling back into its family, or throwing (issue
+// 13, re-entrancy). It ran under the family's writer lock, so a call to
+// Find(), size() or Get() waited for itself, and a throw escaped Get().
+TEST_F(BreakerFamilyTest, TheKeyNameFunctionMayCallTheFamilyOrThrow) {
+  using Family = BreakerFamily<std::string, int>;
+  struct Case {
+    const char* name;
+    std::function<std::string(Family&, const std::string&)> key_name;
+    const char* breaker_name;
+  };
+  const std::vector<Case> cases = {
+      {"Find",
+       [](Family& f, const std::string& k) {
+         return f.Find(k) == nullptr ? k : "found";
+       },
+       "recall/cf"},
+      {"size",
+       [](Family& f, const std::string& k) {
+         return k + std::to_string(f.size());
+       },
+       "recall/cf0"},
+      {"Get of another key",
+       [](Family& f, const std::string& k) {
+         return k == "cf" ? f.Get("other")->name() : k;
+       },
+       "recall/recall/other"},
+      {"throws",
+       [](Family&, const std::string& k) -> std::string {
+         throw std::runtime_error("no name for " + k);
+       },
+       "recall/cf"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Family* self = nullptr;
+    Family family(Settings(), FamilyOptions{},
+                  [&](const std::string& k) { return c.key_name(*self, k); });
+    self = &family;
+    EXPECT_EQ(family.Get("cf")->name(), c.breaker_name);
+    EXPECT_EQ(family.Get("cf"), family.Find("cf"));
+  }
 }
 
 TEST(BreakerFamilyConcurrencyTest, ConcurrentGetsAgreeAndStayBounded) {

@@ -360,5 +360,50 @@ TEST(ThrowingCallbackTest, OnStateChangeThatThrowsIsSwallowed) {
                                 Pair(State::kHalfOpen, State::kClosed)));
 }
 
+// on_state_change calling its own breaker's manual controls (issue 13,
+// re-entrancy): callbacks run outside the breaker's lock and one at a time,
+// so each call works, and the transitions it makes are reported after the
+// one being handled, in order, never nested.
+TEST(ManualControlTest, OnStateChangeMayDriveItsOwnBreaker) {
+  struct Case {
+    const char* name;
+    std::function<void(CircuitBreaker<int>&)> calls;
+    State final_state;
+    std::vector<std::pair<State, State>> reported;
+  };
+  const std::vector<Case> cases = {
+      {"Reset", [](CircuitBreaker<int>& b) { b.Reset(); }, State::kClosed,
+       {{State::kClosed, State::kOpen}, {State::kOpen, State::kClosed}}},
+      {"Disable", [](CircuitBreaker<int>& b) { b.Disable(); }, State::kClosed,
+       {{State::kClosed, State::kOpen}, {State::kOpen, State::kClosed}}},
+      {"ForceOpen again", [](CircuitBreaker<int>& b) { b.ForceOpen(); },
+       State::kOpen, {{State::kClosed, State::kOpen}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeClock clock;
+    CircuitBreaker<int>* self = nullptr;
+    int depth = 0;
+    bool nested = false;
+    std::vector<std::pair<State, State>> reported;
+    BreakerSettings s;
+    s.name = "reentrant";
+    s.clock = &clock;
+    s.on_state_change = [&](const std::string&, State from, State to) {
+      nested = nested || depth > 0;
+      ++depth;
+      reported.emplace_back(from, to);
+      if (reported.size() == 1) c.calls(*self);
+      --depth;
+    };
+    CircuitBreaker<int> b(s);
+    self = &b;
+    b.ForceOpen();
+    EXPECT_EQ(b.state(), c.final_state);
+    EXPECT_EQ(reported, c.reported);
+    EXPECT_FALSE(nested);
+  }
+}
+
 }  // namespace
 }  // namespace degrade

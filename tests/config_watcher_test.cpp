@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -37,6 +38,7 @@
 #include "gtest/gtest.h"
 #include "support/config_samples.hpp"
 #include "support/temp_files.hpp"
+#include "support/tick_counter.hpp"
 
 namespace degrade {
 namespace {
@@ -359,6 +361,104 @@ TEST_F(ConfigFileWatcherTest, EmptiedOrHalfWrittenFileKeepsTheOldConfig) {
   EXPECT_TRUE(watcher.PollOnce().ok());
   EXPECT_EQ(Level1Gpu(manager_), 0.9);
   EXPECT_EQ(watcher.reloads(), 2u);
+}
+
+// What the manager's callbacks (here its log sink) do when they call back
+// into the watcher whose poll is running them, on the watcher's thread or
+// in a PollOnce() on the test thread (issue 13, re-entrancy). Regressions:
+// PollOnce() there waited for the poll lock its own poll held (a deadlock);
+// Start() on the watcher's thread joined that thread and polling stopped for
+// good; and from a PollOnce() on another thread, Start() then Stop() could
+// wait for a watcher thread that was waiting for the poll lock. After each
+// row, the file changes again and must be applied by the watcher's thread
+// (restarted by the test when the row stopped it).
+TEST_F(ConfigFileWatcherTest, CallsFromManagerCallbacksIntoTheWatcher) {
+  enum class From { kWatcherThread, kPollOnce };
+  struct Case {
+    const char* name;
+    From from;
+    std::function<absl::Status(ConfigFileWatcher&)> calls;
+    absl::StatusCode code;
+    bool keeps_polling;  // every ms, without the test restarting it
+  };
+  const absl::Duration ms = absl::Milliseconds(1);
+  const auto poll = [](ConfigFileWatcher& w) { return w.PollOnce(); };
+  const auto start = [ms](ConfigFileWatcher& w) {
+    w.Start(ms);
+    return absl::OkStatus();
+  };
+  const auto stop = [](ConfigFileWatcher& w) {
+    w.Stop();
+    return absl::OkStatus();
+  };
+  const auto stop_start = [ms](ConfigFileWatcher& w) {
+    w.Stop();
+    w.Start(ms);
+    return absl::OkStatus();
+  };
+  const auto start_stop = [ms](ConfigFileWatcher& w) {
+    w.Start(ms);
+    w.Stop();
+    return absl::OkStatus();
+  };
+  using absl::StatusCode;
+  const std::vector<Case> cases = {
+      {"thread: PollOnce", From::kWatcherThread, poll,
+       StatusCode::kFailedPrecondition, true},
+      {"thread: Start", From::kWatcherThread, start, StatusCode::kOk, true},
+      {"thread: Stop, Start", From::kWatcherThread, stop_start, StatusCode::kOk,
+       true},
+      {"thread: Stop", From::kWatcherThread, stop, StatusCode::kOk, false},
+      {"PollOnce: PollOnce", From::kPollOnce, poll,
+       StatusCode::kFailedPrecondition, false},
+      {"PollOnce: Start", From::kPollOnce, start, StatusCode::kOk, true},
+      {"PollOnce: Start, Stop", From::kPollOnce, start_stop, StatusCode::kOk,
+       false},
+      {"PollOnce: Stop", From::kPollOnce, stop, StatusCode::kOk, false},
+  };
+  const std::thread::id test_thread = std::this_thread::get_id();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = dir_.Path("reentrant.json");
+    WriteByRename(path, OneLevelJson(0.8));
+    degrade_tests::TickCounter lines;
+    degrade_tests::TickCounter called;
+    std::atomic<bool> armed{false};
+    absl::Status result;  // written before called.Tick(), read after
+    ConfigFileWatcher* self = nullptr;
+    DegradationManager::Options o = Options();
+    o.log_sink = [&](absl::string_view) {
+      lines.Tick();  // first: once `called` ticks, this line is counted
+      const bool here = (std::this_thread::get_id() == test_thread) ==
+                        (c.from == From::kPollOnce);
+      if (here && armed.exchange(false)) {
+        result = c.calls(*self);
+        called.Tick();
+      }
+    };
+    DegradationManager manager(o);
+    ConfigFileWatcher watcher(path, &manager);
+    self = &watcher;
+    if (c.from == From::kWatcherThread) {
+      armed = true;
+      watcher.Start(ms);
+    } else {
+      watcher.Start(absl::Hours(1));  // applies 0.8, then sleeps
+      ASSERT_TRUE(lines.WaitFor(1));
+      WriteByRename(path, OneLevelJson(0.85));
+      armed = true;
+      const absl::Status polled = watcher.PollOnce();
+      EXPECT_TRUE(polled.ok()) << polled;
+    }
+    ASSERT_TRUE(called.WaitFor(1));
+    EXPECT_EQ(result.code(), c.code) << result;
+    if (!c.keeps_polling) watcher.Start(ms);
+    const uint64_t before = lines.count();
+    WriteByRename(path, OneLevelJson(0.9));
+    EXPECT_TRUE(lines.WaitFor(before + 1)) << "the watcher stopped polling";
+    watcher.Stop();
+    EXPECT_EQ(Level1Gpu(manager), 0.9);
+  }
 }
 
 TEST_F(ConfigFileWatcherTest, StopIsPromptAndIdempotent) {

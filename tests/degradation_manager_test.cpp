@@ -36,6 +36,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "manager_test_util.hpp"
+#include "support/tick_counter.hpp"
 
 namespace degrade {
 namespace {
@@ -1412,28 +1413,98 @@ TEST_F(DegradationManagerTest, StartRejectsABadPeriod) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
-TEST_F(DegradationManagerTest, StopFromTheMonitorThreadDoesNotTerminate) {
-  // Regression: Stop() from a source on the monitor thread joined itself,
-  // which throws EDEADLK and terminates.
-  auto m = Make();
-  std::promise<void> stopped;
-  std::atomic<bool> first{true};
-  DegradationManager* raw = m.get();
-  m->AddSource("gpu", [&] {
-    if (first.exchange(false)) {
-      raw->Stop();  // asks the monitor to stop after this poll
-      EXPECT_EQ(raw->Start(absl::Milliseconds(1)).code(),
-                absl::StatusCode::kFailedPrecondition);
-      stopped.set_value();
+// What a call from the monitor thread back into its own manager does, from
+// a source and from an observer. Regressions (issue 13, re-entrancy): after
+// a Stop() made there, the next Start() from another thread said "already
+// running" until someone joined the monitor; Stop() then Start() there was
+// refused, so a callback could not change the period; PollOnce() from a
+// source called that source again without end. Stop() from the monitor
+// thread once joined itself and terminated.
+TEST_F(DegradationManagerTest, CallsFromTheMonitorThreadIntoItsOwnManager) {
+  enum class Where { kSource, kObserver };
+  enum class Then { kPolling, kStopped };
+  struct Case {
+    const char* name;
+    Where where;
+    std::function<absl::Status(DegradationManager&)> calls;
+    absl::StatusCode code;
+    Then then;
+  };
+  const absl::Duration ms = absl::Milliseconds(1);
+  const auto stop = [](DegradationManager& m) {
+    m.Stop();
+    return absl::OkStatus();
+  };
+  const auto stop_start = [ms](DegradationManager& m) {
+    m.Stop();
+    return m.Start(ms);
+  };
+  const auto start = [ms](DegradationManager& m) { return m.Start(ms); };
+  const auto poll = [](DegradationManager& m) { return m.PollOnce(); };
+  const auto reload = [](DegradationManager& m) {
+    return m.Reload(TwoLevels());
+  };
+  const auto force = [](DegradationManager& m) {
+    return m.ForceLevel(1, absl::Hours(1));
+  };
+  using absl::StatusCode;
+  const std::vector<Case> cases = {
+      {"source: Stop", Where::kSource, stop, StatusCode::kOk, Then::kStopped},
+      {"source: Stop, Start", Where::kSource, stop_start, StatusCode::kOk,
+       Then::kPolling},
+      {"source: Start while running", Where::kSource, start,
+       StatusCode::kFailedPrecondition, Then::kPolling},
+      {"source: PollOnce", Where::kSource, poll,
+       StatusCode::kFailedPrecondition, Then::kPolling},
+      {"source: Reload", Where::kSource, reload, StatusCode::kOk,
+       Then::kPolling},
+      {"observer: Stop", Where::kObserver, stop, StatusCode::kOk,
+       Then::kStopped},
+      {"observer: Stop, Start", Where::kObserver, stop_start, StatusCode::kOk,
+       Then::kPolling},
+      {"observer: PollOnce", Where::kObserver, poll, StatusCode::kOk,
+       Then::kPolling},
+      {"observer: Reload", Where::kObserver, reload, StatusCode::kOk,
+       Then::kPolling},
+      {"observer: ForceLevel", Where::kObserver, force, StatusCode::kOk,
+       Then::kPolling},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto m = Make();
+    DegradationManager* raw = m.get();
+    degrade_tests::TickCounter polls;
+    degrade_tests::TickCounter called;
+    std::atomic<bool> first{true};
+    absl::Status result;  // written before called.Tick(), read after
+    const auto call_once = [&] {
+      if (!first.exchange(false)) return;
+      result = c.calls(*raw);
+      called.Tick();
+    };
+    // 95 moves the level to 3 on the first poll: one observer call.
+    m->AddSource("gpu", [&] {
+      if (c.where == Where::kSource) call_once();
+      polls.Tick();
+      return 95.0;
+    });
+    m->AddObserver([&](const LevelChange&) {
+      if (c.where == Where::kObserver) call_once();
+    });
+    ASSERT_TRUE(m->Start(ms).ok());
+    ASSERT_TRUE(called.WaitFor(1));
+    EXPECT_EQ(result.code(), c.code) << result;
+    if (c.then == Then::kPolling) {
+      EXPECT_TRUE(polls.WaitFor(polls.count() + 2)) << "the monitor stopped";
     }
-    return 1.0;
-  });
-  ASSERT_TRUE(m->Start(absl::Milliseconds(1)).ok());
-  stopped.get_future().wait();
-  m->Stop();  // joins it
-  const absl::Status again = m->Start(absl::Milliseconds(1));
-  EXPECT_TRUE(again.ok()) << again;
-  m->Stop();
+    // Whatever the callback did, the next Start() from here works, without
+    // a Stop() first when the callback stopped the monitor.
+    if (c.then == Then::kPolling) m->Stop();
+    const absl::Status again = m->Start(ms);
+    EXPECT_TRUE(again.ok()) << again;
+    EXPECT_TRUE(polls.WaitFor(polls.count() + 2));
+    m->Stop();
+  }
 }
 
 TEST_F(DegradationManagerTest, StopRacingStartNeverLeavesTwoMonitors) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <limits>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "metrics_test_util.hpp"
+#include "support/tick_counter.hpp"
 
 namespace degrade {
 namespace {
@@ -122,6 +124,88 @@ TEST(EscalationTest, StagesAndBreakersCanBeLeftOut) {
   clock.Advance(absl::Hours(1));
   EXPECT_EQ(without.Check(), 0);
   EXPECT_EQ(with.Check(), 1);
+}
+
+// What a call from `on_escalate` back into its own watch does, on the
+// watch's thread. Regression (issue 13, defect 3): Start() there joined the
+// watch's own thread; the EDEADLK was swallowed and nothing was paged again
+// (a second breaker degraded for 31 min was never escalated), and with
+// -fno-exceptions it aborted. Each row makes its calls at the first page
+// (breaker "a"); then breaker "b" passes the limit and must be paged by the
+// watch's thread, or, when the callback stopped it, by the next Start().
+TEST(EscalationTest, CallsFromOnEscalateIntoItsOwnWatch) {
+  struct Case {
+    const char* name;
+    std::function<void(EscalationWatch&)> calls;
+    bool keeps_paging;
+  };
+  const absl::Duration ms = absl::Milliseconds(1);
+  const std::vector<Case> cases = {
+      {"Start", [ms](EscalationWatch& w) { w.Start(ms); }, true},
+      {"Check", [](EscalationWatch& w) { EXPECT_EQ(w.Check(), 0); }, true},
+      {"Stop, Start",
+       [ms](EscalationWatch& w) {
+         w.Stop();
+         w.Start(ms);
+       },
+       true},
+      {"Stop", [](EscalationWatch& w) { w.Stop(); }, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeClock clock;
+    Fixture f(&clock);
+    CircuitBreaker<int> a(ExportedBreaker("a", &clock, f.registry.get()));
+    CircuitBreaker<int> b(ExportedBreaker("b", &clock, f.registry.get()));
+    degrade_tests::TickCounter paged;
+    EscalationWatch* self = nullptr;
+    EscalationOptions o;
+    o.clock = &clock;
+    o.on_escalate = [&](const DegradationEpisode&, absl::Duration) {
+      if (paged.count() == 0) c.calls(*self);
+      paged.Tick();
+    };
+    EscalationWatch watch(*f.registry, o);
+    self = &watch;
+    a.ForceOpen();
+    clock.Advance(absl::Minutes(31));
+    b.ForceOpen();
+    watch.Start(ms);
+    ASSERT_TRUE(paged.WaitFor(1));
+    clock.Advance(absl::Minutes(31));  // now "b" is due too
+    if (!c.keeps_paging) watch.Start(ms);
+    EXPECT_TRUE(paged.WaitFor(2)) << "b was never paged";
+    watch.Stop();
+    EXPECT_EQ(paged.count(), 2u);
+  }
+}
+
+// A probe that calls Check() (a component registered with its own probe,
+// asking the watch) used to wait for the lock that very Check() held, and
+// for its own registry entry. Now the nested Check() sees every episode but
+// that probe's, and the outer one fires it.
+TEST(EscalationTest, AProbeCallingCheckDoesNotDeadlock) {
+  FakeClock clock;
+  MetricsRegistry registry;
+  EscalationWatch* self = nullptr;
+  int nested = -1;
+  MetricsRegistry::Registration r = registry.Register(
+      "custom", "probe", [](MetricWriter&) {},
+      [&](const std::string& name, std::vector<DegradationEpisode>* out) {
+        if (self != nullptr && nested < 0) nested = self->Check();
+        DegradationEpisode e;
+        e.kind = EpisodeKind::kStage;
+        e.name = name;
+        e.since = absl::UnixEpoch();
+        out->push_back(e);
+      });
+  EscalationOptions o;
+  o.clock = &clock;
+  EscalationWatch watch(registry, o);
+  self = &watch;
+  clock.Set(absl::UnixEpoch() + absl::Hours(1));
+  EXPECT_EQ(watch.Check(), 1);
+  EXPECT_EQ(nested, 0) << "the probe's own episode is left out of it";
 }
 
 }  // namespace

@@ -199,5 +199,31 @@ TEST(EventLogTest, ZeroLimitSilencesAndAThrowingSinkLosesOnlyItsLine) {
   EXPECT_THAT(lines, ElementsAre(R"({"a":1})"));
 }
 
+// A sink calling back into its log (issue 13, re-entrancy): the sink runs
+// outside the log's lock, so it may write a line of its own or replace
+// itself; the line it is writing finishes on the old sink.
+TEST(EventLogTest, ASinkMayEmitOrReplaceItself) {
+  FakeClock clock;
+  std::vector<std::string> first;
+  std::vector<std::string> second;
+  EventLog* self = nullptr;
+  EventLogOptions o;
+  o.clock = &clock;
+  o.sink = [&](absl::string_view line) {
+    first.emplace_back(line);
+    if (first.size() == 1) {
+      EXPECT_TRUE(self->Emit("nested", R"({"n":2})"));
+      self->SetSink(
+          [&second](absl::string_view l) { second.emplace_back(l); });
+    }
+  };
+  EventLog log(std::move(o));
+  self = &log;
+  EXPECT_TRUE(log.Emit("outer", R"({"n":1})"));
+  EXPECT_TRUE(log.Emit("outer", R"({"n":3})"));
+  EXPECT_THAT(first, ElementsAre(R"({"n":1})", R"({"n":2})"));
+  EXPECT_THAT(second, ElementsAre(R"({"n":3})"));
+}
+
 }  // namespace
 }  // namespace degrade

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -32,6 +33,7 @@
 #include "gtest/gtest.h"
 #include "support/breakers.hpp"
 #include "support/temp_files.hpp"
+#include "support/tick_counter.hpp"
 
 namespace degrade {
 namespace {
@@ -246,6 +248,73 @@ TEST_F(HotListTest, StartRefreshesInTheBackgroundAndStopsCleanly) {
     hot.Start(absl::Hours(1));
     hot.Start(absl::Hours(1));  // restart
   }                             // the destructor stops the running thread
+}
+
+// What a call from the source back into its own list does, on the list's
+// thread (issue 13, re-entrancy). Regressions: Start() there joined the
+// list's own thread, the EDEADLK became a failed refresh and the list never
+// refreshed again (with -fno-exceptions it aborted); RefreshOnce() there
+// called the source again without end. Each row makes its calls at the
+// first refresh; then the list must go on refreshing, or, when the source
+// stopped it, refresh again after the next Start().
+TEST_F(HotListTest, CallsFromTheSourceIntoItsOwnList) {
+  using List = HotList<std::string>;
+  struct Case {
+    const char* name;
+    std::function<absl::Status(List&)> calls;
+    absl::StatusCode code;
+    bool keeps_refreshing;
+  };
+  const absl::Duration ms = absl::Milliseconds(1);
+  using absl::StatusCode;
+  const std::vector<Case> cases = {
+      {"Start",
+       [ms](List& l) {
+         l.Start(ms);
+         return absl::OkStatus();
+       },
+       StatusCode::kOk, true},
+      {"RefreshOnce", [](List& l) { return l.RefreshOnce(); },
+       StatusCode::kFailedPrecondition, true},
+      {"Publish", [](List& l) { return l.Publish({"pushed"}); },
+       StatusCode::kOk, true},
+      {"Stop, Start",
+       [ms](List& l) {
+         l.Stop();
+         l.Start(ms);
+         return absl::OkStatus();
+       },
+       StatusCode::kOk, true},
+      {"Stop",
+       [](List& l) {
+         l.Stop();
+         return absl::OkStatus();
+       },
+       StatusCode::kOk, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    degrade_tests::TickCounter refreshes;
+    List* self = nullptr;
+    absl::Status result;  // written before the first Tick(), read after
+    HotListOptions<std::string> o;
+    o.clock = &clock_;
+    o.source = [&]() -> absl::StatusOr<std::vector<std::string>> {
+      if (refreshes.count() == 0) result = c.calls(*self);
+      refreshes.Tick();
+      return std::vector<std::string>{"x"};
+    };
+    List hot(std::move(o));
+    self = &hot;
+    hot.Start(ms);
+    ASSERT_TRUE(refreshes.WaitFor(1));
+    EXPECT_EQ(result.code(), c.code) << result;
+    if (!c.keeps_refreshing) hot.Start(ms);
+    EXPECT_TRUE(refreshes.WaitFor(3)) << "the list stopped refreshing";
+    hot.Stop();
+    EXPECT_TRUE(hot.last_status().ok()) << hot.last_status();
+    EXPECT_EQ(hot.failures(), 0u);
+  }
 }
 
 TEST_F(HotListTest, LoadBaselineOfStringIds) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <limits>
 #include <memory>
@@ -134,6 +135,70 @@ TEST(RegistryTest, DestructionWaitsForACollectionInProgress) {
   destroyer.join();
   scraper.join();
   EXPECT_FALSE(collecting.load());
+}
+
+// A collector or probe calling back into its registry (issue 13,
+// re-entrancy). It used to wait for its own entry lock, held by the outer
+// scrape: a deadlock. Now the nested call leaves out the component whose
+// callback is running and renders the rest; the outer call is whole.
+TEST(RegistryTest, CollectorsAndProbesMayCallTheirRegistry) {
+  struct Case {
+    const char* name;
+    // What the outer call returns, rendered to text; the callbacks below
+    // make the nested call.
+    std::function<std::string(const MetricsRegistry&)> outer;
+  };
+  const std::vector<Case> cases = {
+      {"RenderPrometheus from a collector",
+       [](const MetricsRegistry& r) { return r.RenderPrometheus(); }},
+      {"Episodes from a probe",
+       [](const MetricsRegistry& r) {
+         std::string names;
+         for (const DegradationEpisode& e : r.Episodes()) names += e.name + ";";
+         return names;
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    MetricsRegistry registry;
+    std::string nested_text;
+    std::string nested_names;
+    int depth = 0;
+    auto episode = [](const std::string& name,
+                      std::vector<DegradationEpisode>* out) {
+      DegradationEpisode e;
+      e.kind = EpisodeKind::kStage;
+      e.name = name;
+      out->push_back(e);
+    };
+    auto reentrant = registry.Register(
+        "test", "reentrant",
+        [&](MetricWriter& w) {
+          w.Gauge("reentrant_gauge", "", {}, 1);
+          if (depth++ == 0) nested_text = registry.RenderPrometheus();
+        },
+        [&](const std::string& name, std::vector<DegradationEpisode>* out) {
+          episode(name, out);
+          if (depth++ == 0) {
+            for (const DegradationEpisode& e : registry.Episodes())
+              nested_names += e.name + ";";
+          }
+        });
+    auto plain = registry.Register(
+        "test", "plain",
+        [](MetricWriter& w) { w.Gauge("plain_gauge", "", {}, 2); }, episode);
+    const std::string outer = c.outer(registry);
+    EXPECT_EQ(depth, 1);
+    if (!nested_text.empty()) {
+      EXPECT_EQ(SampleValue(nested_text, "plain_gauge"), 2);
+      EXPECT_TRUE(std::isnan(SampleValue(nested_text, "reentrant_gauge")));
+      EXPECT_EQ(SampleValue(outer, "plain_gauge"), 2);
+      EXPECT_EQ(SampleValue(outer, "reentrant_gauge"), 1);
+    } else {
+      EXPECT_EQ(nested_names, "plain;");
+      EXPECT_EQ(outer, "reentrant;plain;");
+    }
+  }
 }
 
 // ---- What the components export ----

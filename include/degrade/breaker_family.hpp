@@ -50,6 +50,7 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
@@ -98,7 +99,9 @@ class BreakerFamily {
 
   // `settings` is the template for every breaker (its `clock` also times
   // idleness). `key_name` turns a key into the breaker's name suffix; unset
-  // names string-like and arithmetic keys by value, others by hash.
+  // names string-like and arithmetic keys by value, others by hash. It runs
+  // outside the family's lock, so it may call the family; if it throws, the
+  // default name is used.
   explicit BreakerFamily(BreakerSettings settings, FamilyOptions options = {},
                          KeyName key_name = nullptr)
       : settings_(std::move(settings)),
@@ -123,6 +126,13 @@ class BreakerFamily {
         return it->second.breaker;
       }
     }
+    // The user's naming, before the lock: one that calls back into the
+    // family (Find, size, Get of another key) must not wait for itself.
+    const std::string suffix =
+        detail::InvokeOr([&] { return key_name_(key); },
+                         [&](absl::string_view) {
+                           return detail::DefaultKeyName<Key, Hash>(key);
+                         });
     detail::WriterLock lock(&mu_);
     auto it = entries_.find(key);  // another thread may have created it
     if (it != entries_.end()) {
@@ -132,7 +142,7 @@ class BreakerFamily {
     EvictIdleLocked(now);
     while (entries_.size() >= max_) EvictOneLocked();
     BreakerSettings s = settings_;
-    s.name = absl::StrCat(settings_.name, "/", key_name_(key));
+    s.name = absl::StrCat(settings_.name, "/", suffix);
     Entry e;
     e.breaker = std::make_shared<Breaker>(std::move(s));
     e.last_used = std::make_unique<std::atomic<int64_t>>(now);

@@ -39,14 +39,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/config_parse.hpp"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/detail/file_io.hpp"
+#include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
+#include "degrade/detail/reentry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -103,11 +106,13 @@ absl::Status ReloadJson(DegradationManager& manager,
 //
 // Thread safety: every member is thread-safe. Polls (`PollOnce()` and the
 // background thread's) are serialised, so configs are applied in the order
-// they were read. A poll calls the manager, which runs its log sink and
-// observers on the polling thread; those must not call `PollOnce()`,
-// `Start()` or `Stop()` on this watcher (the poll holds the poll lock, and
-// Stop() would wait for the very poll that is calling it). The manager must
-// outlive the watcher.
+// they were read; the background thread skips its turn when another poll
+// is in progress (that poll reads the file anyway), so it never waits
+// behind one. A poll calls the manager, which runs its log sink and
+// observers on the polling thread. From there, `Start()` and `Stop()` work
+// (on the watcher's own thread: see PeriodicWorker, they take effect after
+// this poll), and `PollOnce()` is refused with FAILED_PRECONDITION (the poll
+// in progress holds the poll lock). The manager must outlive the watcher.
 class ConfigFileWatcher {
  public:
   // REQUIRES: `manager` is not null and outlives the watcher.
@@ -122,17 +127,23 @@ class ConfigFileWatcher {
 
   // Reads the file once and applies it if its content changed (see the class
   // comment for what happens on each kind of error). Returns the outcome,
-  // which is also stored for `last_status()`.
+  // which is also stored for `last_status()`. From the manager's callbacks
+  // during one of this watcher's polls, FAILED_PRECONDITION (nothing read,
+  // nothing stored).
   absl::Status PollOnce();
 
   // Starts a background thread that polls at once and then every `period`
   // until `Stop()`. Calling it while running restarts the thread with the
   // new period. `period` is clamped to [1ms, 1 year]; polling a
   // configuration file faster than a millisecond is never the intent.
+  // From a manager callback on the watcher's own thread, the new period
+  // applies after this poll.
   void Start(absl::Duration period);
 
   // Stops the background thread and waits for it (at most for the poll in
   // progress); a sleeping thread wakes at once. No-op when not running.
+  // From a manager callback on the watcher's own thread, it stops after
+  // this poll instead (the next Start() works).
   void Stop();
 
   // Configs this watcher has applied (`Reload()` returned OK).
@@ -148,6 +159,8 @@ class ConfigFileWatcher {
   const std::string& path() const { return path_; }
 
  private:
+  absl::Status PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
+
   const std::string path_;
   DegradationManager* const manager_;
 
@@ -184,9 +197,21 @@ inline absl::Status ReloadJson(DegradationManager& manager,
 }
 
 inline absl::Status ConfigFileWatcher::PollOnce() {
+  if (detail::CallbackScope::Inside(this)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("config file watcher '", detail::Printable(path_),
+                     "': PollOnce() called from a manager callback during this "
+                     "watcher's own poll"));
+  }
+  detail::MutexLock lock(&poll_mu_);
+  return PollLocked();
+}
+
+inline absl::Status ConfigFileWatcher::PollLocked() {
+  // The manager runs its log sink and observers on this thread.
+  const detail::CallbackScope in_poll(this);
   absl::Status result;
   {
-    detail::MutexLock lock(&poll_mu_);
     absl::StatusOr<std::string> content =
         detail::ReadFileCapped(path_, kMaxConfigBytes, detail::kConfigFile);
     if (!content.ok()) {
@@ -223,8 +248,14 @@ inline absl::Status ConfigFileWatcher::PollOnce() {
 
 inline void ConfigFileWatcher::Start(absl::Duration period) {
   // The result of each poll is kept in last_status() and reported through
-  // the manager.
-  worker_.Restart(period, [this] { PollOnce().IgnoreError(); });
+  // the manager. A poll in progress elsewhere means this turn is skipped:
+  // if the thread waited for it, a callback of that poll calling Stop() or
+  // Start() would wait for the thread, which waits for the poll.
+  worker_.Restart(period, [this] {
+    if (!poll_mu_.TryLock()) return;
+    PollLocked().IgnoreError();
+    poll_mu_.Unlock();
+  });
 }
 
 inline void ConfigFileWatcher::Stop() { worker_.Stop(); }

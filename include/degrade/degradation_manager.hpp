@@ -232,13 +232,17 @@ class DegradationManager {
   }
 
   // Polls every source once, records what they return (skipping rejected
-  // values), and re-evaluates. Returns the first error.
+  // values), and re-evaluates. Returns the first error. From inside one of
+  // this manager's sources, FAILED_PRECONDITION (it would call that source
+  // again); from an observer or log sink it works.
   absl::Status PollOnce();
 
   // Starts a background thread that calls `PollOnce()` every `period` (real
-  // time, whatever the clock). FAILED_PRECONDITION if already running or
-  // called from the monitor thread; INVALID_ARGUMENT for a period <= 0 or
-  // longer than 24 hours.
+  // time, whatever the clock). FAILED_PRECONDITION if already running;
+  // INVALID_ARGUMENT for a period <= 0 or longer than 24 hours. From the
+  // monitor thread (a source, observer or log sink) after a Stop() made
+  // there, it takes that Stop back and the monitor keeps polling with the
+  // new period.
   absl::Status Start(absl::Duration period) {
     return monitor_.Start(
         period, [this] { return PollOnce(); },
@@ -248,7 +252,7 @@ class DegradationManager {
   // Stops the monitor and waits for it; a no-op when it isn't running.
   // Called from the monitor thread itself (a source, observer or log sink
   // running on it), it only asks the thread to stop after this poll; the
-  // next Stop() or the destructor joins it.
+  // next Start() (from any thread), Stop() or the destructor joins it.
   void Stop() { monitor_.Stop(); }
 
   // ---- Level and features ----

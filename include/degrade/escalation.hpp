@@ -90,15 +90,19 @@ class EscalationWatch {
   ~EscalationWatch() { Stop(); }
 
   // Fires the callback for every episode past `after` that has not fired
-  // yet; returns how many fired.
+  // yet; returns how many fired. May be called from `on_escalate` (it
+  // fires only what that call has not) and from a registry probe.
   int Check() {
     const absl::Time now = clock_->Now();
     std::vector<DegradationEpisode> due;
     std::vector<absl::Duration> lasted;
+    // Asked before taking mu_: the probes are components' code, and one
+    // that calls Check() must not wait for this very call.
+    std::vector<DegradationEpisode> episodes = registry_->Episodes();
     {
       detail::MutexLock lock(&mu_);
       std::map<std::string, absl::Time> still;
-      for (DegradationEpisode& e : registry_->Episodes()) {
+      for (DegradationEpisode& e : episodes) {
         if (!Watched(e)) continue;
         const std::string key =
             absl::StrCat(EpisodeKindName(e.kind), "/", e.source, "/", e.name);
@@ -133,10 +137,18 @@ class EscalationWatch {
     return static_cast<int>(due.size());
   }
 
-  // Runs Check() now and every `period` until Stop() or destruction.
+  // Runs Check() now and every `period` (clamped to [1 ms, 1 year]) until
+  // Stop() or destruction; a running watch restarts with the new period.
+  // From `on_escalate` on the watch's own thread it cannot restart the
+  // thread it runs on: the new period applies from the next check, a
+  // period after this one, and it takes back a Stop() made earlier in the
+  // same callback.
   void Start(absl::Duration period) {
     worker_.Restart(period, [this] { Check(); });
   }
+  // Stops the watch's thread and waits for a check in progress. From
+  // `on_escalate` on that thread it stops after this check instead (the
+  // next Start() from any thread works).
   void Stop() { worker_.Stop(); }
 
  private:

@@ -58,6 +58,7 @@
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/periodic_worker.hpp"
+#include "degrade/detail/reentry.hpp"
 #include "degrade/detail/snapshot_cell.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/telemetry.hpp"
@@ -175,10 +176,16 @@ class HotList {
   // Calls the source (outside every lock) and publishes its list. A source
   // error, an exception it throws, or an empty list keeps the previous
   // snapshot; the status (naming the list) is returned and kept in
-  // `last_status()`. FAILED_PRECONDITION if there is no source.
+  // `last_status()`. FAILED_PRECONDITION if there is no source, or when
+  // called from the source itself (it would call the source again, without
+  // end); that one changes nothing, not even `last_status()`.
   //
   // Thread-safe.
   absl::Status RefreshOnce() {
+    if (detail::CallbackScope::Inside(this)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name_, ": RefreshOnce() called from the list's own source"));
+    }
     if (!source_) {
       return cell_.Fail(absl::FailedPreconditionError(
           absl::StrCat(name_, ": no source to refresh from")));
@@ -199,9 +206,11 @@ class HotList {
   // Starts (or restarts) a background thread calling `RefreshOnce()` now
   // and then every `period` (clamped to [1 ms, 1 year]), until `Stop()` or
   // destruction. It sleeps on a condition variable between refreshes, so
-  // Stop() wakes it at once.
+  // Stop() wakes it at once. From the source on the list's own thread it
+  // cannot restart the thread it runs on: the new period applies after this
+  // refresh, and it takes back a Stop() made earlier in the same call.
   //
-  // Thread-safe. Must not be called from the source.
+  // Thread-safe.
   void Start(absl::Duration period) {
     // Failures are kept in last_status() / failures().
     worker_.Restart(period, [this] { RefreshOnce().IgnoreError(); });
@@ -210,9 +219,10 @@ class HotList {
   // HotList::Stop()
   //
   // Stops the background thread, waiting for a refresh in progress to end.
-  // No-op if it is not running.
+  // No-op if it is not running. From the source on the list's own thread,
+  // it stops after this refresh instead (the next Start() works).
   //
-  // Thread-safe. Must not be called from the source.
+  // Thread-safe.
   void Stop() { worker_.Stop(); }
 
   // HotList::LoadBaseline()
@@ -343,6 +353,7 @@ class HotList {
   };
 
   absl::StatusOr<std::vector<Item>> CallSource() {
+    const detail::CallbackScope in_source(this);
     return detail::InvokeCatching<std::vector<Item>>(source_, "hot list",
                                                      name_);
   }

@@ -58,6 +58,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/manager_log.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/reentry.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/telemetry.hpp"
@@ -102,8 +103,10 @@ class MetricsRegistry : public Telemetry {
   // run on the scraping thread, never concurrently with each other for one
   // component, and never after the registration is destroyed or reset.
   // They run under that component's entry lock, so they must be quick (the
-  // component's destruction waits for them) and must not call this
-  // registry's Render*/Episodes (self-deadlock) or destroy the component.
+  // component's destruction waits for them) and must not destroy the
+  // component. They may call this registry's Render*/Episodes: the nested
+  // call leaves out the components whose collector or probe this thread is
+  // running (it would wait for its own entry lock).
   Registration Register(absl::string_view kind, absl::string_view name,
                         Collector collect, EpisodeProbe probe = nullptr);
 
@@ -202,7 +205,9 @@ class MetricsRegistry : public Telemetry {
   std::vector<DegradationEpisode> Episodes() const {
     std::vector<DegradationEpisode> out;
     for (const std::shared_ptr<Entry>& e : Snapshot()) {
+      if (detail::CallbackScope::Inside(e.get())) continue;  // see Register
       detail::MutexLock lock(&e->mu);
+      const detail::CallbackScope in_probe(e.get());
       if (e->alive && e->probe) detail::CallQuietly(e->probe, e->name, &out);
     }
     return out;
@@ -303,7 +308,9 @@ class MetricsRegistry : public Telemetry {
   MetricWriter Collect() const {
     MetricWriter w;
     for (const std::shared_ptr<Entry>& e : Snapshot()) {
+      if (detail::CallbackScope::Inside(e.get())) continue;  // see Register
       detail::MutexLock lock(&e->mu);
+      const detail::CallbackScope in_collector(e.get());
       if (!e->alive || !e->collect) continue;
       w.component_ = e->name;
       detail::CallQuietly(e->collect, std::ref(w));

@@ -9,46 +9,20 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
-#include "degrade/detail/mutex.hpp"
 #include "gtest/gtest.h"
+#include "support/tick_counter.hpp"
 
 namespace degrade {
 namespace detail {
 namespace {
 
 const absl::Duration kAnHour = absl::Hours(1);
-const absl::Duration kPatience = absl::Seconds(60);  // a safety net only
-
-// Counts ticks and lets the test wait for the n-th.
-class Ticks {
- public:
-  void Tick() {
-    MutexLock lock(&mu_);
-    ++count_;
-    cv_.SignalAll();
-  }
-  // True once `n` ticks have happened (false after kPatience).
-  bool WaitFor(uint64_t n) {
-    MutexLock lock(&mu_);
-    return cv_.WaitFor(
-        &mu_, kPatience,
-        [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return count_ >= n; });
-  }
-  uint64_t count() {
-    MutexLock lock(&mu_);
-    return count_;
-  }
-
- private:
-  Mutex mu_;
-  CondVar cv_;
-  uint64_t count_ ABSL_GUARDED_BY(mu_) = 0;
-};
+using Ticks = degrade_tests::TickCounter;
 
 TEST(PeriodicWorkerTest, TicksEveryPeriodUntilStopped) {
   Ticks ticks;
@@ -113,7 +87,7 @@ TEST(PeriodicWorkerTest, RestartReplacesTheTick) {
   worker.Stop();
 }
 
-TEST(PeriodicWorkerTest, StopFromTheTickStopsAfterItAndIsJoinedLater) {
+TEST(PeriodicWorkerTest, StopFromTheTickStopsAfterIt) {
   Ticks ticks;
   PeriodicWorker worker;
   std::atomic<bool> on_worker{false};
@@ -125,13 +99,118 @@ TEST(PeriodicWorkerTest, StopFromTheTickStopsAfterItAndIsJoinedLater) {
   ASSERT_TRUE(ticks.WaitFor(1));
   EXPECT_TRUE(on_worker.load());
   EXPECT_FALSE(worker.OnWorkerThread());
-  // Stopped from itself and not joined yet: not idle.
-  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [] {}));
   worker.Stop();  // joins it
   EXPECT_EQ(ticks.count(), 1u) << "no tick after the one that stopped it";
+}
+
+// Regression (issue 13, defect 3): a worker that stopped itself used to stay
+// "running" for StartIfIdle until someone joined it, so an owner's next
+// Start() from another thread failed (the manager's said "already running").
+TEST(PeriodicWorkerTest, StartIfIdleAfterTheTickStoppedItStartsAFreshWorker) {
+  Ticks ticks;
+  PeriodicWorker worker;
+  worker.Restart(kAnHour, [&] {
+    worker.Stop();
+    ticks.Tick();
+  });
+  ASSERT_TRUE(ticks.WaitFor(1));
   Ticks again;
   EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&again] { again.Tick(); }));
   ASSERT_TRUE(again.WaitFor(1));
+  worker.Stop();
+  EXPECT_EQ(ticks.count(), 1u);
+}
+
+// What a tick's call into its own worker does (issue 13, defect 3: Restart
+// from the tick joined the worker's own thread, which throws EDEADLK and
+// stopped the worker for good, or aborted without exceptions). Each row
+// makes its calls from the first tick only; then the test checks which tick,
+// if any, keeps running, and that a Start from the test thread works after.
+TEST(PeriodicWorkerTest, CallsFromTheTickIntoItsOwnWorker) {
+  enum class Then { kNewTick, kOldTick, kStopped };
+  struct Case {
+    const char* name;
+    // The calls; returns what the last one returned (true for void ones).
+    std::function<bool(PeriodicWorker&, const std::function<void()>&)> calls;
+    bool returns;
+    Then then;
+  };
+  const absl::Duration ms = absl::Milliseconds(1);
+  const std::vector<Case> cases = {
+      {"Restart changes the tick and period in place",
+       [ms](PeriodicWorker& w, const std::function<void()>& next) {
+         w.Restart(ms, next);
+         return true;
+       },
+       true, Then::kNewTick},
+      {"StartIfIdle while running is refused and changes nothing",
+       [ms](PeriodicWorker& w, const std::function<void()>& next) {
+         return w.StartIfIdle(ms, next);
+       },
+       false, Then::kOldTick},
+      {"Stop then StartIfIdle resumes with the new tick",
+       [ms](PeriodicWorker& w, const std::function<void()>& next) {
+         w.Stop();
+         return w.StartIfIdle(ms, next);
+       },
+       true, Then::kNewTick},
+      {"Stop then Restart resumes with the new tick",
+       [ms](PeriodicWorker& w, const std::function<void()>& next) {
+         w.Stop();
+         w.Restart(ms, next);
+         return true;
+       },
+       true, Then::kNewTick},
+      {"Restart then Stop: the later Stop wins",
+       [ms](PeriodicWorker& w, const std::function<void()>& next) {
+         w.Restart(ms, next);
+         w.Stop();
+         return true;
+       },
+       true, Then::kStopped},
+      {"Stop twice stops",
+       [](PeriodicWorker& w, const std::function<void()>&) {
+         w.Stop();
+         w.Stop();
+         return true;
+       },
+       true, Then::kStopped},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Ticks old_tick;
+    Ticks new_tick;
+    std::atomic<bool> returned{false};
+    const std::function<void()> next = [&new_tick] { new_tick.Tick(); };
+    PeriodicWorker worker;
+    worker.Restart(ms, [&] {
+      if (old_tick.count() == 0) returned.store(c.calls(worker, next));
+      old_tick.Tick();  // after the calls: WaitFor(1) means they were made
+    });
+    ASSERT_TRUE(old_tick.WaitFor(1));
+    EXPECT_EQ(returned.load(), c.returns);
+    switch (c.then) {
+      case Then::kNewTick:
+        EXPECT_TRUE(new_tick.WaitFor(2));
+        break;
+      case Then::kOldTick:
+        EXPECT_TRUE(old_tick.WaitFor(3));
+        break;
+      case Then::kStopped:
+        break;
+    }
+    worker.Stop();  // joins whatever runs
+    if (c.then != Then::kOldTick) {
+      EXPECT_EQ(old_tick.count(), 1u);
+    }
+    if (c.then != Then::kNewTick) {
+      EXPECT_EQ(new_tick.count(), 0u);
+    }
+    // Whatever the tick did, the next Start from outside works.
+    Ticks after;
+    EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&after] { after.Tick(); }));
+    EXPECT_TRUE(after.WaitFor(1));
+  }
 }
 
 TEST(PeriodicWorkerTest, TheDestructorStopsAndJoins) {
@@ -146,20 +225,15 @@ TEST(PeriodicWorkerTest, TheDestructorStopsAndJoins) {
   EXPECT_EQ(ticks.count(), after);
 }
 
-// Starts and stops racing from several threads never leave two workers
-// ticking at once (label: concurrency, run under TSan).
-TEST(PeriodicWorkerTest, RacingStartsAndStopsNeverRunTwoTicksAtOnce) {
-  PeriodicWorker worker;
-  std::atomic<int> running{0};
-  std::atomic<int> overlaps{0};
-  const auto tick = [&] {
-    if (running.fetch_add(1) != 0) overlaps.fetch_add(1);
-    running.fetch_sub(1);
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&worker, &tick, t] {
-      for (int i = 0; i < 50; ++i) {
+// Calls Restart / StartIfIdle / Stop in turn from `threads` threads at
+// once, `rounds` calls each, then Stop().
+void RaceStartsAndStops(PeriodicWorker& worker,
+                        const std::function<void()>& tick, int threads,
+                        int rounds) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&worker, &tick, t, rounds] {
+      for (int i = 0; i < rounds; ++i) {
         switch ((t + i) % 3) {
           case 0:
             worker.Restart(absl::Milliseconds(1), tick);
@@ -174,11 +248,57 @@ TEST(PeriodicWorkerTest, RacingStartsAndStopsNeverRunTwoTicksAtOnce) {
       }
     });
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : pool) t.join();
   worker.Stop();
+}
+
+// Starts and stops racing from several threads never leave two workers
+// ticking at once (label: concurrency, run under TSan).
+TEST(PeriodicWorkerTest, RacingStartsAndStopsNeverRunTwoTicksAtOnce) {
+  PeriodicWorker worker;
+  std::atomic<int> running{0};
+  std::atomic<int> overlaps{0};
+  const std::function<void()> tick = [&] {
+    if (running.fetch_add(1) != 0) overlaps.fetch_add(1);
+    running.fetch_sub(1);
+  };
+  RaceStartsAndStops(worker, tick, 4, 50);
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_EQ(running.load(), 0);
   EXPECT_FALSE(worker.OnWorkerThread());
+}
+
+// Ticks that restart or stop their own worker, racing outside threads that
+// do the same: nothing deadlocks, no two ticks overlap, and once stopped
+// from outside nothing ticks (label: concurrency, run under TSan).
+TEST(PeriodicWorkerTest, TicksCallingTheirWorkerRaceOutsideStartsAndStops) {
+  PeriodicWorker worker;
+  std::atomic<int> running{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<uint64_t> n{0};
+  std::function<void()> tick = [&] {
+    if (running.fetch_add(1) != 0) overlaps.fetch_add(1);
+    switch (n.fetch_add(1) % 4) {
+      case 0:
+        worker.Restart(absl::Milliseconds(1), tick);
+        break;
+      case 1:
+        worker.Stop();
+        break;
+      case 2:
+        (void)worker.StartIfIdle(absl::Milliseconds(1), tick);
+        break;
+      default:
+        break;
+    }
+    running.fetch_sub(1);
+  };
+  RaceStartsAndStops(worker, tick, 3, 40);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(running.load(), 0);
+  const uint64_t at_stop = n.load();
+  std::this_thread::yield();
+  EXPECT_EQ(n.load(), at_stop);
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ inline absl::Status DegradationManager::ObserveBatch(
 }
 
 inline absl::Status DegradationManager::PollOnce() {
+  if (monitor_.InSource()) {
+    return Error(absl::StatusCode::kFailedPrecondition,
+                 "PollOnce() called from one of its own sources (it would "
+                 "call that source again, without end)");
+  }
   // The sources run outside the lock.
   auto [samples, first_error] = monitor_.CallAll();
   {

@@ -2,22 +2,37 @@
 //
 // A background thread that calls a function now and then every period, for
 // the components that poll (the degradation manager's monitor, the config
-// file watcher, the hot-list refresher). It sleeps on a condition variable,
-// so Stop() wakes it at once; Start/Stop are serialised, including Stop's
-// join, so a Start racing a Stop can't leave two threads running; and Stop()
-// from the worker thread itself (a callback that stops its own poller) only
-// asks it to stop after the current tick, because a thread can't join
-// itself — the next Stop() or the destructor joins it.
+// file watcher, the hot-list refresher, the escalation watch). It sleeps on
+// a condition variable, so Stop() wakes it at once; Start/Stop are
+// serialised, including Stop's join, so a Start racing a Stop can't leave
+// two threads running.
+//
+// The tick runs user code (a signal source, an observer, a refresh source,
+// a pager), and that code may call its owner's Start or Stop, which land
+// here on the worker thread itself. A thread can't join itself (std::thread
+// throws EDEADLK, or aborts without exceptions), so from the worker thread:
+//
+//   * Stop() asks the loop to end after the current tick;
+//   * Restart() / StartIfIdle() change the period and the tick in place:
+//     they take effect when the current tick returns, the next tick comes a
+//     (new) period later, and they cancel a Stop() made earlier in the same
+//     tick. StartIfIdle() does so only after such a Stop() (otherwise the
+//     worker is running: false). Neither overrides another thread that is
+//     stopping the worker at that moment: that Stop or Restart wins.
+//
+// A worker that stopped itself is joined by the next Stop(), Restart(),
+// StartIfIdle() (which then starts a fresh one) or the destructor.
 //
 // Thread-safe. The owner must declare it after everything the tick touches
 // (members are destroyed in reverse order, so it stops first) or call Stop()
-// in its own destructor.
+// in its own destructor. REQUIRES: not destroyed from the worker thread.
 
 #ifndef DEGRADE_DETAIL_PERIODIC_WORKER_HPP_
 #define DEGRADE_DETAIL_PERIODIC_WORKER_HPP_
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -36,35 +51,45 @@ class PeriodicWorker {
   PeriodicWorker& operator=(const PeriodicWorker&) = delete;
   ~PeriodicWorker() { Stop(); }
 
-  // Stops a running thread, then starts one calling `tick`. The period is
-  // clamped to [1 ms, 1 year]: a shorter one would spin, and a year is as
-  // good as never.
-  // REQUIRES: not called from the worker thread.
+  // Stops a running thread, then starts one calling `tick` at once and then
+  // every period. The period is clamped to [1 ms, 1 year]: a shorter one
+  // would spin, and a year is as good as never. From the worker thread: see
+  // the file comment (in place, nothing joined).
   void Restart(absl::Duration period, std::function<void()> tick)
-      ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
+      ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
+    if (OnWorkerThread()) {
+      (void)Reschedule(period, std::move(tick), /*only_if_stopping=*/false);
+      return;
+    }
     MutexLock lifecycle(&lifecycle_mu_);
     StopLocked();
     Launch(period, std::move(tick));
   }
 
-  // Starts a thread unless one is running (or was stopped from itself and
-  // not joined yet); returns whether it started.
-  // REQUIRES: not called from the worker thread.
+  // Starts a thread unless one is running; returns whether it started. A
+  // thread that stopped itself is not running: it is joined first. From the
+  // worker thread: see the file comment.
   bool StartIfIdle(absl::Duration period, std::function<void()> tick)
-      ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
+      ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
+    if (OnWorkerThread()) {
+      return Reschedule(period, std::move(tick), /*only_if_stopping=*/true);
+    }
     MutexLock lifecycle(&lifecycle_mu_);
-    if (thread_.joinable()) return false;
+    if (thread_.joinable() && !JoinIfStoppedItselfLocked()) return false;
     Launch(period, std::move(tick));
     return true;
   }
 
   // Stops the thread and waits for its current tick; a no-op when none is
-  // running. From the worker thread: see the file comment.
+  // running. From the worker thread it only asks (see the file comment).
   void Stop() ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
-    if (OnWorkerThread()) {
+    {
       MutexLock lock(&wake_mu_);
-      stop_ = true;
-      return;
+      if (worker_id_ == std::this_thread::get_id()) {
+        if (stopping_ == Stopping::kNo) stopping_ = Stopping::kAfterTick;
+        pending_.reset();  // a Restart earlier in this tick is undone too
+        return;
+      }
     }
     MutexLock lifecycle(&lifecycle_mu_);
     StopLocked();
@@ -76,31 +101,80 @@ class PeriodicWorker {
   }
 
  private:
-  void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) {
+  // Why the loop is ending. kAfterTick was asked for by the tick itself and
+  // may be taken back by it; kJoining is another thread's Stop, which waits
+  // for the loop to end and so must not be taken back.
+  enum class Stopping { kNo, kAfterTick, kJoining };
+
+  struct Plan {
+    absl::Duration period;
+    std::function<void()> tick;
+  };
+
+  static absl::Duration Clamp(absl::Duration period) {
+    return std::clamp(period, absl::Milliseconds(1), absl::Hours(24 * 365));
+  }
+
+  void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_)
+      ABSL_LOCKS_EXCLUDED(wake_mu_) {
     if (!thread_.joinable()) return;
     {
       MutexLock lock(&wake_mu_);
-      stop_ = true;
+      stopping_ = Stopping::kJoining;
     }
+    Join();
+  }
+
+  // Joins a thread that stopped itself; false (nothing done) if it is
+  // running. Checked and claimed in one step, so that the tick cannot take
+  // its Stop back in between and leave us waiting for a live loop.
+  bool JoinIfStoppedItselfLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_)
+      ABSL_LOCKS_EXCLUDED(wake_mu_) {
+    {
+      MutexLock lock(&wake_mu_);
+      if (stopping_ != Stopping::kAfterTick) return false;
+      stopping_ = Stopping::kJoining;
+    }
+    Join();
+    return true;
+  }
+
+  void Join() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_)
+      ABSL_LOCKS_EXCLUDED(wake_mu_) {
     wake_.SignalAll();
     thread_.join();
     MutexLock lock(&wake_mu_);
     worker_id_ = std::thread::id();
+    pending_.reset();
   }
 
   void Launch(absl::Duration period, std::function<void()> tick)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) {
-    period = std::clamp(period, absl::Milliseconds(1), absl::Hours(24 * 365));
     {
       MutexLock lock(&wake_mu_);
-      stop_ = false;
+      stopping_ = Stopping::kNo;
     }
     thread_ = std::thread(
-        [this, period, tick = std::move(tick)] { Run(period, tick); });
+        [this, period = Clamp(period), tick = std::move(tick)]() mutable {
+          Run(period, std::move(tick));
+        });
+  }
+
+  // From the worker thread: adopt `tick` and `period` after this tick.
+  // Refused while another thread is joining, and, with `only_if_stopping`,
+  // unless this tick asked to stop.
+  bool Reschedule(absl::Duration period, std::function<void()> tick,
+                  bool only_if_stopping) ABSL_LOCKS_EXCLUDED(wake_mu_) {
+    MutexLock lock(&wake_mu_);
+    if (stopping_ == Stopping::kJoining) return false;
+    if (only_if_stopping && stopping_ != Stopping::kAfterTick) return false;
+    stopping_ = Stopping::kNo;
+    pending_ = Plan{Clamp(period), std::move(tick)};
+    return true;
   }
 
   // The worker thread: tick, then sleep for the period or until stopped.
-  void Run(absl::Duration period, const std::function<void()>& tick)
+  void Run(absl::Duration period, std::function<void()> tick)
       ABSL_LOCKS_EXCLUDED(wake_mu_) {
     {
       MutexLock lock(&wake_mu_);
@@ -109,29 +183,40 @@ class PeriodicWorker {
     for (;;) {
       {
         MutexLock lock(&wake_mu_);
-        if (stop_) return;
+        if (stopping_ != Stopping::kNo) return;
       }
       tick();
+      // Declared before the lock, so that the replaced tick is destroyed
+      // after it is released: its captures are the owner's business.
+      std::function<void()> replaced;
       MutexLock lock(&wake_mu_);
+      if (pending_.has_value()) {
+        period = pending_->period;
+        replaced = std::exchange(tick, std::move(pending_->tick));
+        pending_.reset();
+      }
       // The predicate makes a Stop() between the tick and the wait count,
       // and absorbs spurious wakeups.
       if (wake_.WaitFor(&wake_mu_, period,
                         [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(wake_mu_) {
-                          return stop_;
+                          return stopping_ != Stopping::kNo;
                         })) {
         return;
       }
     }
   }
 
-  // Serialises Restart/StartIfIdle/Stop, joins included.
+  // Serialises Restart/StartIfIdle/Stop from other threads, joins included.
+  // Never taken on the worker thread, so a tick can't wait for itself.
   Mutex lifecycle_mu_;
   std::thread thread_ ABSL_GUARDED_BY(lifecycle_mu_);
   // Taken by the worker thread and by whoever stops it; never held while a
   // tick runs, nor while joining.
   mutable Mutex wake_mu_;
-  CondVar wake_;  // stop_ was set
-  bool stop_ ABSL_GUARDED_BY(wake_mu_) = false;
+  CondVar wake_;  // stopping_ was set
+  Stopping stopping_ ABSL_GUARDED_BY(wake_mu_) = Stopping::kNo;
+  // What a tick asked to run next (Restart from the worker thread).
+  std::optional<Plan> pending_ ABSL_GUARDED_BY(wake_mu_);
   std::thread::id worker_id_ ABSL_GUARDED_BY(wake_mu_);
 };
 

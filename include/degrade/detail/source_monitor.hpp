@@ -31,6 +31,7 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
+#include "degrade/detail/reentry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -59,16 +60,22 @@ class SourceMonitor {
   // it is called from the next poll on).
   Polled CallAll() const;
 
+  // Whether the current thread is inside CallAll(), in a source: a poll
+  // from there would call that source again, and so on without end.
+  bool InSource() const { return CallbackScope::Inside(this); }
+
   // Calls `poll` every `period` (real time) on the monitor thread, and
   // `on_new_error(s)` when it returns a non-OK status different from the
   // previous poll's. INVALID_ARGUMENT for a period <= 0 or longer than 24
-  // hours; FAILED_PRECONDITION when already running or called from the
-  // monitor thread.
+  // hours; FAILED_PRECONDITION when already running. From the monitor
+  // thread (a poll's callback) after a Stop() there, it takes the Stop
+  // back: the monitor keeps going with the new period and poll.
   absl::Status Start(absl::Duration period, std::function<absl::Status()> poll,
                      std::function<void(const absl::Status&)> on_new_error);
 
   // See PeriodicWorker::Stop: waits for the thread, or from the thread
-  // itself only asks it to stop.
+  // itself only asks it to stop after this poll (the next Start() from
+  // anywhere works).
   void Stop() { worker_.Stop(); }
 
  private:
@@ -96,6 +103,7 @@ inline SourceMonitor::Polled SourceMonitor::CallAll() const {
     sources = sources_;
   }
   Polled out;
+  const CallbackScope in_sources(this);
   for (const Source& src : sources) {
     absl::StatusOr<double> v = InvokeCatching<double>(
         src.fn, kind_, name_, absl::StrCat("source for '", src.signal, "'"));
@@ -116,10 +124,6 @@ inline absl::Status SourceMonitor::Start(
         absl::StrCat(Who(), ": Start(", absl::FormatDuration(period),
                      "): the period must be > 0 and at most 24h"));
   }
-  if (worker_.OnWorkerThread()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(Who(), ": Start() called from the monitor thread"));
-  }
   auto tick = [poll = std::move(poll), on_new_error = std::move(on_new_error),
                last_error = std::string()]() mutable {
     const absl::Status s = poll();
@@ -128,8 +132,11 @@ inline absl::Status SourceMonitor::Start(
     last_error = error;
   };
   if (!worker_.StartIfIdle(period, std::move(tick))) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(Who(), ": the monitor is already running"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        Who(), ": Start(): the monitor is already running",
+        worker_.OnWorkerThread()
+            ? " (this is its own thread: Stop() first to change the period)"
+            : ""));
   }
   return absl::OkStatus();
 }

@@ -364,6 +364,73 @@ TEST(ThrowingCallbackTest, OnStateChangeThatThrowsIsSwallowed) {
 // re-entrancy): callbacks run outside the breaker's lock and one at a time,
 // so each call works, and the transitions it makes are reported after the
 // one being handled, in order, never nested.
+// Issue 13 (re-entrancy): ready_to_trip ran under the breaker's lock, so a
+// rule that read or moved its own breaker deadlocked (EDEADLK or a hang).
+// It now runs outside the lock; the trip happens only if the counts it saw
+// are still the current generation's. A call through the breaker made from
+// inside the rule is counted but does not ask the rule again.
+TEST(ManualControlTest, ReadyToTripMayCallItsOwnBreaker) {
+  struct Case {
+    const char* name;
+    std::function<bool(CircuitBreaker<int>&, const Counts&)> rule;
+    State final_state;
+  };
+  const std::vector<Case> cases = {
+      {"reads counts and state",
+       [](CircuitBreaker<int>& b, const Counts& c) {
+         return b.counts().consecutive_failures >= 2 &&
+                b.state() == State::kClosed && c.consecutive_failures >= 2;
+       },
+       State::kOpen},
+      {"ForceOpen, then says trip: one transition, forced open",
+       [](CircuitBreaker<int>& b, const Counts& c) {
+         if (c.consecutive_failures < 2) return false;
+         b.ForceOpen();
+         return true;  // the generation moved on: no second trip
+       },
+       State::kOpen},
+      {"Reset, then says trip: the reset wins",
+       [](CircuitBreaker<int>& b, const Counts& c) {
+         if (c.consecutive_failures < 2) return false;
+         b.Reset();
+         return true;
+       },
+       State::kClosed},
+      {"calls through the breaker: no recursion",
+       [](CircuitBreaker<int>& b, const Counts& c) {
+         (void)b.Execute([]() -> absl::StatusOr<int> {
+           return absl::UnavailableError("nested");
+         });
+         return c.consecutive_failures >= 3;
+       },
+       State::kOpen},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeClock clock;
+    CircuitBreaker<int>* self = nullptr;
+    int transitions = 0;
+    BreakerSettings s;
+    s.name = "reentrant-rule";
+    s.clock = &clock;
+    s.ready_to_trip = [&](const Counts& counts) {
+      return c.rule(*self, counts);
+    };
+    s.on_state_change = [&](const std::string&, State, State) {
+      ++transitions;
+    };
+    CircuitBreaker<int> b(s);
+    self = &b;
+    for (int i = 0; i < 2 && b.state() == State::kClosed; ++i) {
+      (void)b.Execute([]() -> absl::StatusOr<int> {
+        return absl::UnavailableError("down");
+      });
+    }
+    EXPECT_EQ(b.state(), c.final_state);
+    EXPECT_LE(transitions, 2);
+  }
+}
+
 TEST(ManualControlTest, OnStateChangeMayDriveItsOwnBreaker) {
   struct Case {
     const char* name;

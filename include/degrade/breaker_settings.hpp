@@ -87,8 +87,12 @@ struct BreakerSettings {
   absl::Duration timeout = absl::ZeroDuration();
   // Called with the counts after each closed-state failure (and slow call);
   // returning true opens the breaker. Unset means gobreaker's "more than 5
-  // consecutive failures", trip::ConsecutiveFailures(6) (trip.hpp). Must not
-  // call back into this breaker. A throw means false.
+  // consecutive failures", trip::ConsecutiveFailures(6) (trip.hpp). Runs
+  // outside the breaker's lock, on the calling thread: it may read or move
+  // this breaker (counts(), ForceOpen(), Reset(), ...), and the trip then
+  // happens only if the generation it decided on is still current. A call
+  // through this breaker made from inside it is counted but does not ask
+  // the rule again. A throw means false.
   std::function<bool(const Counts&)> ready_to_trip;
   // Called once per state change, outside the breaker's lock, in order and
   // never concurrently, possibly on another thread that is delivering events

@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -49,11 +48,13 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/reentry.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/detail/thread_shard.hpp"
+#include "degrade/detail/trial_ledger.hpp"
 #include "degrade/detail/windows.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -244,19 +245,6 @@ class BreakerCore final : private BreakerView {
   static Mode ModeOf(uint64_t w) { return BreakerWord::ModeOf(w); }
   static uint64_t GenOf(uint64_t w) { return BreakerWord::GenOf(w); }
 
-  // What happened to the trials of the current half-open generation.
-  struct TrialLedger {
-    uint64_t admitted = 0;
-    uint64_t abandoned = 0;
-    uint64_t excluded = 0;
-    uint64_t succeeded = 0;
-    uint64_t failed = 0;  // at most 1: the first failure ends half-open
-    // When each outstanding trial was admitted, kept only with a
-    // half_open_max_wait: the wait is per trial, so the oldest one decides.
-    std::multiset<int64_t> out_since;
-    uint64_t slots_used() const { return admitted - abandoned - excluded; }
-    uint64_t outstanding() const { return slots_used() - succeeded; }
-  };
 
   // One time source per breaker, so expiries set and checked never mix
   // resolutions: the coarse clock, unless slow calls need precise durations.
@@ -348,7 +336,7 @@ class BreakerCore final : private BreakerView {
   void StartGenerationLocked(State to, int64_t now, Mode mode = kNormal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     base_ = SumShards();
-    trials_ = TrialLedger{};
+    trials_ = TrialLedger(half_open_wait_nanos_);
     successes_at_last_failure_ = base_.successes;
     consecutive_failures_.store(0, std::memory_order_relaxed);
     window_.Reset();
@@ -364,7 +352,7 @@ class BreakerCore final : private BreakerView {
                     now, absl::ToInt64Nanoseconds(backoff_.NextOpenPeriod())),
           std::memory_order_release);
     }
-    // Armed by the first trial admitted (see TrialOutLocked).
+    // Armed by the first trial admitted (see TrialLedger::deadline).
     half_open_deadline_.store(kNever, std::memory_order_release);
     const uint64_t old = word_.load(std::memory_order_relaxed);
     assert(IsLegalTransition(StateOf(old), to, mode));
@@ -444,8 +432,8 @@ class BreakerCore final : private BreakerView {
             rejected = CallOutcome::kRejectedTooMany;
             break;
           }
-          TrialOutLocked(now);
-          ++trials_.admitted;
+          trials_.Admit(now);
+          SetHalfOpenDeadlineLocked();
           [[fallthrough]];
         }
         case State::kClosed:
@@ -474,37 +462,24 @@ class BreakerCore final : private BreakerView {
       return CallOutcome::kStale;
     }
     shard.abandoned.fetch_add(1, std::memory_order_relaxed);
-    ++trials_.abandoned;
-    TrialBackLocked(t.start_nanos);
+    trials_.Abandon(t.start_nanos);
+    SetHalfOpenDeadlineLocked();
     return CallOutcome::kAbandoned;
   }
 
-  // half_open_max_wait bounds each trial from its own admission: the
-  // deadline is the oldest outstanding trial's admission plus the wait, so
-  // a trial admitted late is never cut short by an earlier one's clock.
-  void TrialOutLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (half_open_wait_nanos_ <= 0) return;
-    trials_.out_since.insert(now);
-    SetHalfOpenDeadlineLocked();
-  }
-  void TrialBackLocked(int64_t admitted_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (half_open_wait_nanos_ <= 0) return;
-    const auto it = trials_.out_since.find(admitted_at);
-    if (it != trials_.out_since.end()) trials_.out_since.erase(it);
-    SetHalfOpenDeadlineLocked();
-  }
   void SetHalfOpenDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    half_open_deadline_.store(
-        trials_.out_since.empty()
-            ? kNever
-            : SatAddNanos(*trials_.out_since.begin(), half_open_wait_nanos_),
-        std::memory_order_release);
+    half_open_deadline_.store(trials_.deadline(), std::memory_order_release);
   }
 
   CallOutcome CompleteSlow(const Ticket& t, bool success, bool excluded,
                            bool slow) {
     CallOutcome counted =
         success ? CallOutcome::kSuccess : CallOutcome::kFailure;
+    // Set when the closed-state rule must be asked: the counts it decides
+    // on and the generation they belong to.
+    bool ask_rule = false;
+    Counts decide_on;
+    uint64_t decide_gen = 0;
     {
       MutexLock lock(&mu_);
       const int64_t now = NowNanos();
@@ -521,8 +496,8 @@ class BreakerCore final : private BreakerView {
         shard.exclusions.fetch_add(1, std::memory_order_relaxed);
         counted = CallOutcome::kExcluded;
         if (StateOf(w) == State::kHalfOpen) {
-          ++trials_.excluded;
-          TrialBackLocked(t.start_nanos);
+          trials_.Exclude(t.start_nanos);
+          SetHalfOpenDeadlineLocked();
         }
       } else {
         if (slow) shard.slow_calls.fetch_add(1, std::memory_order_relaxed);
@@ -540,29 +515,56 @@ class BreakerCore final : private BreakerView {
         }
         if (StateOf(w) == State::kHalfOpen) {
           if (!success) {
-            ++trials_.failed;  // so that the event's counts show it
+            trials_.Fail();  // so that the event's counts show it
             ReopenLocked(now, TransitionCause::kTrialFailed);
-          } else if (++trials_.succeeded >= max_requests_) {
-            backoff_.Reset();
-            TransitionLocked(State::kClosed, now,
-                             TransitionCause::kTrialsSucceeded);
           } else {
-            TrialBackLocked(t.start_nanos);
+            trials_.Succeed(t.start_nanos);
+            if (trials_.succeeded >= max_requests_) {
+              backoff_.Reset();
+              TransitionLocked(State::kClosed, now,
+                               TransitionCause::kTrialsSucceeded);
+            } else {
+              SetHalfOpenDeadlineLocked();
+            }
           }
         } else if (ModeOf(w) != kDisabled) {
-          const Counts c = CountsLocked(now);
-          // ready_to_trip is always set: NormalizeBreakerSettings gives the
-          // default rule.
-          const bool trip = SafePredicate(settings_.ready_to_trip, false, c);
-          if (trip) {
-            TransitionLocked(State::kOpen, now, TransitionCause::kTripped,
-                             kNormal, &c);
-          }
+          decide_on = CountsLocked(now);
+          decide_gen = GenOf(w);
+          ask_rule = true;
         }
       }
     }
+    if (ask_rule) AskRuleAndMaybeTrip(decide_on, decide_gen);
     events_.Dispatch();
     return counted;
+  }
+
+  // Asks ready_to_trip outside the breaker's lock, so that the rule may
+  // call its own breaker (counts(), state(), ForceOpen(), Reset(), ...)
+  // without deadlocking, then trips only if the generation the counts
+  // belong to is still the current one (a concurrent trip, a manual move
+  // or an interval that ended meanwhile wins). A call through the breaker
+  // made from inside the rule is counted but does not ask the rule again:
+  // that would recurse without end.
+  void AskRuleAndMaybeTrip(const Counts& c, uint64_t generation) {
+    if (CallbackScope::Inside(this)) return;
+    bool trip;
+    {
+      CallbackScope scope(this);
+      // ready_to_trip is always set: NormalizeBreakerSettings gives the
+      // default rule.
+      trip = SafePredicate(settings_.ready_to_trip, false, c);
+    }
+    if (!trip) return;
+    MutexLock lock(&mu_);
+    const int64_t now = NowNanos();
+    AdvanceLocked(now);
+    const uint64_t w = word_.load(std::memory_order_relaxed);
+    if (GenOf(w) == generation && StateOf(w) == State::kClosed &&
+        ModeOf(w) != kDisabled) {
+      TransitionLocked(State::kOpen, now, TransitionCause::kTripped, kNormal,
+                       &c);
+    }
   }
 
   void ManualTransition(State to, Mode mode, TransitionCause cause) {
@@ -619,7 +621,7 @@ class BreakerCore final : private BreakerView {
 
   alignas(kCacheLine) Mutex mu_;
   BreakerTotals base_ ABSL_GUARDED_BY(mu_);
-  TrialLedger trials_ ABSL_GUARDED_BY(mu_);
+  TrialLedger trials_ ABSL_GUARDED_BY(mu_) = TrialLedger(half_open_wait_nanos_);
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   OpenBackoff backoff_ ABSL_GUARDED_BY(mu_);
   // Transition counts, the queue of events and the telemetry's listener.

@@ -366,11 +366,11 @@ TEST_F(ConfigFileWatcherTest, StopIsPromptAndIdempotent) {
   WriteInPlace(path, OneLevelJson(0.8));
   ConfigFileWatcher watcher(path, &manager_);
   watcher.Stop();                 // not running: no-op
-  watcher.Start(absl::Hours(1));  // polls at once, then waits an hour...
-  watcher.Start(absl::Hours(2));  // restart with a new period
+  ASSERT_TRUE(watcher.Start(absl::Hours(1)).ok());  // polls at once...
+  ASSERT_TRUE(watcher.Start(absl::Hours(2)).ok());  // restart, new period
   watcher.Stop();                 // ...unless stopped: this must not hang
   watcher.Stop();
-  watcher.Start(absl::Hours(1));  // the destructor stops this one
+  ASSERT_TRUE(watcher.Start(absl::Hours(1)).ok());  // the destructor stops it
 }
 
 // The background thread polls every millisecond while this thread replaces
@@ -405,7 +405,7 @@ TEST_F(ConfigFileWatcherTest, BackgroundPollingUnderConcurrentUpdates) {
       std::this_thread::yield();
     }
   });
-  watcher.Start(absl::Milliseconds(1));
+  ASSERT_TRUE(watcher.Start(absl::Milliseconds(1)).ok());
   for (int i = 1; i <= 6; ++i) {
     WriteByRename(path, OneLevelJson(0.5 + 0.01 * i));
     (void)manager_.Observe("gpu_util", 0.1 * i);  // no ASSERT: threads run

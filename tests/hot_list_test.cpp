@@ -213,7 +213,7 @@ TEST_F(HotListTest, StartRefreshesInTheBackgroundAndStopsCleanly) {
   };
   {
     HotList<std::string> hot(std::move(o));
-    hot.Start(absl::Hours(1));
+    ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
     ASSERT_EQ(refreshed_future.wait_for(std::chrono::seconds(30)),
               std::future_status::ready);
     hot.Stop();
@@ -221,8 +221,8 @@ TEST_F(HotListTest, StartRefreshesInTheBackgroundAndStopsCleanly) {
     // thread, so it is done.
     EXPECT_THAT(*hot.snapshot(), ElementsAre("x"));
     hot.Stop();  // idempotent
-    hot.Start(absl::Hours(1));
-    hot.Start(absl::Hours(1));  // restart
+    ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
+    ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());  // restart
   }                             // the destructor stops the running thread
 }
 

@@ -19,7 +19,7 @@
 //   // Or from a file, followed in the background:
 //   degrade::ConfigFileWatcher watcher("/etc/svc/degrade.json", &manager);
 //   absl::Status first = watcher.PollOnce();   // apply it now, see the error
-//   watcher.Start(absl::Seconds(10));          // then follow the file
+//   absl::Status started = watcher.Start(absl::Seconds(10));  // then follow it
 //
 // Nothing here throws; the header compiles with -fno-exceptions.
 //
@@ -39,6 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/config_parse.hpp"
@@ -127,9 +128,13 @@ class ConfigFileWatcher {
 
   // Starts a background thread that polls at once and then every `period`
   // until `Stop()`. Calling it while running restarts the thread with the
-  // new period. `period` is clamped to [1ms, 1 year]; polling a
-  // configuration file faster than a millisecond is never the intent.
-  void Start(absl::Duration period);
+  // new period. INVALID_ARGUMENT naming the file for a period outside
+  // [1 ms, 1 year] (polling a configuration file faster than a millisecond
+  // is never the intent; for one poll call PollOnce()), leaving a running
+  // thread as it was. RESOURCE_EXHAUSTED when the thread cannot be started
+  // (out of threads or memory): none runs then (a running one was stopped
+  // first), the manager keeps its config, and Start may be called again.
+  absl::Status Start(absl::Duration period);
 
   // Stops the background thread and waits for it (at most for the poll in
   // progress); a sleeping thread wakes at once. No-op when not running.
@@ -221,10 +226,16 @@ inline absl::Status ConfigFileWatcher::PollOnce() {
   return result;
 }
 
-inline void ConfigFileWatcher::Start(absl::Duration period) {
+inline absl::Status ConfigFileWatcher::Start(absl::Duration period) {
+  const std::string who = absl::StrCat("config file watcher '", detail::Printable(path_), "'");
+  absl::Status valid = detail::CheckPeriod(who, period);
+  if (!valid.ok()) return valid;
   // The result of each poll is kept in last_status() and reported through
   // the manager.
-  worker_.Restart(period, [this] { PollOnce().IgnoreError(); });
+  absl::Status started =
+      worker_.TryRestart(period, [this] { PollOnce().IgnoreError(); });
+  if (started.ok()) return started;
+  return absl::Status(started.code(), absl::StrCat(who, ": ", started.message()));
 }
 
 inline void ConfigFileWatcher::Stop() { worker_.Stop(); }

@@ -89,12 +89,12 @@ TEST(PeriodicWorkerTest, StartIfIdleStartsOneThreadOnly) {
   Ticks first;
   Ticks second;
   PeriodicWorker worker;
-  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&first] { first.Tick(); }));
-  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }));
+  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&first] { first.Tick(); }).ok());
+  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }).ok());
   ASSERT_TRUE(first.WaitFor(1));
   worker.Stop();
   EXPECT_EQ(second.count(), 0u);
-  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }));
+  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }).ok());
   ASSERT_TRUE(second.WaitFor(1));
   worker.Stop();
   EXPECT_EQ(first.count(), 1u);
@@ -126,11 +126,11 @@ TEST(PeriodicWorkerTest, StopFromTheTickStopsAfterItAndIsJoinedLater) {
   EXPECT_TRUE(on_worker.load());
   EXPECT_FALSE(worker.OnWorkerThread());
   // Stopped from itself and not joined yet: not idle.
-  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [] {}));
+  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [] {}).ok());
   worker.Stop();  // joins it
   EXPECT_EQ(ticks.count(), 1u) << "no tick after the one that stopped it";
   Ticks again;
-  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&again] { again.Tick(); }));
+  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&again] { again.Tick(); }).ok());
   ASSERT_TRUE(again.WaitFor(1));
 }
 

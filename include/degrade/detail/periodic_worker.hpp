@@ -22,12 +22,33 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
+
+// The periods a worker honours: shorter would spin, and a year is as good
+// as never. `CheckPeriod` refuses the others with INVALID_ARGUMENT naming
+// `who` and the period, for the owners that refuse rather than clamp.
+inline absl::Duration MinWorkerPeriod() { return absl::Milliseconds(1); }
+inline absl::Duration MaxWorkerPeriod() { return absl::Hours(24 * 365); }
+inline absl::Status CheckPeriod(absl::string_view who, absl::Duration period) {
+  if (period >= MinWorkerPeriod() && period <= MaxWorkerPeriod()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      who, ": Start(period = ", absl::FormatDuration(period),
+      "): the period must be in [", absl::FormatDuration(MinWorkerPeriod()),
+      ", ", absl::FormatDuration(MaxWorkerPeriod()),
+      "] (for a single run, call it once instead)"));
+}
 
 class PeriodicWorker {
  public:
@@ -38,24 +59,33 @@ class PeriodicWorker {
 
   // Stops a running thread, then starts one calling `tick`. The period is
   // clamped to [1 ms, 1 year]: a shorter one would spin, and a year is as
-  // good as never.
+  // good as never. RESOURCE_EXHAUSTED when no thread could be started
+  // (thread_start.hpp); none is running then, and a later call may work.
   // REQUIRES: not called from the worker thread.
-  void Restart(absl::Duration period, std::function<void()> tick)
+  absl::Status TryRestart(absl::Duration period, std::function<void()> tick)
       ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
     MutexLock lifecycle(&lifecycle_mu_);
     StopLocked();
-    Launch(period, std::move(tick));
+    return Launch(period, std::move(tick));
+  }
+  // TryRestart for an owner that cannot report the failure yet: no thread
+  // runs after one, and nothing is thrown.
+  void Restart(absl::Duration period, std::function<void()> tick)
+      ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
+    TryRestart(period, std::move(tick)).IgnoreError();
   }
 
   // Starts a thread unless one is running (or was stopped from itself and
-  // not joined yet); returns whether it started.
+  // not joined yet): OK when it started, FAILED_PRECONDITION when one runs,
+  // RESOURCE_EXHAUSTED as for Restart.
   // REQUIRES: not called from the worker thread.
-  bool StartIfIdle(absl::Duration period, std::function<void()> tick)
+  absl::Status StartIfIdle(absl::Duration period, std::function<void()> tick)
       ABSL_LOCKS_EXCLUDED(lifecycle_mu_) {
     MutexLock lifecycle(&lifecycle_mu_);
-    if (thread_.joinable()) return false;
-    Launch(period, std::move(tick));
-    return true;
+    if (thread_.joinable()) {
+      return absl::FailedPreconditionError("the thread is already running");
+    }
+    return Launch(period, std::move(tick));
   }
 
   // Stops the thread and waits for its current tick; a no-op when none is
@@ -88,15 +118,19 @@ class PeriodicWorker {
     worker_id_ = std::thread::id();
   }
 
-  void Launch(absl::Duration period, std::function<void()> tick)
+  absl::Status Launch(absl::Duration period, std::function<void()> tick)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) {
-    period = std::clamp(period, absl::Milliseconds(1), absl::Hours(24 * 365));
+    period = std::clamp(period, MinWorkerPeriod(), MaxWorkerPeriod());
     {
       MutexLock lock(&wake_mu_);
       stop_ = false;
     }
-    thread_ = std::thread(
+    absl::StatusOr<std::thread> t = StartThread(
+        "background thread",
         [this, period, tick = std::move(tick)] { Run(period, tick); });
+    if (!t.ok()) return t.status();
+    thread_ = *std::move(t);
+    return absl::OkStatus();
   }
 
   // The worker thread: tick, then sleep for the period or until stopped.

@@ -63,7 +63,8 @@ class SourceMonitor {
   // `on_new_error(s)` when it returns a non-OK status different from the
   // previous poll's. INVALID_ARGUMENT for a period <= 0 or longer than 24
   // hours; FAILED_PRECONDITION when already running or called from the
-  // monitor thread.
+  // monitor thread; RESOURCE_EXHAUSTED when its thread could not be started
+  // (then none runs, and Start may be called again).
   absl::Status Start(absl::Duration period, std::function<absl::Status()> poll,
                      std::function<void(const absl::Status&)> on_new_error);
 
@@ -127,9 +128,15 @@ inline absl::Status SourceMonitor::Start(
     if (error != last_error && !s.ok()) on_new_error(s);
     last_error = error;
   };
-  if (!worker_.StartIfIdle(period, std::move(tick))) {
+  const absl::Status started = worker_.StartIfIdle(period, std::move(tick));
+  if (absl::IsFailedPrecondition(started)) {
     return absl::FailedPreconditionError(
         absl::StrCat(Who(), ": the monitor is already running"));
+  }
+  if (!started.ok()) {
+    // Nothing runs; a later Start() may succeed.
+    return absl::Status(started.code(),
+                        absl::StrCat(Who(), ": monitor ", started.message()));
   }
   return absl::OkStatus();
 }

@@ -174,6 +174,7 @@ TEST(ResourceExhaustionTest, ManagerMonitorStartReportsAFailedThread) {
   Ticks polls;
   ManagerOptions mo;
   mo.name = "m";
+  mo.log_sink = [](absl::string_view) {};  // no config: polls log errors
   DegradationManager manager(mo);
   manager.AddSource("queue_length", [&polls] {
     polls.Tick();

@@ -247,10 +247,12 @@ TEST(ZeroOrNegativeBudgetTest, TimesOutAtOnceInsteadOfBlocking) {
   }
 }
 
-// Zero sizes and periods are made safe instead of refused: a pool gets one
-// thread and a queue of one, a hot list keeps at least one item, and a
-// background refresher or file watcher started with a zero or negative
-// period polls every millisecond rather than spinning or never running.
+// Zero sizes are made safe instead of refused: a pool gets one thread and a
+// queue of one, a hot list keeps at least one item. Periods a background
+// refresher or file watcher cannot honour (zero, negative, under 1 ms,
+// over a year, infinite) are refused with INVALID_ARGUMENT naming the
+// owner (since issue 13; they used to be clamped), and a refresher already
+// running is left as it was.
 TEST(ZeroPeriodAndSizeTest, AreClampedToSafeValues) {
   std::atomic<bool> release{false};
   std::atomic<int> ran{0};
@@ -291,17 +293,24 @@ TEST(ZeroPeriodAndSizeTest, AreClampedToSafeValues) {
   };
   HotList<int64_t> hot(options);
   EXPECT_EQ(hot.top_n(), 1u);
-  for (const absl::Duration period :
-       {absl::ZeroDuration(), absl::Seconds(-1)}) {
+  ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());  // polls at once
+  EXPECT_TRUE(wait_for([&] { return calls >= 1; }));
+  const absl::Duration bad_periods[] = {
+      absl::ZeroDuration(),    absl::Seconds(-1),
+      absl::Nanoseconds(1),    absl::Microseconds(999),
+      absl::Hours(24 * 366),   absl::InfiniteDuration()};
+  for (const absl::Duration period : bad_periods) {
     SCOPED_TRACE(absl::FormatDuration(period));
-    int before;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      before = calls;
-    }
-    hot.Start(period);  // polls at once, then every millisecond
-    EXPECT_TRUE(wait_for([&] { return calls >= before + 3; }));
-    hot.Stop();
+    const absl::Status s = hot.Start(period);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr("hot_list: Start(period = "));
+  }
+  hot.Stop();
+  {
+    // A refused Start() did not restart the refresher (which would have
+    // polled again at once).
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(calls, 1);
   }
   ASSERT_NE(hot.snapshot(), nullptr);
   EXPECT_EQ(*hot.snapshot(), std::vector<int64_t>{3});
@@ -320,7 +329,14 @@ TEST(ZeroPeriodAndSizeTest, AreClampedToSafeValues) {
   };
   DegradationManager manager(mo);
   ConfigFileWatcher watcher("/nonexistent/degrade.json", &manager);
-  watcher.Start(absl::ZeroDuration());
+  for (const absl::Duration period : bad_periods) {
+    SCOPED_TRACE(absl::FormatDuration(period));
+    const absl::Status s = watcher.Start(period);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(),
+                HasSubstr("config file watcher '/nonexistent/degrade.json'"));
+  }
+  ASSERT_TRUE(watcher.Start(absl::Milliseconds(1)).ok());
   EXPECT_TRUE(wait_for([&] { return rejections >= 1; }));
   watcher.Stop();
   EXPECT_EQ(watcher.last_status().code(), absl::StatusCode::kNotFound);

@@ -384,7 +384,7 @@ TEST_F(ConfigFileWatcherTest, CallsFromManagerCallbacksIntoTheWatcher) {
   const absl::Duration ms = absl::Milliseconds(1);
   const auto poll = [](ConfigFileWatcher& w) { return w.PollOnce(); };
   const auto start = [ms](ConfigFileWatcher& w) {
-    w.Start(ms);
+    EXPECT_TRUE(w.Start(ms).ok());
     return absl::OkStatus();
   };
   const auto stop = [](ConfigFileWatcher& w) {
@@ -393,11 +393,11 @@ TEST_F(ConfigFileWatcherTest, CallsFromManagerCallbacksIntoTheWatcher) {
   };
   const auto stop_start = [ms](ConfigFileWatcher& w) {
     w.Stop();
-    w.Start(ms);
+    EXPECT_TRUE(w.Start(ms).ok());
     return absl::OkStatus();
   };
   const auto start_stop = [ms](ConfigFileWatcher& w) {
-    w.Start(ms);
+    EXPECT_TRUE(w.Start(ms).ok());
     w.Stop();
     return absl::OkStatus();
   };
@@ -441,9 +441,10 @@ TEST_F(ConfigFileWatcherTest, CallsFromManagerCallbacksIntoTheWatcher) {
     self = &watcher;
     if (c.from == From::kWatcherThread) {
       armed = true;
-      watcher.Start(ms);
+      EXPECT_TRUE(watcher.Start(ms).ok());
     } else {
-      watcher.Start(absl::Hours(1));  // applies 0.8, then sleeps
+      // Applies 0.8, then sleeps.
+      EXPECT_TRUE(watcher.Start(absl::Hours(1)).ok());
       ASSERT_TRUE(lines.WaitFor(1));
       WriteByRename(path, OneLevelJson(0.85));
       armed = true;
@@ -452,7 +453,9 @@ TEST_F(ConfigFileWatcherTest, CallsFromManagerCallbacksIntoTheWatcher) {
     }
     ASSERT_TRUE(called.WaitFor(1));
     EXPECT_EQ(result.code(), c.code) << result;
-    if (!c.keeps_polling) watcher.Start(ms);
+    if (!c.keeps_polling) {
+      EXPECT_TRUE(watcher.Start(ms).ok());
+    }
     const uint64_t before = lines.count();
     WriteByRename(path, OneLevelJson(0.9));
     EXPECT_TRUE(lines.WaitFor(before + 1)) << "the watcher stopped polling";
@@ -466,11 +469,11 @@ TEST_F(ConfigFileWatcherTest, StopIsPromptAndIdempotent) {
   WriteInPlace(path, OneLevelJson(0.8));
   ConfigFileWatcher watcher(path, &manager_);
   watcher.Stop();                 // not running: no-op
-  watcher.Start(absl::Hours(1));  // polls at once, then waits an hour...
-  watcher.Start(absl::Hours(2));  // restart with a new period
+  ASSERT_TRUE(watcher.Start(absl::Hours(1)).ok());  // polls at once...
+  ASSERT_TRUE(watcher.Start(absl::Hours(2)).ok());  // restart, new period
   watcher.Stop();                 // ...unless stopped: this must not hang
   watcher.Stop();
-  watcher.Start(absl::Hours(1));  // the destructor stops this one
+  ASSERT_TRUE(watcher.Start(absl::Hours(1)).ok());  // the destructor stops it
 }
 
 // The background thread polls every millisecond while this thread replaces
@@ -505,7 +508,7 @@ TEST_F(ConfigFileWatcherTest, BackgroundPollingUnderConcurrentUpdates) {
       std::this_thread::yield();
     }
   });
-  watcher.Start(absl::Milliseconds(1));
+  ASSERT_TRUE(watcher.Start(absl::Milliseconds(1)).ok());
   for (int i = 1; i <= 6; ++i) {
     WriteByRename(path, OneLevelJson(0.5 + 0.01 * i));
     (void)manager_.Observe("gpu_util", 0.1 * i);  // no ASSERT: threads run

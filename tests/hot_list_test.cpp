@@ -237,7 +237,7 @@ TEST_F(HotListTest, StartRefreshesInTheBackgroundAndStopsCleanly) {
   };
   {
     HotList<std::string> hot(std::move(o));
-    hot.Start(absl::Hours(1));
+    ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
     ASSERT_EQ(refreshed_future.wait_for(std::chrono::seconds(30)),
               std::future_status::ready);
     hot.Stop();
@@ -245,8 +245,8 @@ TEST_F(HotListTest, StartRefreshesInTheBackgroundAndStopsCleanly) {
     // thread, so it is done.
     EXPECT_THAT(*hot.snapshot(), ElementsAre("x"));
     hot.Stop();  // idempotent
-    hot.Start(absl::Hours(1));
-    hot.Start(absl::Hours(1));  // restart
+    ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
+    ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());  // restart
   }                             // the destructor stops the running thread
 }
 
@@ -270,7 +270,7 @@ TEST_F(HotListTest, CallsFromTheSourceIntoItsOwnList) {
   const std::vector<Case> cases = {
       {"Start",
        [ms](List& l) {
-         l.Start(ms);
+         EXPECT_TRUE(l.Start(ms).ok());
          return absl::OkStatus();
        },
        StatusCode::kOk, true},
@@ -281,7 +281,7 @@ TEST_F(HotListTest, CallsFromTheSourceIntoItsOwnList) {
       {"Stop, Start",
        [ms](List& l) {
          l.Stop();
-         l.Start(ms);
+         EXPECT_TRUE(l.Start(ms).ok());
          return absl::OkStatus();
        },
        StatusCode::kOk, true},
@@ -306,10 +306,12 @@ TEST_F(HotListTest, CallsFromTheSourceIntoItsOwnList) {
     };
     List hot(std::move(o));
     self = &hot;
-    hot.Start(ms);
+    EXPECT_TRUE(hot.Start(ms).ok());
     ASSERT_TRUE(refreshes.WaitFor(1));
     EXPECT_EQ(result.code(), c.code) << result;
-    if (!c.keeps_refreshing) hot.Start(ms);
+    if (!c.keeps_refreshing) {
+      EXPECT_TRUE(hot.Start(ms).ok());
+    }
     EXPECT_TRUE(refreshes.WaitFor(3)) << "the list stopped refreshing";
     hot.Stop();
     EXPECT_TRUE(hot.last_status().ok()) << hot.last_status();

@@ -19,7 +19,7 @@
 //   // Or from a file, followed in the background:
 //   degrade::ConfigFileWatcher watcher("/etc/svc/degrade.json", &manager);
 //   absl::Status first = watcher.PollOnce();   // apply it now, see the error
-//   watcher.Start(absl::Seconds(10));          // then follow the file
+//   absl::Status started = watcher.Start(absl::Seconds(10));  // then follow it
 //
 // Nothing here throws; the header compiles with -fno-exceptions.
 //
@@ -134,11 +134,15 @@ class ConfigFileWatcher {
 
   // Starts a background thread that polls at once and then every `period`
   // until `Stop()`. Calling it while running restarts the thread with the
-  // new period. `period` is clamped to [1ms, 1 year]; polling a
-  // configuration file faster than a millisecond is never the intent.
+  // new period. INVALID_ARGUMENT naming the file for a period outside
+  // [1 ms, 1 year] (polling a configuration file faster than a millisecond
+  // is never the intent; for one poll call PollOnce()), leaving a running
+  // thread as it was. RESOURCE_EXHAUSTED when the thread cannot be started
+  // (out of threads or memory): none runs then (a running one was stopped
+  // first), the manager keeps its config, and Start may be called again.
   // From a manager callback on the watcher's own thread, the new period
   // applies after this poll.
-  void Start(absl::Duration period);
+  absl::Status Start(absl::Duration period);
 
   // Stops the background thread and waits for it (at most for the poll in
   // progress); a sleeping thread wakes at once. No-op when not running.
@@ -246,16 +250,23 @@ inline absl::Status ConfigFileWatcher::PollLocked() {
   return result;
 }
 
-inline void ConfigFileWatcher::Start(absl::Duration period) {
+inline absl::Status ConfigFileWatcher::Start(absl::Duration period) {
+  const std::string who =
+      absl::StrCat("config file watcher '", detail::Printable(path_), "'");
+  absl::Status valid = detail::CheckPeriod(who, period);
+  if (!valid.ok()) return valid;
   // The result of each poll is kept in last_status() and reported through
   // the manager. A poll in progress elsewhere means this turn is skipped:
   // if the thread waited for it, a callback of that poll calling Stop() or
   // Start() would wait for the thread, which waits for the poll.
-  worker_.Restart(period, [this] {
+  absl::Status started = worker_.TryRestart(period, [this] {
     if (!poll_mu_.TryLock()) return;
     PollLocked().IgnoreError();
     poll_mu_.Unlock();
   });
+  if (started.ok()) return started;
+  return absl::Status(started.code(),
+                      absl::StrCat(who, ": ", started.message()));
 }
 
 inline void ConfigFileWatcher::Stop() { worker_.Stop(); }

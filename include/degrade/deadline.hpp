@@ -52,10 +52,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -122,34 +124,50 @@ class Executor {
 // runs what is queued and joins the threads (so it waits for hung tasks).
 // Thread-safe: Submit() may be called from any thread; a task may submit
 // more tasks. A task must not throw (CallWithTimeout's never do).
+//
+// Starting threads can fail (the process is out of threads, or of address
+// space for their stacks). Construction is all or nothing and never ends
+// the process: if thread k cannot start, the k - 1 already running are
+// stopped and joined, `status()` says RESOURCE_EXHAUSTED and why, and every
+// Submit() is refused (so CallWithTimeout returns RESOURCE_EXHAUSTED, which
+// a breaker counts and a fallback serves around). `Create()` returns that
+// status instead of a pool; prefer it where the error can be handled. Not
+// an exception: degrade never throws, and an uncaught one at start-up would
+// end the process just as std::terminate did.
 class ThreadPool final : public Executor {
  public:
-  // REQUIRES: threads > 0 (0 means 1).
-  explicit ThreadPool(std::size_t threads, std::size_t max_queue = 1024)
-      : max_queue_(max_queue == 0 ? 1 : max_queue) {
-    if (threads == 0) threads = 1;
-    workers_.reserve(threads);
-    for (std::size_t i = 0; i < threads; ++i) {
-      workers_.emplace_back([this] { Work(); });
-    }
-  }
+  // REQUIRES: threads > 0 (0 means 1). See the class comment for a failure
+  // to start them.
+  explicit ThreadPool(std::size_t threads, std::size_t max_queue = 1024);
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   ~ThreadPool() override;
 
+  // A running pool, or RESOURCE_EXHAUSTED naming the thread that could not
+  // be started (none is left running).
+  static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(
+      std::size_t threads, std::size_t max_queue = 1024);
+
   bool Submit(std::function<void()> task) override;
+
+  // OK, or why the threads could not be started. Fixed at construction.
+  const absl::Status& status() const { return status_; }
+  // Threads running: as many as asked for, or 0 after a failed start.
+  std::size_t threads() const { return workers_.size(); }
 
  private:
   void Work();
+  void StopAndJoin();
 
   const std::size_t max_queue_;
   detail::Mutex mu_;
   detail::CondVar cv_;  // a task was queued, or the pool is stopping
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Started by the constructor and joined by the destructor, touched by no
-  // one in between.
+  // Started by the constructor and joined by the destructor (or by the
+  // constructor itself when a start fails), touched by no one in between.
   std::vector<std::thread> workers_;
+  absl::Status status_;  // set by the constructor only
 };
 
 // CallWithTimeout(executor, budget, f)
@@ -214,13 +232,50 @@ class TimedCall {
 
 }  // namespace detail
 
-inline ThreadPool::~ThreadPool() {
+inline ThreadPool::ThreadPool(std::size_t threads, std::size_t max_queue)
+    : max_queue_(max_queue == 0 ? 1 : max_queue) {
+  if (threads == 0) threads = 1;
+  // Reserved before any thread starts, so that keeping a started thread
+  // never allocates (a failed push_back would destroy it joinable).
+  status_ = detail::InvokeOr(
+      [&] {
+        workers_.reserve(threads);
+        return absl::OkStatus();
+      },
+      [](absl::string_view what) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("ThreadPool: cannot allocate its threads: ", what));
+      });
+  for (std::size_t i = 0; status_.ok() && i < threads; ++i) {
+    absl::StatusOr<std::thread> t = detail::StartThread(
+        absl::StrCat("ThreadPool: thread ", i + 1, " of ", threads),
+        [this] { Work(); });
+    if (t.ok()) {
+      workers_.push_back(*std::move(t));  // no reallocation: reserved
+    } else {
+      status_ = t.status();
+    }
+  }
+  if (!status_.ok()) StopAndJoin();  // all or nothing; Submit now refuses
+}
+
+inline absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
+    std::size_t threads, std::size_t max_queue) {
+  auto pool = std::make_unique<ThreadPool>(threads, max_queue);
+  if (!pool->status().ok()) return pool->status();
+  return pool;
+}
+
+inline ThreadPool::~ThreadPool() { StopAndJoin(); }
+
+inline void ThreadPool::StopAndJoin() {
   {
     detail::MutexLock lock(&mu_);
     stopping_ = true;
   }
   cv_.SignalAll();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 inline bool ThreadPool::Submit(std::function<void()> task) {
@@ -260,7 +315,8 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
   });
   if (!queued) {
     return Result(absl::ResourceExhaustedError(
-        "CallWithTimeout: the executor refused the task (full or stopping)"));
+        "CallWithTimeout: the executor refused the task (full, stopping, or "
+        "without threads: see ThreadPool::status())"));
   }
   std::optional<Result> result = shared->Await(budget);
   if (!result.has_value()) {

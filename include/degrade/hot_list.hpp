@@ -204,16 +204,29 @@ class HotList {
   // HotList::Start()
   //
   // Starts (or restarts) a background thread calling `RefreshOnce()` now
-  // and then every `period` (clamped to [1 ms, 1 year]), until `Stop()` or
-  // destruction. It sleeps on a condition variable between refreshes, so
-  // Stop() wakes it at once. From the source on the list's own thread it
-  // cannot restart the thread it runs on: the new period applies after this
-  // refresh, and it takes back a Stop() made earlier in the same call.
+  // and then every `period`, until `Stop()` or destruction. It sleeps on a
+  // condition variable between refreshes, so Stop() wakes it at once.
+  //
+  // INVALID_ARGUMENT naming the list for a period outside [1 ms, 1 year]
+  // (zero, negative and sub-millisecond ones would spin, infinity is not a
+  // period: call RefreshOnce() for one refresh); a running refresher is left
+  // as it was. RESOURCE_EXHAUSTED when the thread cannot be started (out of
+  // threads or memory): no refresher runs then (a running one was stopped
+  // first), the serving snapshot stays, and Start may be called again.
+  // From the source on the list's own thread it cannot restart the thread
+  // it runs on: the new period applies after this refresh, and it takes
+  // back a Stop() made earlier in the same call.
   //
   // Thread-safe.
-  void Start(absl::Duration period) {
-    // Failures are kept in last_status() / failures().
-    worker_.Restart(period, [this] { RefreshOnce().IgnoreError(); });
+  absl::Status Start(absl::Duration period) {
+    absl::Status valid = detail::CheckPeriod(name_, period);
+    if (!valid.ok()) return valid;
+    // Refresh failures are kept in last_status() / failures().
+    absl::Status started =
+        worker_.TryRestart(period, [this] { RefreshOnce().IgnoreError(); });
+    if (started.ok()) return started;
+    return absl::Status(started.code(),
+                        absl::StrCat(name_, ": refresher ", started.message()));
   }
 
   // HotList::Stop()

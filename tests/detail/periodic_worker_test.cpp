@@ -63,12 +63,12 @@ TEST(PeriodicWorkerTest, StartIfIdleStartsOneThreadOnly) {
   Ticks first;
   Ticks second;
   PeriodicWorker worker;
-  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&first] { first.Tick(); }));
-  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }));
+  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&first] { first.Tick(); }).ok());
+  EXPECT_FALSE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }).ok());
   ASSERT_TRUE(first.WaitFor(1));
   worker.Stop();
   EXPECT_EQ(second.count(), 0u);
-  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }));
+  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&second] { second.Tick(); }).ok());
   ASSERT_TRUE(second.WaitFor(1));
   worker.Stop();
   EXPECT_EQ(first.count(), 1u);
@@ -115,7 +115,7 @@ TEST(PeriodicWorkerTest, StartIfIdleAfterTheTickStoppedItStartsAFreshWorker) {
   });
   ASSERT_TRUE(ticks.WaitFor(1));
   Ticks again;
-  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&again] { again.Tick(); }));
+  EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&again] { again.Tick(); }).ok());
   ASSERT_TRUE(again.WaitFor(1));
   worker.Stop();
   EXPECT_EQ(ticks.count(), 1u);
@@ -145,13 +145,13 @@ TEST(PeriodicWorkerTest, CallsFromTheTickIntoItsOwnWorker) {
        true, Then::kNewTick},
       {"StartIfIdle while running is refused and changes nothing",
        [ms](PeriodicWorker& w, const std::function<void()>& next) {
-         return w.StartIfIdle(ms, next);
+         return w.StartIfIdle(ms, next).ok();
        },
        false, Then::kOldTick},
       {"Stop then StartIfIdle resumes with the new tick",
        [ms](PeriodicWorker& w, const std::function<void()>& next) {
          w.Stop();
-         return w.StartIfIdle(ms, next);
+         return w.StartIfIdle(ms, next).ok();
        },
        true, Then::kNewTick},
       {"Stop then Restart resumes with the new tick",
@@ -208,7 +208,7 @@ TEST(PeriodicWorkerTest, CallsFromTheTickIntoItsOwnWorker) {
     }
     // Whatever the tick did, the next Start from outside works.
     Ticks after;
-    EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&after] { after.Tick(); }));
+    EXPECT_TRUE(worker.StartIfIdle(kAnHour, [&after] { after.Tick(); }).ok());
     EXPECT_TRUE(after.WaitFor(1));
   }
 }

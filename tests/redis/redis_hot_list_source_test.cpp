@@ -25,11 +25,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -53,12 +55,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redis/redis_server.hpp"
+#include "redis/silent_server.hpp"
 
 namespace degrade {
 namespace redis {
 namespace {
 
 using ::degrade_tests::RedisServer;
+using ::degrade_tests::SilentServer;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -133,6 +137,20 @@ TEST(RedisHotListSourceSettingsTest, RejectsInvalidSettingsNamingTheField) {
        "'connect_timeout' = inf"},
       {[](auto& s) { s.command_timeout = absl::ZeroDuration(); },
        "'command_timeout' = 0"},
+      {[](auto& s) { s.command_timeout = absl::Nanoseconds(500); },
+       "'command_timeout' = 500ns is invalid: must be in [1ms, "},
+      {[](auto& s) { s.command_timeout = absl::Microseconds(999); },
+       "'command_timeout' = 999us"},
+      {[](auto& s) { s.command_timeout = absl::InfiniteDuration(); },
+       "'command_timeout' = inf"},
+      {[](auto& s) { s.command_timeout = absl::Hours(24 * 25); },
+       "'command_timeout' = 600h"},
+      {[](auto& s) { s.connect_timeout = absl::Nanoseconds(1); },
+       "'connect_timeout' = 1ns"},
+      {[](auto& s) {
+         s.connect_timeout = MaxRedisTimeout() + absl::Nanoseconds(1);
+       },
+       "'connect_timeout' = "},
       {[](auto& s) { s.username = "app"; }, "'username' = app"},
       {[](auto& s) { s.username = ""; }, "'username' = \"\""},
       {[](auto& s) { s.password = ""; }, "'password' = \"\""},
@@ -689,7 +707,7 @@ TEST_F(RedisHotListSourceTest, ConcurrentRefreshesShareOneConnection) {
   HotList<std::string>& hot = *hot_;
 
   ReaderProbe readers(hot);
-  hot.Start(absl::Milliseconds(1));  // the background refresher...
+  ASSERT_TRUE(hot.Start(absl::Milliseconds(1)).ok());  // the background refresher...
   std::thread other([&] {            // ...another thread...
     for (int i = 0; i < 30; ++i) EXPECT_TRUE(source.Fetch().ok());
   });
@@ -771,6 +789,163 @@ TEST_F(RedisAuthTest, RefusedCredentialsAndDatabasesAreReported) {
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("SELECT 999 refused: ERR"));
   EXPECT_FALSE(db->connected());
+}
+
+// ---- A server that accepts and never answers (no redis-server) ----
+
+TEST(RedisHotListSourceSettingsTest, TheBoundaryTimeoutsAreAccepted) {
+  HotListSourceSettings s;
+  s.key = "hot";
+  s.connect_timeout = MinRedisTimeout();
+  s.command_timeout = MaxRedisTimeout();
+  EXPECT_TRUE(ValidateHotListSourceSettings(s).ok());
+  s.connect_timeout = MaxRedisTimeout();
+  s.command_timeout = MinRedisTimeout();
+  EXPECT_TRUE(ValidateHotListSourceSettings(s).ok());
+}
+
+// Runs source->Fetch() on a thread of its own; Wait() says whether it
+// returned within a minute (a safety net: the fetches here are bounded by
+// far less, or released by the test).
+class BackgroundFetch {
+ public:
+  explicit BackgroundFetch(HotListSource* source)
+      : thread_([this, source] {
+          absl::Status s = source->Fetch().status();
+          std::lock_guard<std::mutex> lock(mu_);
+          status_ = std::move(s);
+          done_ = true;
+          cv_.notify_all();
+        }) {}
+  BackgroundFetch(const BackgroundFetch&) = delete;
+  BackgroundFetch& operator=(const BackgroundFetch&) = delete;
+  ~BackgroundFetch() { thread_.join(); }
+
+  bool done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  bool Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::minutes(1),
+                        [this] { return done_; });
+  }
+  absl::Status status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;    // guarded by mu_
+  absl::Status status_;  // guarded by mu_
+  std::thread thread_;
+};
+
+TEST(RedisHotListSourceSilentServerTest,
+     SubMillisecondTimeoutIsRefusedNotAnEndlessWait) {
+  // Regression: 500 ns passed validation and became a {0, 0} timeval, which
+  // the kernel reads as "no timeout": Fetch() from a server that never
+  // answers never returned.
+  SilentServer server;
+  ASSERT_TRUE(server.ok());
+  FakeClock clock;
+  HotListSourceSettings s = BaseSettings(server.port(), &clock);
+  s.command_timeout = absl::Nanoseconds(500);
+  absl::StatusOr<std::unique_ptr<HotListSource>> source =
+      HotListSource::Create(s);
+  EXPECT_TRUE(absl::IsInvalidArgument(source.status())) << source.status();
+  EXPECT_THAT(std::string(source.status().message()),
+              HasSubstr("'command_timeout' = 500ns"));
+  if (source.ok()) {
+    // Show what it did: wait for the fetch a minute, then release it.
+    BackgroundFetch fetch(source->get());
+    ASSERT_TRUE(server.WaitForRequest("ZREVRANGE"));
+    if (!fetch.Wait()) {
+      ADD_FAILURE() << "Fetch() blocked for good on a silent server";
+    }
+    server.Hangup();
+  }
+}
+
+TEST(RedisHotListSourceSilentServerTest, TheShortestTimeoutEndsAFetch) {
+  SilentServer server;
+  ASSERT_TRUE(server.ok());
+  FakeClock clock;
+  HotListSourceSettings s = BaseSettings(server.port(), &clock);
+  s.command_timeout = MinRedisTimeout();
+  std::unique_ptr<HotListSource> source = MustCreate(s);
+  ASSERT_NE(source, nullptr);
+  absl::Status status;
+  const absl::Duration took =
+      Timed([&] { status = source->Fetch().status(); });
+  EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("ZREVRANGE: no answer within 1ms"));
+  EXPECT_LE(took, MinRedisTimeout() + kSlack);
+  EXPECT_FALSE(source->connected());  // a late reply must not be read
+}
+
+TEST(RedisHotListSourceSilentServerTest, AccessorsDoNotWaitForABlockedFetch) {
+  // Regression: every accessor took the lock a fetch holds across its
+  // network calls, so a dashboard reading last_status() waited for Redis.
+  SilentServer server;
+  ASSERT_TRUE(server.ok());
+  FakeClock clock;
+  HotListSourceSettings s = BaseSettings(server.port(), &clock);
+  s.command_timeout = absl::Seconds(30);  // the test releases it first
+  std::unique_ptr<HotListSource> source = MustCreate(s);
+  ASSERT_NE(source, nullptr);
+  BackgroundFetch fetch(source.get());
+  // The server has the command: the fetch is blocked reading the reply,
+  // holding the connection, and can only return when the server hangs up
+  // (or in 30 s).
+  ASSERT_TRUE(server.WaitForRequest("ZREVRANGE"));
+  EXPECT_TRUE(source->connected());
+  EXPECT_EQ(source->connects(), 1u);
+  EXPECT_EQ(source->fetches(), 0u);
+  EXPECT_EQ(source->failures(), 0u);
+  EXPECT_TRUE(source->last_status().ok());
+  EXPECT_EQ(source->breaker_state(), State::kClosed);
+  // Every accessor came back while the fetch was still blocked.
+  EXPECT_FALSE(fetch.done());
+  server.Hangup();
+  ASSERT_TRUE(fetch.Wait());
+  EXPECT_TRUE(absl::IsUnavailable(fetch.status())) << fetch.status();
+  EXPECT_EQ(source->fetches(), 1u);
+  EXPECT_EQ(source->failures(), 1u);
+  EXPECT_FALSE(source->connected());
+  EXPECT_EQ(source->last_status(), fetch.status());
+}
+
+TEST(RedisHotListSourceSilentServerTest,
+     HotListStopReturnsWithinTheCommandTimeout) {
+  SilentServer server;
+  ASSERT_TRUE(server.ok());
+  FakeClock clock;
+  std::unique_ptr<HotListSource> source =
+      MustCreate(BaseSettings(server.port(), &clock));
+  ASSERT_NE(source, nullptr);
+  HotListOptions<std::string> o;
+  o.name = "hot";
+  o.clock = &clock;
+  o.source = source->SourceFor<std::string>();
+  HotList<std::string> hot(std::move(o));
+  ASSERT_TRUE(hot.Publish({"baseline"}).ok());
+  ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
+  ASSERT_TRUE(server.WaitForRequest("ZREVRANGE"));  // the refresh is blocked
+  // Readers do not wait for it.
+  EXPECT_EQ(hot.age(), absl::ZeroDuration());
+  EXPECT_THAT(*hot.snapshot(), ElementsAre("baseline"));
+  EXPECT_TRUE(source->last_status().ok());
+  // Stop() from this thread waits only for the refresh in progress, which
+  // its command timeout ends.
+  const absl::Duration took = Timed([&] { hot.Stop(); });
+  EXPECT_LE(took, kCommandTimeout + kSlack);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(hot.last_status()))
+      << hot.last_status();
+  EXPECT_THAT(*hot.snapshot(), ElementsAre("baseline"));
 }
 
 }  // namespace

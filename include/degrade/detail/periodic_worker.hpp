@@ -23,6 +23,11 @@
 // A worker that stopped itself is joined by the next Stop(), Restart(),
 // StartIfIdle() (which then starts a fresh one) or the destructor.
 //
+// Starting a thread can fail (out of threads or address space): the thread
+// is started through StartThread (thread_start.hpp), so TryRestart and
+// StartIfIdle return RESOURCE_EXHAUSTED instead of throwing, and nothing is
+// left running.
+//
 // Thread-safe. The owner must declare it after everything the tick touches
 // (members are destroyed in reverse order, so it stops first) or call Stop()
 // in its own destructor. REQUIRES: not destroyed from the worker thread.
@@ -37,12 +42,33 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
+
+// The periods a worker honours: shorter would spin, and a year is as good
+// as never. `CheckPeriod` refuses the others with INVALID_ARGUMENT naming
+// `who` and the period, for the owners that refuse rather than clamp.
+inline absl::Duration MinWorkerPeriod() { return absl::Milliseconds(1); }
+inline absl::Duration MaxWorkerPeriod() { return absl::Hours(24 * 365); }
+inline absl::Status CheckPeriod(absl::string_view who, absl::Duration period) {
+  if (period >= MinWorkerPeriod() && period <= MaxWorkerPeriod()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      who, ": Start(period = ", absl::FormatDuration(period),
+      "): the period must be in [", absl::FormatDuration(MinWorkerPeriod()),
+      ", ", absl::FormatDuration(MaxWorkerPeriod()),
+      "] (for a single run, call it once instead)"));
+}
 
 class PeriodicWorker {
  public:
@@ -53,31 +79,46 @@ class PeriodicWorker {
 
   // Stops a running thread, then starts one calling `tick` at once and then
   // every period. The period is clamped to [1 ms, 1 year]: a shorter one
-  // would spin, and a year is as good as never. From the worker thread: see
-  // the file comment (in place, nothing joined).
-  void Restart(absl::Duration period, std::function<void()> tick)
+  // would spin, and a year is as good as never. RESOURCE_EXHAUSTED when no
+  // thread could be started; none is running then, and a later call may
+  // work. From the worker thread: see the file comment (in place, nothing
+  // joined; FAILED_PRECONDITION while another thread is stopping it).
+  absl::Status TryRestart(absl::Duration period, std::function<void()> tick)
       ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
     if (OnWorkerThread()) {
-      (void)Reschedule(period, std::move(tick), /*only_if_stopping=*/false);
-      return;
+      if (Reschedule(period, std::move(tick), /*only_if_stopping=*/false)) {
+        return absl::OkStatus();
+      }
+      return absl::FailedPreconditionError("the thread is being stopped");
     }
     MutexLock lifecycle(&lifecycle_mu_);
     StopLocked();
-    Launch(period, std::move(tick));
+    return Launch(period, std::move(tick));
+  }
+  // TryRestart for an owner that cannot report the failure: no thread runs
+  // after one, and nothing is thrown.
+  void Restart(absl::Duration period, std::function<void()> tick)
+      ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
+    TryRestart(period, std::move(tick)).IgnoreError();
   }
 
-  // Starts a thread unless one is running; returns whether it started. A
-  // thread that stopped itself is not running: it is joined first. From the
-  // worker thread: see the file comment.
-  bool StartIfIdle(absl::Duration period, std::function<void()> tick)
+  // Starts a thread unless one is running: OK when it started,
+  // FAILED_PRECONDITION when one runs, RESOURCE_EXHAUSTED as for
+  // TryRestart. A thread that stopped itself is not running: it is joined
+  // first. From the worker thread: see the file comment.
+  absl::Status StartIfIdle(absl::Duration period, std::function<void()> tick)
       ABSL_LOCKS_EXCLUDED(lifecycle_mu_, wake_mu_) {
     if (OnWorkerThread()) {
-      return Reschedule(period, std::move(tick), /*only_if_stopping=*/true);
+      if (Reschedule(period, std::move(tick), /*only_if_stopping=*/true)) {
+        return absl::OkStatus();
+      }
+      return absl::FailedPreconditionError("the thread is already running");
     }
     MutexLock lifecycle(&lifecycle_mu_);
-    if (thread_.joinable() && !JoinIfStoppedItselfLocked()) return false;
-    Launch(period, std::move(tick));
-    return true;
+    if (thread_.joinable() && !JoinIfStoppedItselfLocked()) {
+      return absl::FailedPreconditionError("the thread is already running");
+    }
+    return Launch(period, std::move(tick));
   }
 
   // Stops the thread and waits for its current tick; a no-op when none is
@@ -112,7 +153,7 @@ class PeriodicWorker {
   };
 
   static absl::Duration Clamp(absl::Duration period) {
-    return std::clamp(period, absl::Milliseconds(1), absl::Hours(24 * 365));
+    return std::clamp(period, MinWorkerPeriod(), MaxWorkerPeriod());
   }
 
   void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_)
@@ -148,16 +189,20 @@ class PeriodicWorker {
     pending_.reset();
   }
 
-  void Launch(absl::Duration period, std::function<void()> tick)
+  absl::Status Launch(absl::Duration period, std::function<void()> tick)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_) {
     {
       MutexLock lock(&wake_mu_);
       stopping_ = Stopping::kNo;
     }
-    thread_ = std::thread(
+    absl::StatusOr<std::thread> t = StartThread(
+        "background thread",
         [this, period = Clamp(period), tick = std::move(tick)]() mutable {
           Run(period, std::move(tick));
         });
+    if (!t.ok()) return t.status();
+    thread_ = *std::move(t);
+    return absl::OkStatus();
   }
 
   // From the worker thread: adopt `tick` and `period` after this tick.

@@ -67,9 +67,11 @@ class SourceMonitor {
   // Calls `poll` every `period` (real time) on the monitor thread, and
   // `on_new_error(s)` when it returns a non-OK status different from the
   // previous poll's. INVALID_ARGUMENT for a period <= 0 or longer than 24
-  // hours; FAILED_PRECONDITION when already running. From the monitor
-  // thread (a poll's callback) after a Stop() there, it takes the Stop
-  // back: the monitor keeps going with the new period and poll.
+  // hours; FAILED_PRECONDITION when already running; RESOURCE_EXHAUSTED
+  // when its thread could not be started (then none runs, and Start may be
+  // called again). From the monitor thread (a poll's callback) after a
+  // Stop() there, it takes the Stop back: the monitor keeps going with the
+  // new period and poll.
   absl::Status Start(absl::Duration period, std::function<absl::Status()> poll,
                      std::function<void(const absl::Status&)> on_new_error);
 
@@ -131,12 +133,18 @@ inline absl::Status SourceMonitor::Start(
     if (error != last_error && !s.ok()) on_new_error(s);
     last_error = error;
   };
-  if (!worker_.StartIfIdle(period, std::move(tick))) {
+  const absl::Status started = worker_.StartIfIdle(period, std::move(tick));
+  if (absl::IsFailedPrecondition(started)) {
     return absl::FailedPreconditionError(absl::StrCat(
         Who(), ": Start(): the monitor is already running",
         worker_.OnWorkerThread()
             ? " (this is its own thread: Stop() first to change the period)"
             : ""));
+  }
+  if (!started.ok()) {
+    // Nothing runs; a later Start() may succeed.
+    return absl::Status(started.code(),
+                        absl::StrCat(Who(), ": monitor ", started.message()));
   }
   return absl::OkStatus();
 }

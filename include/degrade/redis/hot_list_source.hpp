@@ -66,11 +66,17 @@
 // hiredis does with a blocking getaddrinfo: use an IP address, or a name the
 // resolver answers at once) and `command_timeout` per socket read or write
 // of each command sent (AUTH, SELECT, ZREVRANGE), twice over when a stale
-// connection is retried. Readers of the hot list never wait for any of it.
+// connection is retried. Both timeouts are refused outside [1 ms, about
+// 24.8 days] (MinRedisTimeout/MaxRedisTimeout: what hiredis and the kernel
+// honour). Readers of the hot list never wait for any of it.
 //
 // Thread safety: `HotListSource` is thread-safe. Fetches are serialised on
 // one connection (a second concurrent fetch waits for the first), so it may
 // be used from `HotList`'s background thread and `RefreshOnce()` at once.
+// Its accessors (counters, `last_status()`, `connected()`, the breaker's
+// state) never wait for a fetch in progress, and so neither do the hot
+// list's readers; a `HotList::Stop()` waits at most for the fetch in
+// progress, that is for the bounds below.
 // SIGPIPE: a write to a connection the server closed raises SIGPIPE, whose
 // default action kills the process; fetches block it on the calling thread
 // for their duration and discard one they caused, so the process needs no
@@ -87,6 +93,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -116,6 +123,19 @@ namespace redis {
 // The largest `top_n` accepted: a hot list is hundreds of items, and a
 // mistyped N must not pull a million-member set into every refresh.
 inline constexpr std::size_t kMaxHotListSourceItems = 100000;
+
+// The timeouts a source honours. hiredis waits for a connection in whole
+// milliseconds (rounding up) held in an int, and the kernel times socket
+// reads and writes in clock ticks (1 to 10 ms): a shorter timeout would
+// silently be a longer one, and one under a microsecond used to become a
+// zero timeval, which the kernel reads as "no timeout" (a fetch from a
+// server that never answers then never returned). A longer one than
+// INT_MAX milliseconds (about 24.8 days) would be cut short by hiredis.
+// Anything outside is refused, infinity included: a fetch must end.
+inline absl::Duration MinRedisTimeout() { return absl::Milliseconds(1); }
+inline absl::Duration MaxRedisTimeout() {
+  return absl::Milliseconds(std::numeric_limits<int>::max());
+}
 
 // True for the statuses the adapter's breaker counts as failures: Redis did
 // not answer in time (DEADLINE_EXCEEDED) or could not be reached, lost the
@@ -159,9 +179,11 @@ struct HotListSourceOptions {
   // How many members to read, best (highest score) first: the N of
   // ZREVRANGE key 0 N-1. 1..kMaxHotListSourceItems; 200 as in the article.
   std::size_t top_n = 200;
-  // Bound on establishing the TCP connection. > 0 and finite.
+  // Bound on establishing the TCP connection. In [kMinRedisTimeout,
+  // kMaxRedisTimeout]; rounded up to a whole microsecond.
   absl::Duration connect_timeout = absl::Milliseconds(500);
-  // Bound on each socket read or write of a command. > 0 and finite.
+  // Bound on each socket read or write of a command. In [kMinRedisTimeout,
+  // kMaxRedisTimeout]; rounded up to a whole microsecond.
   absl::Duration command_timeout = absl::Milliseconds(500);
   // If set, `AUTH [username] password` after connecting. `username` (Redis 6
   // ACL users) requires `password`; neither may be empty.
@@ -193,8 +215,12 @@ inline absl::Status ValidateHotListSourceOptions(
         "' = ", value, " is invalid: ", why));
   };
   const auto valid_timeout = [](absl::Duration d) {
-    return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
+    return d >= MinRedisTimeout() && d <= MaxRedisTimeout();
   };
+  const std::string timeout_rule = absl::StrCat(
+      "must be in [", absl::FormatDuration(MinRedisTimeout()), ", ",
+      absl::FormatDuration(MaxRedisTimeout()),
+      "]: hiredis and the kernel cannot honour a shorter or longer one");
   if (s.host.empty()) return bad("host", "\"\"", "must not be empty");
   if (s.host.find('\0') != std::string::npos) {
     return bad("host", detail::Printable(s.host),
@@ -210,11 +236,11 @@ inline absl::Status ValidateHotListSourceOptions(
   }
   if (!valid_timeout(s.connect_timeout)) {
     return bad("connect_timeout", absl::FormatDuration(s.connect_timeout),
-               "must be > 0 and finite");
+               timeout_rule);
   }
   if (!valid_timeout(s.command_timeout)) {
     return bad("command_timeout", absl::FormatDuration(s.command_timeout),
-               "must be > 0 and finite");
+               timeout_rule);
   }
   if (s.username.has_value() && s.username->empty()) {
     return bad("username", "\"\"", "must not be empty when set");
@@ -278,7 +304,7 @@ class HotListSource {
   absl::StatusOr<std::vector<ScoredMember>> Fetch() {
     absl::StatusOr<std::vector<ScoredMember>> result =
         breaker_.Execute([this] { return FetchNow(); });
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&stats_mu_);
     ++fetches_;
     if (!result.ok()) ++failures_;
     last_status_ = result.status();
@@ -353,31 +379,32 @@ class HotListSource {
   // The breaker's state now (applying a due open -> half-open).
   State breaker_state() { return breaker_.state(); }
 
-  // Whether a connection is kept open for the next fetch.
-  // Thread-safe; may be stale the moment it returns.
+  // Whether a connection is kept open for the next fetch. This and the
+  // accessors below never wait for a fetch in progress (their lock is never
+  // held across a network call). Thread-safe; may be stale at once.
   bool connected() const {
-    detail::MutexLock lock(&mu_);
-    return context_ != nullptr;
+    detail::MutexLock lock(&stats_mu_);
+    return connected_;
   }
   // Connections established (connected, authenticated, database selected)
   // so far: 1 after the first fetch, +1 for each reconnection.
   uint64_t connects() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&stats_mu_);
     return connects_;
   }
   // Fetch() calls so far, and how many of them failed (breaker rejections
-  // included).
+  // included); counted when they return.
   uint64_t fetches() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&stats_mu_);
     return fetches_;
   }
   uint64_t failures() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&stats_mu_);
     return failures_;
   }
-  // The status of the last Fetch() (OK before any).
+  // The status of the last Fetch() to return (OK before any).
   absl::Status last_status() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&stats_mu_);
     return last_status_;
   }
 
@@ -407,7 +434,7 @@ class HotListSource {
 
   // The breaker's callable: one fetch, under the connection's lock.
   absl::StatusOr<std::vector<ScoredMember>> FetchNow() {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&conn_mu_);
     detail::redis::ScopedSigpipeBlock no_sigpipe;
     const bool reused = context_ != nullptr;
     bool stale = false;
@@ -423,7 +450,7 @@ class HotListSource {
 
   // Connects if needed, then sends ZREVRANGE and parses the reply.
   absl::StatusOr<std::vector<ScoredMember>> QueryLocked(bool* stale)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_) {
     *stale = false;
     if (context_ == nullptr) {
       absl::Status connected = ConnectLocked();
@@ -435,7 +462,7 @@ class HotListSource {
     absl::StatusOr<detail::redis::ReplyPtr> reply =
         Command(context_, "ZREVRANGE", argv, stale);
     if (!reply.ok()) {
-      context_.reset();  // a transport error leaves it unusable
+      KeepLocked(nullptr);  // a transport error leaves it unusable
       return reply.status();
     }
     return detail::redis::ParseScoredMembers(**reply, where_, settings_.top_n);
@@ -443,10 +470,10 @@ class HotListSource {
 
   // Connects, sets the command timeout, authenticates and selects the
   // database; keeps the connection only if all of it worked.
-  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_) {
     detail::redis::ContextPtr c(
         redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
-                                absl::ToTimeval(settings_.connect_timeout)));
+                                Timeval(settings_.connect_timeout)));
     const int connect_errno = errno;
     if (c == nullptr) {
       return absl::UnavailableError(
@@ -460,7 +487,7 @@ class HotListSource {
       return IsTimeoutErrno(connect_errno) ? absl::DeadlineExceededError(msg)
                                            : absl::UnavailableError(msg);
     }
-    if (redisSetTimeout(c.get(), absl::ToTimeval(settings_.command_timeout)) !=
+    if (redisSetTimeout(c.get(), Timeval(settings_.command_timeout)) !=
         REDIS_OK) {
       return absl::UnavailableError(
           absl::StrCat(where_, ": cannot set the command timeout: ",
@@ -490,9 +517,19 @@ class HotListSource {
             detail::redis::ReplyText(**r));
       }
     }
-    context_ = std::move(c);
-    ++connects_;
+    KeepLocked(std::move(c));
     return absl::OkStatus();
+  }
+
+  // Replaces the kept connection (null drops it), keeping what connected()
+  // and connects() read in step.
+  void KeepLocked(detail::redis::ContextPtr c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_) {
+    const bool now_connected = c != nullptr;
+    context_ = std::move(c);
+    detail::MutexLock lock(&stats_mu_);
+    connected_ = now_connected;
+    if (now_connected) ++connects_;
   }
 
   // Sends `argv` on `c` and reads the reply (an error reply is a reply).
@@ -530,6 +567,12 @@ class HotListSource {
                                  : std::string("no reply")));
   }
 
+  // Rounded up, so a validated timeout is never shorter than asked and never
+  // the zero timeval that means "no timeout".
+  static timeval Timeval(absl::Duration d) {
+    return absl::ToTimeval(absl::Ceil(d, absl::Microseconds(1)));
+  }
+
   static bool IsTimeoutErrno(int e) {
     return e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT ||
            e == EINPROGRESS;
@@ -539,12 +582,17 @@ class HotListSource {
   const std::string where_;
   Breaker breaker_;
 
-  mutable detail::Mutex mu_;
-  detail::redis::ContextPtr context_ ABSL_GUARDED_BY(mu_);
-  uint64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t fetches_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status last_status_ ABSL_GUARDED_BY(mu_);
+  // Held for a whole fetch, network calls included; serialises fetches.
+  // Taken before stats_mu_, never after it.
+  detail::Mutex conn_mu_;
+  detail::redis::ContextPtr context_ ABSL_GUARDED_BY(conn_mu_);
+  // What the accessors read; never held across a network call.
+  mutable detail::Mutex stats_mu_;
+  bool connected_ ABSL_GUARDED_BY(stats_mu_) = false;
+  uint64_t connects_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  uint64_t fetches_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  uint64_t failures_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  absl::Status last_status_ ABSL_GUARDED_BY(stats_mu_);
 };
 
 }  // namespace redis

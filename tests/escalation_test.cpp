@@ -141,12 +141,13 @@ TEST(EscalationTest, CallsFromOnEscalateIntoItsOwnWatch) {
   };
   const absl::Duration ms = absl::Milliseconds(1);
   const std::vector<Case> cases = {
-      {"Start", [ms](EscalationWatch& w) { w.Start(ms); }, true},
+      {"Start", [ms](EscalationWatch& w) { EXPECT_TRUE(w.Start(ms).ok()); },
+       true},
       {"Check", [](EscalationWatch& w) { EXPECT_EQ(w.Check(), 0); }, true},
       {"Stop, Start",
        [ms](EscalationWatch& w) {
          w.Stop();
-         w.Start(ms);
+         EXPECT_TRUE(w.Start(ms).ok());
        },
        true},
       {"Stop", [](EscalationWatch& w) { w.Stop(); }, false},
@@ -170,10 +171,12 @@ TEST(EscalationTest, CallsFromOnEscalateIntoItsOwnWatch) {
     a.ForceOpen();
     clock.Advance(absl::Minutes(31));
     b.ForceOpen();
-    watch.Start(ms);
+    ASSERT_TRUE(watch.Start(ms).ok());
     ASSERT_TRUE(paged.WaitFor(1));
     clock.Advance(absl::Minutes(31));  // now "b" is due too
-    if (!c.keeps_paging) watch.Start(ms);
+    if (!c.keeps_paging) {
+      ASSERT_TRUE(watch.Start(ms).ok());
+    }
     EXPECT_TRUE(paged.WaitFor(2)) << "b was never paged";
     watch.Stop();
     EXPECT_EQ(paged.count(), 2u);

@@ -206,14 +206,13 @@ TEST(ResourceExhaustionTest, EscalationWatchSurvivesAFailedThreadStart) {
   breaker.ForceOpen();
   clock.Advance(absl::Minutes(31));
   {
-    // Start() returns void (escalation.hpp): the failure can't be reported
-    // yet, but it no longer throws out of it, and nothing is left running.
     FailThreadStarts fail(1);
-    watch.Start(absl::Hours(1));
+    ExpectCannotStart(watch.Start(absl::Hours(1)), "escalation watch");
     EXPECT_EQ(fail.attempts(), 1);
   }
   EXPECT_EQ(pages.count(), 0);
-  watch.Start(absl::Hours(1));  // works once threads can be started
+  // Works once threads can be started.
+  ASSERT_TRUE(watch.Start(absl::Hours(1)).ok());
   ASSERT_TRUE(pages.WaitFor(1));
   watch.Stop();
 }

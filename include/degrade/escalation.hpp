@@ -16,7 +16,7 @@
 //   o.on_escalate = [](const degrade::DegradationEpisode& e,
 //                      absl::Duration lasted) { Page(e.name, lasted); };
 //   degrade::EscalationWatch watch(registry, o);
-//   watch.Start(absl::Minutes(1));      // or call watch.Check() yourself
+//   absl::Status started = watch.Start(absl::Minutes(1));  // or Check()
 //
 // Thread safety: see EscalationWatch.
 
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
@@ -137,14 +138,21 @@ class EscalationWatch {
     return static_cast<int>(due.size());
   }
 
-  // Runs Check() now and every `period` (clamped to [1 ms, 1 year]) until
-  // Stop() or destruction; a running watch restarts with the new period.
-  // From `on_escalate` on the watch's own thread it cannot restart the
-  // thread it runs on: the new period applies from the next check, a
-  // period after this one, and it takes back a Stop() made earlier in the
-  // same callback.
-  void Start(absl::Duration period) {
-    worker_.Restart(period, [this] { Check(); });
+  // Runs Check() now and every `period` until Stop() or destruction; a
+  // running watch restarts with the new period. INVALID_ARGUMENT for a
+  // period outside [1 ms, 1 year] (a running watch is left as it was);
+  // RESOURCE_EXHAUSTED when its thread cannot be started (none runs then,
+  // and Start may be called again: nothing is paged until it works). From
+  // `on_escalate` on the watch's own thread it cannot restart the thread it
+  // runs on: the new period applies from the next check, a period after
+  // this one, and it takes back a Stop() made earlier in the same callback.
+  absl::Status Start(absl::Duration period) {
+    absl::Status valid = detail::CheckPeriod("escalation watch", period);
+    if (!valid.ok()) return valid;
+    absl::Status started = worker_.TryRestart(period, [this] { Check(); });
+    if (started.ok()) return started;
+    return absl::Status(started.code(),
+                        absl::StrCat("escalation watch: ", started.message()));
   }
   // Stops the watch's thread and waits for a check in progress. From
   // `on_escalate` on that thread it stops after this check instead (the

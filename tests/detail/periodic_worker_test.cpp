@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <new>
 #include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "degrade/detail/macros.hpp"
 #include "gtest/gtest.h"
 #include "support/tick_counter.hpp"
 
@@ -36,6 +38,22 @@ TEST(PeriodicWorkerTest, TicksEveryPeriodUntilStopped) {
   EXPECT_EQ(ticks.count(), at_stop);
   worker.Stop();  // a second Stop is a no-op
 }
+
+#if DEGRADE_HAS_EXCEPTIONS
+// Issue 13 (resource exhaustion): an exception out of a tick (bad_alloc in
+// a refresh, say) escaped the worker thread's function and called
+// std::terminate. It is swallowed, and the worker keeps its schedule.
+TEST(PeriodicWorkerTest, ATickThatThrowsDoesNotEndTheWorker) {
+  Ticks ticks;
+  PeriodicWorker worker;
+  worker.Restart(absl::Milliseconds(1), [&ticks] {
+    ticks.Tick();
+    if (ticks.count() <= 2) throw std::bad_alloc();
+  });
+  ASSERT_TRUE(ticks.WaitFor(3)) << "the worker stopped after a throw";
+  worker.Stop();
+}
+#endif
 
 TEST(PeriodicWorkerTest, TicksAtOnceAndStopWakesTheSleepingWorker) {
   Ticks ticks;

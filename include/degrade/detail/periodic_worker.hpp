@@ -47,6 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
@@ -230,7 +231,11 @@ class PeriodicWorker {
         MutexLock lock(&wake_mu_);
         if (stopping_ != Stopping::kNo) return;
       }
-      tick();
+      // A tick that throws (an allocation failing inside a refresh, say)
+      // must not end the process from a background thread: the exception
+      // is swallowed and the next tick comes as planned. Owners report
+      // their own errors from inside the tick.
+      CallQuietly(tick);
       // Declared before the lock, so that the replaced tick is destroyed
       // after it is released: its captures are the owner's business.
       std::function<void()> replaced;

@@ -1404,9 +1404,13 @@ TEST_F(DegradationManagerTest, StartRejectsABadPeriod) {
   auto m = Make();
   for (const absl::Duration bad :
        {absl::ZeroDuration(), absl::Milliseconds(-1), absl::InfiniteDuration(),
-        -absl::InfiniteDuration(), absl::Hours(24 * 365 * 300)}) {
+        -absl::InfiniteDuration(), absl::Hours(24 * 365 * 300),
+        // Issue 13: accepted, then silently polled every 1 ms.
+        absl::Nanoseconds(1), absl::Microseconds(50),
+        absl::Microseconds(999)}) {
     const absl::Status s = m->Start(bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("[1ms, 24h]")) << bad;
   }
   // None of them left a monitor behind.
   const absl::Status s = m->Start(absl::Milliseconds(1));
@@ -1520,9 +1524,9 @@ TEST_F(DegradationManagerTest, StopRacingStartNeverLeavesTwoMonitors) {
     return 1.0;
   });
   for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE(m->Start(absl::Microseconds(50)).ok());
+    ASSERT_TRUE(m->Start(absl::Milliseconds(1)).ok());
     std::thread stopper([&m] { m->Stop(); });
-    const absl::Status s = m->Start(absl::Microseconds(50));
+    const absl::Status s = m->Start(absl::Milliseconds(1));
     // Either the Stop came first (Start succeeds) or it did not (a monitor
     // is still running); never two.
     EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kFailedPrecondition)

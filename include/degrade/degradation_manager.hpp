@@ -239,7 +239,7 @@ class DegradationManager {
 
   // Starts a background thread that calls `PollOnce()` every `period` (real
   // time, whatever the clock). FAILED_PRECONDITION if already running;
-  // INVALID_ARGUMENT for a period <= 0 or longer than 24 hours. From the
+  // INVALID_ARGUMENT for a period under 1 ms or over 24 hours. From the
   // monitor thread (a source, observer or log sink) after a Stop() made
   // there, it takes that Stop back and the monitor keeps polling with the
   // new period.

@@ -66,7 +66,7 @@ class SourceMonitor {
 
   // Calls `poll` every `period` (real time) on the monitor thread, and
   // `on_new_error(s)` when it returns a non-OK status different from the
-  // previous poll's. INVALID_ARGUMENT for a period <= 0 or longer than 24
+  // previous poll's. INVALID_ARGUMENT for a period under 1 ms or over 24
   // hours; FAILED_PRECONDITION when already running; RESOURCE_EXHAUSTED
   // when its thread could not be started (then none runs, and Start may be
   // called again). From the monitor thread (a poll's callback) after a
@@ -121,10 +121,11 @@ inline SourceMonitor::Polled SourceMonitor::CallAll() const {
 inline absl::Status SourceMonitor::Start(
     absl::Duration period, std::function<absl::Status()> poll,
     std::function<void(const absl::Status&)> on_new_error) {
-  if (period <= absl::ZeroDuration() || period > absl::Hours(24)) {
+  // Below the worker's 1 ms the period would be silently lengthened.
+  if (period < MinWorkerPeriod() || period > absl::Hours(24)) {
     return absl::InvalidArgumentError(
         absl::StrCat(Who(), ": Start(", absl::FormatDuration(period),
-                     "): the period must be > 0 and at most 24h"));
+                     "): the period must be in [1ms, 24h]"));
   }
   auto tick = [poll = std::move(poll), on_new_error = std::move(on_new_error),
                last_error = std::string()]() mutable {

@@ -254,6 +254,22 @@ TEST(HalfOpenMaxWaitTest, TrialReportingPastTheWaitDoesNotCloseTheBreaker) {
                                          Pair(State::kHalfOpen, State::kOpen)));
 }
 
+// Found by review (issue 13): a trial dropped (permit destroyed) after the
+// wait only gave its slot back, though a trial reporting then finds the
+// breaker reopened "whether or not anyone looked in between".
+TEST(HalfOpenMaxWaitTest, ATrialAbandonedPastTheWaitReopensLikeOneReporting) {
+  FakeClock clock(kAlignedStart);
+  Breaker b(MaxWaitSettings(&clock, nullptr));
+  absl::StatusOr<Permit> trial = TripAndAdmitTrial(b, clock);
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  clock.Advance(kMaxWait + kNs);  // nobody looks at the breaker
+  const uint64_t stale_before = b.totals().stale;
+  trial = absl::UnknownError("dropped");  // the permit is destroyed
+  EXPECT_EQ(b.totals().stale, stale_before + 1);
+  EXPECT_EQ(b.state(), State::kOpen);
+  EXPECT_EQ(b.current_open_duration(), absl::Seconds(2));
+}
+
 TEST(HalfOpenMaxWaitTest, ZeroMeansWaitForever) {
   FakeClock clock(kAlignedStart);
   BreakerSettings s = MaxWaitSettings(&clock, nullptr);

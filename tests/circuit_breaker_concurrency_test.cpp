@@ -286,6 +286,44 @@ TEST(CircuitBreakerConcurrencyTest, CallbacksThatCallBackDoNotDeadlock) {
   EXPECT_GT(calls_from_callback.load(), 0);
 }
 
+// Found by review (issue 13): once ready_to_trip ran outside the breaker's
+// lock, four failing threads ran it four at a time, so a rule with state
+// (a counter here) raced. Rules are serialised: never two at once, and
+// every closed-state failure asks it exactly once.
+TEST(CircuitBreakerConcurrencyTest, ReadyToTripRunsOneCallAtATime) {
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+  uint64_t calls = 0;  // plain: the breaker serialises the rule
+  BreakerSettings s;
+  s.name = "serial-rule";
+  s.ready_to_trip = [&](const Counts&) {
+    const int now = inside.fetch_add(1) + 1;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    ++calls;
+    std::this_thread::yield();
+    inside.fetch_sub(1);
+    return false;
+  };
+  CircuitBreaker<int> b(s);
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&b] {
+      for (int i = 0; i < kPerThread; ++i) {
+        (void)b.Execute([]() -> absl::StatusOr<int> {
+          return absl::UnavailableError("down");
+        });
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(most.load(), 1);
+  EXPECT_EQ(calls, static_cast<uint64_t>(kThreads * kPerThread));
+}
+
 TEST(CircuitBreakerConcurrencyTest, ManualControlRacesWithTraffic) {
   FakeClock clock;
   BreakerSettings s;

@@ -431,6 +431,29 @@ TEST(ManualControlTest, ReadyToTripMayCallItsOwnBreaker) {
   }
 }
 
+// Found by review (issue 13): with the rule outside the lock, an interval
+// ending while the rule ran made the breaker drop a trip decided inside
+// the interval (the rule here takes 2 ms of the fake clock).
+TEST(ManualControlTest, AnIntervalEndingWhileTheRuleRunsKeepsItsTrip) {
+  FakeClock clock;
+  BreakerSettings s;
+  s.name = "slow-rule";
+  s.clock = &clock;
+  s.interval = absl::Seconds(10);
+  s.ready_to_trip = [&clock](const Counts& c) {
+    clock.Advance(absl::Milliseconds(2));
+    return c.consecutive_failures >= 3;
+  };
+  CircuitBreaker<int> b(s);
+  clock.Advance(absl::Seconds(10) - absl::Milliseconds(5));
+  for (int i = 0; i < 3; ++i) {
+    (void)b.Execute([]() -> absl::StatusOr<int> {
+      return absl::UnavailableError("down");
+    });
+  }
+  EXPECT_EQ(b.state(), State::kOpen);
+}
+
 TEST(ManualControlTest, OnStateChangeMayDriveItsOwnBreaker) {
   struct Case {
     const char* name;

@@ -88,7 +88,8 @@ struct BreakerSettings {
   // Called with the counts after each closed-state failure (and slow call);
   // returning true opens the breaker. Unset means gobreaker's "more than 5
   // consecutive failures", trip::ConsecutiveFailures(6) (trip.hpp). Runs
-  // outside the breaker's lock, on the calling thread: it may read or move
+  // outside the breaker's lock, on the calling thread, one call at a time
+  // (so a rule with state needs no lock of its own): it may read or move
   // this breaker (counts(), ForceOpen(), Reset(), ...), and the trip then
   // happens only if the generation it decided on is still current. A call
   // through this breaker made from inside it is counted but does not ask

@@ -19,8 +19,9 @@
 //       degrade::trip::FailureRate(0.5, /*minimum_calls=*/20),
 //       degrade::trip::ConsecutiveFailures(10));
 //
-// Thread safety: a rule is an immutable callable; the breaker calls it
-// under its lock, so a rule needs no synchronisation of its own.
+// Thread safety: a rule is an immutable callable; the breaker calls it one
+// call at a time (outside its main lock, under one of its own), so a rule
+// needs no synchronisation of its own.
 
 #ifndef DEGRADE_TRIP_HPP_
 #define DEGRADE_TRIP_HPP_

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <new>
 #include <thread>
 #include <vector>
@@ -54,6 +55,44 @@ TEST(PeriodicWorkerTest, ATickThatThrowsDoesNotEndTheWorker) {
   worker.Stop();
 }
 #endif
+
+// Found by review (issue 13): the last tick is destroyed on the worker
+// thread after its loop has returned. A capture calling StartIfIdle as it
+// was destroyed was "taken in place" by a loop that no longer ran: it
+// said OK, and every later StartIfIdle from another thread said "already
+// running" while nothing ticked.
+TEST(PeriodicWorkerTest, AStartFromADyingTicksCapturesIsNotLost) {
+  Ticks ticks;
+  PeriodicWorker worker;
+  absl::Status from_destructor = absl::UnknownError("not called");
+  Ticks destroyed;
+  struct StartOnDestroy {
+    StartOnDestroy(PeriodicWorker* w, absl::Status* s, Ticks* d)
+        : worker(w), status(s), destroyed(d) {}
+    StartOnDestroy(const StartOnDestroy&) = delete;
+    StartOnDestroy& operator=(const StartOnDestroy&) = delete;
+    ~StartOnDestroy() {
+      *status = worker->StartIfIdle(kAnHour, [] {});
+      destroyed->Tick();
+    }
+    PeriodicWorker* worker;
+    absl::Status* status;
+    Ticks* destroyed;
+  };
+  auto guard = std::make_shared<StartOnDestroy>(&worker, &from_destructor,
+                                                &destroyed);
+  ASSERT_TRUE(worker
+                  .TryRestart(absl::Milliseconds(1),
+                              [g = std::move(guard), &worker] { worker.Stop(); })
+                  .ok());
+  ASSERT_TRUE(destroyed.WaitFor(1));
+  EXPECT_FALSE(from_destructor.ok()) << "no loop would run that plan";
+  const absl::Status again =
+      worker.StartIfIdle(absl::Milliseconds(1), [&ticks] { ticks.Tick(); });
+  EXPECT_TRUE(again.ok()) << again;
+  EXPECT_TRUE(ticks.WaitFor(2)) << "nothing ticks after an OK start";
+  worker.Stop();
+}
 
 TEST(PeriodicWorkerTest, TicksAtOnceAndStopWakesTheSleepingWorker) {
   Ticks ticks;

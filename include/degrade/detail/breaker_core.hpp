@@ -185,7 +185,11 @@ class BreakerCore final : private BreakerView {
     Report(o, slow && (o == CallOutcome::kSuccess || o == CallOutcome::kFailure));
   }
 
-  void Abandon(const Ticket& t) { Report(RecordAbandon(t)); }
+  void Abandon(const Ticket& t) {
+    const CallOutcome o = RecordAbandon(t);
+    events_.Dispatch();  // an abandoned trial may find the wait over
+    Report(o);
+  }
 
   BreakerTotals totals() const override { return SumShards(); }
 
@@ -452,9 +456,12 @@ class BreakerCore final : private BreakerView {
   }
 
   // A half-open trial's slot is given back under the lock, and only to the
-  // generation that issued it.
+  // generation that issued it. Expiries due by now happen first, as for a
+  // report: a trial dropped after the half-open wait has already reopened
+  // the breaker, whether or not anyone looked in between.
   CallOutcome AbandonTrial(const Ticket& t) {
     MutexLock lock(&mu_);
+    AdvanceLocked(NowNanos());
     const uint64_t w = word_.load(std::memory_order_relaxed);
     BreakerShard& shard = LocalShard();
     if (GenOf(w) != t.generation) {
@@ -542,14 +549,18 @@ class BreakerCore final : private BreakerView {
   // Asks ready_to_trip outside the breaker's lock, so that the rule may
   // call its own breaker (counts(), state(), ForceOpen(), Reset(), ...)
   // without deadlocking, then trips only if the generation the counts
-  // belong to is still the current one (a concurrent trip, a manual move
-  // or an interval that ended meanwhile wins). A call through the breaker
-  // made from inside the rule is counted but does not ask the rule again:
-  // that would recurse without end.
+  // belong to is still the current one (a concurrent trip or a manual move
+  // wins; an interval ending while the rule ran does not undo a decision
+  // taken inside it). Calls are serialised by their own mutex, so a rule
+  // with state needs no synchronisation, as when it ran under the lock. A
+  // call through the breaker made from inside the rule is counted but does
+  // not ask the rule again: that would recurse without end (and, on this
+  // thread, wait for the rule's own mutex).
   void AskRuleAndMaybeTrip(const Counts& c, uint64_t generation) {
     if (CallbackScope::Inside(this)) return;
     bool trip;
     {
+      MutexLock one_at_a_time(&rule_mu_);
       CallbackScope scope(this);
       // ready_to_trip is always set: NormalizeBreakerSettings gives the
       // default rule.
@@ -557,13 +568,11 @@ class BreakerCore final : private BreakerView {
     }
     if (!trip) return;
     MutexLock lock(&mu_);
-    const int64_t now = NowNanos();
-    AdvanceLocked(now);
     const uint64_t w = word_.load(std::memory_order_relaxed);
     if (GenOf(w) == generation && StateOf(w) == State::kClosed &&
         ModeOf(w) != kDisabled) {
-      TransitionLocked(State::kOpen, now, TransitionCause::kTripped, kNormal,
-                       &c);
+      TransitionLocked(State::kOpen, NowNanos(), TransitionCause::kTripped,
+                       kNormal, &c);
     }
   }
 
@@ -620,6 +629,8 @@ class BreakerCore final : private BreakerView {
   std::atomic<uint64_t> consecutive_failures_{0};
 
   alignas(kCacheLine) Mutex mu_;
+  // Serialises ready_to_trip calls (taken without mu_ held).
+  Mutex rule_mu_;
   BreakerTotals base_ ABSL_GUARDED_BY(mu_);
   TrialLedger trials_ ABSL_GUARDED_BY(mu_) = TrialLedger(half_open_wait_nanos_);
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;

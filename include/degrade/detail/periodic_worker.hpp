@@ -174,7 +174,7 @@ class PeriodicWorker {
       ABSL_LOCKS_EXCLUDED(wake_mu_) {
     {
       MutexLock lock(&wake_mu_);
-      if (stopping_ != Stopping::kAfterTick) return false;
+      if (stopping_ != Stopping::kAfterTick && !loop_ended_) return false;
       stopping_ = Stopping::kJoining;
     }
     Join();
@@ -195,6 +195,7 @@ class PeriodicWorker {
     {
       MutexLock lock(&wake_mu_);
       stopping_ = Stopping::kNo;
+      loop_ended_ = false;
     }
     absl::StatusOr<std::thread> t = StartThread(
         "background thread",
@@ -212,7 +213,10 @@ class PeriodicWorker {
   bool Reschedule(absl::Duration period, std::function<void()> tick,
                   bool only_if_stopping) ABSL_LOCKS_EXCLUDED(wake_mu_) {
     MutexLock lock(&wake_mu_);
-    if (stopping_ == Stopping::kJoining) return false;
+    // After the loop has ended (a tick's captures calling back as they are
+    // destroyed) no loop would ever run the plan: refuse, so the owner's
+    // next Start from another thread starts a fresh worker.
+    if (stopping_ == Stopping::kJoining || loop_ended_) return false;
     if (only_if_stopping && stopping_ != Stopping::kAfterTick) return false;
     stopping_ = Stopping::kNo;
     pending_ = Plan{Clamp(period), std::move(tick)};
@@ -229,7 +233,10 @@ class PeriodicWorker {
     for (;;) {
       {
         MutexLock lock(&wake_mu_);
-        if (stopping_ != Stopping::kNo) return;
+        if (stopping_ != Stopping::kNo) {
+          loop_ended_ = true;
+          return;
+        }
       }
       // A tick that throws (an allocation failing inside a refresh, say)
       // must not end the process from a background thread: the exception
@@ -251,6 +258,7 @@ class PeriodicWorker {
                         [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(wake_mu_) {
                           return stopping_ != Stopping::kNo;
                         })) {
+        loop_ended_ = true;
         return;
       }
     }
@@ -268,6 +276,9 @@ class PeriodicWorker {
   // What a tick asked to run next (Restart from the worker thread).
   std::optional<Plan> pending_ ABSL_GUARDED_BY(wake_mu_);
   std::thread::id worker_id_ ABSL_GUARDED_BY(wake_mu_);
+  // Set by the worker thread as its loop returns (before the tick is
+  // destroyed), cleared by Launch.
+  bool loop_ended_ ABSL_GUARDED_BY(wake_mu_) = false;
 };
 
 }  // namespace detail

@@ -284,6 +284,28 @@ TEST(HalfOpenMaxWaitTest, ZeroMeansWaitForever) {
   EXPECT_EQ(b.state(), State::kClosed);
 }
 
+// The overlapping-trials setting of issue 13, defect 5: a 50 ms wait and
+// `max_requests` trials.
+BreakerSettings OverlapSettings(const FakeClock* clock, Transitions* events,
+                                uint32_t max_requests) {
+  BreakerSettings s = MaxWaitSettings(clock, events);
+  s.max_requests = max_requests;
+  s.half_open_max_wait = absl::Milliseconds(50);
+  return s;
+}
+
+// Trips `b` and admits trial A at T and trial B at T+30 ms.
+struct TwoTrials {
+  absl::StatusOr<Permit> a;
+  absl::StatusOr<Permit> b;
+};
+TwoTrials AdmitTwoTrials(Breaker& b, FakeClock& clock) {
+  TwoTrials t{TripAndAdmitTrial(b, clock), absl::UnknownError("not yet")};
+  clock.Advance(absl::Milliseconds(30));
+  t.b = b.Allow();
+  return t;
+}
+
 // Issue 13, defect 5: the wait is per trial. The reproduction: two trials
 // allowed, a 50 ms wait, A admitted at T, B at T+30 ms, A succeeding at
 // T+40 ms. The breaker used to reopen at T+51 ms (A's clock, never stopped
@@ -291,16 +313,10 @@ TEST(HalfOpenMaxWaitTest, ZeroMeansWaitForever) {
 TEST(HalfOpenMaxWaitTest, OverlappingTrialsEachGetTheirOwnWait) {
   FakeClock clock(kAlignedStart);
   Transitions events;
-  BreakerSettings s = MaxWaitSettings(&clock, &events);
-  s.max_requests = 2;
-  s.half_open_max_wait = absl::Milliseconds(50);
-  Breaker b(s);
-
-  absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
-  ASSERT_TRUE(a.ok()) << a.status();
-  clock.Advance(absl::Milliseconds(30));
-  absl::StatusOr<Permit> trial_b = b.Allow();
-  ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+  Breaker b(OverlapSettings(&clock, &events, 2));
+  TwoTrials t = AdmitTwoTrials(b, clock);
+  ASSERT_TRUE(t.a.ok() && t.b.ok()) << t.a.status() << " " << t.b.status();
+  absl::StatusOr<Permit>& a = t.a;
   clock.Advance(absl::Milliseconds(10));
   a->Done(absl::OkStatus());
   EXPECT_EQ(b.state(), State::kHalfOpen);
@@ -320,16 +336,11 @@ TEST(HalfOpenMaxWaitTest, OverlappingTrialsEachGetTheirOwnWait) {
 
 TEST(HalfOpenMaxWaitTest, SecondTrialReportingWithinItsWaitCloses) {
   FakeClock clock(kAlignedStart);
-  BreakerSettings s = MaxWaitSettings(&clock, nullptr);
-  s.max_requests = 2;
-  s.half_open_max_wait = absl::Milliseconds(50);
-  Breaker b(s);
-
-  absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
-  ASSERT_TRUE(a.ok()) << a.status();
-  clock.Advance(absl::Milliseconds(30));
-  absl::StatusOr<Permit> trial_b = b.Allow();
-  ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+  Breaker b(OverlapSettings(&clock, nullptr, 2));
+  TwoTrials t = AdmitTwoTrials(b, clock);
+  ASSERT_TRUE(t.a.ok() && t.b.ok()) << t.a.status() << " " << t.b.status();
+  absl::StatusOr<Permit>& a = t.a;
+  absl::StatusOr<Permit>& trial_b = t.b;
   clock.Advance(absl::Milliseconds(10));
   a->Done(absl::OkStatus());
   clock.Advance(absl::Milliseconds(40));  // T+80 ms, B out exactly 50 ms
@@ -357,21 +368,15 @@ TEST(HalfOpenMaxWaitTest, TheOldestOutstandingTrialDecides) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     FakeClock clock(kAlignedStart);
-    BreakerSettings s = MaxWaitSettings(&clock, nullptr);
-    s.max_requests = 2;
-    s.half_open_max_wait = absl::Milliseconds(50);
+    BreakerSettings s = OverlapSettings(&clock, nullptr, 2);
     s.is_excluded = [](const absl::Status& st) {
       return st.code() == absl::StatusCode::kInvalidArgument;
     };
     Breaker b(s);
-
-    absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
-    ASSERT_TRUE(a.ok()) << a.status();
-    clock.Advance(absl::Milliseconds(30));
-    absl::StatusOr<Permit> trial_b = b.Allow();
-    ASSERT_TRUE(trial_b.ok()) << trial_b.status();
+    TwoTrials t = AdmitTwoTrials(b, clock);
+    ASSERT_TRUE(t.a.ok() && t.b.ok()) << t.a.status() << " " << t.b.status();
     clock.Advance(absl::Milliseconds(10));
-    c.leave(a);
+    c.leave(t.a);
     clock.Advance(absl::Milliseconds(40));  // T+80 ms
     EXPECT_EQ(b.state(), State::kHalfOpen);
     clock.Advance(kNs);
@@ -380,16 +385,10 @@ TEST(HalfOpenMaxWaitTest, TheOldestOutstandingTrialDecides) {
   {
     SCOPED_TRACE("the newer trial reports first");
     FakeClock clock(kAlignedStart);
-    BreakerSettings s = MaxWaitSettings(&clock, nullptr);
-    s.max_requests = 3;
-    s.half_open_max_wait = absl::Milliseconds(50);
-    Breaker b(s);
-    absl::StatusOr<Permit> a = TripAndAdmitTrial(b, clock);
-    ASSERT_TRUE(a.ok()) << a.status();
-    clock.Advance(absl::Milliseconds(30));
-    absl::StatusOr<Permit> trial_b = b.Allow();
-    ASSERT_TRUE(trial_b.ok()) << trial_b.status();
-    trial_b->Done(absl::OkStatus());
+    Breaker b(OverlapSettings(&clock, nullptr, 3));
+    TwoTrials t = AdmitTwoTrials(b, clock);
+    ASSERT_TRUE(t.a.ok() && t.b.ok()) << t.a.status() << " " << t.b.status();
+    t.b->Done(absl::OkStatus());
     clock.Advance(absl::Milliseconds(20));  // T+50 ms: A's wait, exactly
     EXPECT_EQ(b.state(), State::kHalfOpen);
     clock.Advance(kNs);

@@ -347,6 +347,19 @@ TEST(BreakerSettingRulesTest, EachRuleBrokenAloneIsReportedAndRepaired) {
          s.window = SlidingWindow::Time(absl::Hours(1), UINT32_MAX);
        }},
       {"window.size", [](S& s) { s.window = SlidingWindow::Time(kNs, 2); }},
+      {"half_open_policy",
+       [](S& s) { s.half_open_policy = static_cast<HalfOpenPolicy>(2); }},
+      {"half_open_failure_rate", [](S& s) { s.half_open_failure_rate = 50; }},
+      {"half_open_slow_call_rate",
+       [](S& s) { s.half_open_slow_call_rate = std::nan(""); }},
+      {"half_open_wait_from",
+       [](S& s) { s.half_open_wait_from = static_cast<HalfOpenWaitFrom>(2); }},
+      {"half_open_wait_expiry",
+       [](S& s) {
+         s.half_open_wait_expiry = static_cast<HalfOpenWaitExpiry>(7);
+       }},
+      {"initial_state",
+       [](S& s) { s.initial_state = static_cast<InitialState>(5); }},
   };
   ASSERT_EQ(std::size(cases), detail::BreakerSettingRules().size())
       << "a rule without a case here";

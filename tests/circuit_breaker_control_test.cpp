@@ -78,8 +78,9 @@ TEST(ManualControlTest, ForceOpenOnAnOpenBreakerStopsItsTimeout) {
   clock.Advance(kTimeout + kNs);
   EXPECT_EQ(b.state(), State::kOpen);
   EXPECT_FALSE(RunOk(b));
-  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kOpen)))
-      << "open -> open is not a state change";
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kOpen),
+                                         Pair(State::kOpen, State::kOpen)))
+      << "a manual change is reported even when the state stays";
 }
 
 TEST(ManualControlTest, DisableAdmitsEverythingAndNeverTrips) {
@@ -99,7 +100,8 @@ TEST(ManualControlTest, DisableAdmitsEverythingAndNeverTrips) {
   EXPECT_EQ(c.consecutive_failures, 100u);
   EXPECT_EQ(c.requests, 100u);
   EXPECT_EQ(b.totals().failures, 100u);
-  EXPECT_TRUE(events.events.empty());
+  EXPECT_THAT(events.events, ElementsAre(Pair(State::kClosed, State::kClosed)))
+      << "Disable() is reported though the state stays closed";
 
   b.Reset();  // back to normal: the next failure trips
   EXPECT_FALSE(b.disabled());
@@ -466,8 +468,10 @@ TEST(ManualControlTest, OnStateChangeMayDriveItsOwnBreaker) {
        {{State::kClosed, State::kOpen}, {State::kOpen, State::kClosed}}},
       {"Disable", [](CircuitBreaker<int>& b) { b.Disable(); }, State::kClosed,
        {{State::kClosed, State::kOpen}, {State::kOpen, State::kClosed}}},
+      // Reported too (a manual change with the state kept), after the
+      // first: in order, never nested.
       {"ForceOpen again", [](CircuitBreaker<int>& b) { b.ForceOpen(); },
-       State::kOpen, {{State::kClosed, State::kOpen}}},
+       State::kOpen, {{State::kClosed, State::kOpen}, {State::kOpen, State::kOpen}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -37,9 +37,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -62,6 +64,96 @@ inline constexpr uint64_t kDefaultTripConsecutiveFailures = 6;
 // under a millisecond (resilience4j's default is a count window of 100).
 inline constexpr uint32_t kMaxCountWindowCalls = 100000;
 inline constexpr uint32_t kMaxTimeWindowBuckets = 10000;
+
+// HalfOpenPolicy
+//
+// How a half-open breaker judges its trial calls.
+enum class HalfOpenPolicy : uint8_t {
+  // gobreaker: `max_requests` trials are admitted; as many consecutive
+  // successes close the breaker, the first failure reopens it. A slow trial
+  // that succeeds is a success.
+  kFirstFailureReopens = 0,
+  // resilience4j: `max_requests` trials (its
+  // permittedNumberOfCallsInHalfOpenState) are admitted; once all of them
+  // have reported, the breaker reopens if their failure rate reaches
+  // `half_open_failure_rate` or their slow-call rate reaches
+  // `half_open_slow_call_rate`, else it closes. Slow trials count as slow
+  // whether they succeeded or failed.
+  kRateBased = 1,
+};
+
+// When `half_open_max_wait` starts running.
+enum class HalfOpenWaitFrom : uint8_t {
+  // Per trial, from its own admission; a quiet half-open breaker with no
+  // trial out never times out (this library's default).
+  kEachTrial = 0,
+  // From entering half-open, trials or not (resilience4j's
+  // maxWaitDurationInHalfOpenState).
+  kEnteringHalfOpen = 1,
+};
+
+// What an expired `half_open_max_wait` does.
+enum class HalfOpenWaitExpiry : uint8_t {
+  kReopen = 0,  // as if the trial had failed (the default)
+  kClose = 1,   // resilience4j's transitionToStateAfterWaitDuration = CLOSED
+};
+
+// The state and mode a breaker starts in.
+enum class InitialState : uint8_t {
+  kClosed = 0,
+  kOpen = 1,  // open for `timeout`, then half-open, as after a trip
+  kForcedOpen = 2,
+  kMetricsOnly = 3,
+  kBypass = 4,
+};
+
+// CallVerdict
+//
+// What a result classifier (ClassifyResult) says of one call's result.
+enum class CallVerdict : uint8_t {
+  kDefault = 0,  // decide with is_excluded / is_successful, as without one
+  kSuccess = 1,
+  kFailure = 2,
+  kExcluded = 3,
+};
+
+// ResultClassifier
+//
+// A type-erased hook that sees a call's whole result (status and value),
+// so that, say, a recall route answering OK with zero candidates counts as
+// a failure. Build it with ClassifyResult<T>(); a breaker of another T
+// refuses it (Create) or ignores it (the constructor).
+struct ResultClassifier {
+  // Identifies the T it was built for.
+  const void* type = nullptr;
+  // Called with a pointer to the CircuitBreaker<T>::Result.
+  std::function<CallVerdict(const void*)> classify;
+  explicit operator bool() const { return static_cast<bool>(classify); }
+};
+
+namespace detail {
+// One address per result type: tells classifiers of different T apart.
+template <typename Result>
+const void* ResultTypeTag() {
+  static const char tag = 0;
+  return &tag;
+}
+}  // namespace detail
+
+// ClassifyResult<T>(f)
+//
+// `f(const R& result) -> CallVerdict`, where R is `absl::StatusOr<T>` (or
+// `absl::Status` for T = void), runs on the calling thread after each
+// Execute() of a CircuitBreaker<T>, before the outcome is counted. It must
+// be thread-safe and quick; a throw counts the call as a failure.
+//
+//   s.classify_result = degrade::ClassifyResult<Candidates>(
+//       [](const absl::StatusOr<Candidates>& r) {
+//         return r.ok() && r->empty() ? degrade::CallVerdict::kFailure
+//                                     : degrade::CallVerdict::kDefault;
+//       });
+template <typename T, typename F>
+ResultClassifier ClassifyResult(F f);
 
 // BreakerSettings
 //
@@ -146,6 +238,25 @@ struct BreakerSettings {
   // resilience4j's maxWaitDurationInHalfOpenState, which bounds the time in
   // the state itself. 0 (or InfiniteDuration()) means no limit.
   absl::Duration half_open_max_wait = absl::ZeroDuration();
+  // When that wait starts and what its expiry does (see the enums).
+  HalfOpenWaitFrom half_open_wait_from = HalfOpenWaitFrom::kEachTrial;
+  HalfOpenWaitExpiry half_open_wait_expiry = HalfOpenWaitExpiry::kReopen;
+
+  // Beyond gobreaker, from resilience4j.
+
+  // How half-open trials are judged. Default: gobreaker's.
+  HalfOpenPolicy half_open_policy = HalfOpenPolicy::kFirstFailureReopens;
+  // kRateBased thresholds, in (0, 1]. 0 means: the lowest threshold of that
+  // kind among ready_to_trip's rate rules, else resilience4j's defaults
+  // (0.5 for failures, 1.0 for slow calls). Slow calls are judged only with
+  // a slow_call_duration.
+  double half_open_failure_rate = 0.0;
+  double half_open_slow_call_rate = 0.0;
+  // The state and mode the breaker starts in. Not reported as a change.
+  InitialState initial_state = InitialState::kClosed;
+  // Classification by value (see ClassifyResult); checked before
+  // is_excluded / is_successful, which decide when it answers kDefault.
+  ResultClassifier classify_result;
 };
 
 // ValidateBreakerSettings(settings)
@@ -171,6 +282,18 @@ inline BreakerSettings NormalizeBreakerSettings(BreakerSettings s);
 
 // ---- Implementation details ----
 
+template <typename T, typename F>
+ResultClassifier ClassifyResult(F f) {
+  using R = std::conditional_t<std::is_void<T>::value, absl::Status,
+                               absl::StatusOr<T>>;
+  ResultClassifier c;
+  c.type = detail::ResultTypeTag<R>();
+  c.classify = [f = std::move(f)](const void* result) -> CallVerdict {
+    return f(*static_cast<const R*>(result));
+  };
+  return c;
+}
+
 namespace detail {
 
 // One validation rule: when `broken(s)`, setting `field` (shown as
@@ -195,14 +318,22 @@ inline bool SubNanosecond(absl::Duration d) {
   return d > absl::ZeroDuration() && d < absl::Nanoseconds(1);
 }
 
+// A half-open rate threshold: 0 (derive it) or a fraction in (0, 1].
+inline constexpr absl::string_view kHalfOpenRateWhy =
+    "must be 0 (derive it from ready_to_trip) or a fraction in (0, 1]; "
+    "for 50% write 0.5";
+inline bool BadHalfOpenRate(double r) {
+  return !std::isfinite(r) || r < 0.0 || r > 1.0;
+}
+
 inline bool IsTimeWindow(const SlidingWindow& w) {
   return w.kind == SlidingWindow::Kind::kTime;
 }
 
 // In the order ValidateBreakerSettings reports them.
-inline const std::array<BreakerSettingRule, 20>& BreakerSettingRules() {
+inline const std::array<BreakerSettingRule, 26>& BreakerSettingRules() {
   using S = BreakerSettings;
-  static const std::array<BreakerSettingRule, 20> kRules = {{
+  static const std::array<BreakerSettingRule, 26> kRules = {{
       {"interval", "must be >= 0 (0 means never clear)",
        [](const S& s) { return NegativeDuration(s.interval); },
        [](const S& s) { return absl::FormatDuration(s.interval); },
@@ -313,6 +444,49 @@ inline const std::array<BreakerSettingRule, 20>& BreakerSettingRules() {
        },
        [](const S& s) { return absl::StrCat(s.window.size); },
        [](S& s) { s.window = SlidingWindow{}; }},
+      {"half_open_policy", "must be kFirstFailureReopens or kRateBased",
+       [](const S& s) {
+         return s.half_open_policy != HalfOpenPolicy::kFirstFailureReopens &&
+                s.half_open_policy != HalfOpenPolicy::kRateBased;
+       },
+       [](const S& s) {
+         return absl::StrCat(static_cast<int>(s.half_open_policy));
+       },
+       [](S& s) { s.half_open_policy = HalfOpenPolicy::kFirstFailureReopens; }},
+      {"half_open_failure_rate", kHalfOpenRateWhy,
+       [](const S& s) { return BadHalfOpenRate(s.half_open_failure_rate); },
+       [](const S& s) { return absl::StrCat(s.half_open_failure_rate); },
+       [](S& s) { s.half_open_failure_rate = 0.0; }},
+      {"half_open_slow_call_rate", kHalfOpenRateWhy,
+       [](const S& s) { return BadHalfOpenRate(s.half_open_slow_call_rate); },
+       [](const S& s) { return absl::StrCat(s.half_open_slow_call_rate); },
+       [](S& s) { s.half_open_slow_call_rate = 0.0; }},
+      {"half_open_wait_from", "must be kEachTrial or kEnteringHalfOpen",
+       [](const S& s) {
+         return s.half_open_wait_from != HalfOpenWaitFrom::kEachTrial &&
+                s.half_open_wait_from != HalfOpenWaitFrom::kEnteringHalfOpen;
+       },
+       [](const S& s) {
+         return absl::StrCat(static_cast<int>(s.half_open_wait_from));
+       },
+       [](S& s) { s.half_open_wait_from = HalfOpenWaitFrom::kEachTrial; }},
+      {"half_open_wait_expiry", "must be kReopen or kClose",
+       [](const S& s) {
+         return s.half_open_wait_expiry != HalfOpenWaitExpiry::kReopen &&
+                s.half_open_wait_expiry != HalfOpenWaitExpiry::kClose;
+       },
+       [](const S& s) {
+         return absl::StrCat(static_cast<int>(s.half_open_wait_expiry));
+       },
+       [](S& s) { s.half_open_wait_expiry = HalfOpenWaitExpiry::kReopen; }},
+      {"initial_state",
+       "must be kClosed, kOpen, kForcedOpen, kMetricsOnly or kBypass",
+       [](const S& s) {
+         return static_cast<int>(s.initial_state) >
+                static_cast<int>(InitialState::kBypass);
+       },
+       [](const S& s) { return absl::StrCat(static_cast<int>(s.initial_state)); },
+       [](S& s) { s.initial_state = InitialState::kClosed; }},
   }};
   return kRules;
 }

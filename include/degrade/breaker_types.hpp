@@ -139,6 +139,44 @@ struct BreakerTotals {
   uint64_t rejected_too_many = 0;
 };
 
+// BreakerMode
+//
+// A manual control layered on the state (see CircuitBreaker's ForceOpen(),
+// Disable(), Bypass()). Two of resilience4j's states are modes here, under
+// names that say what they do, because its DISABLED records nothing while
+// gobreaker-style users know `Disable()` as "never trip, keep counting":
+//
+//   kForcedOpen   open, every call rejected; ForceOpen() until Reset(), or
+//                 ForceOpenFor()/ForceOpenUntil() until then (resilience4j
+//                 FORCED_OPEN has no end).
+//   kMetricsOnly  closed, every call admitted and counted (Counts, windows,
+//                 totals, events), never trips: Disable(), resilience4j
+//                 METRICS_ONLY.
+//   kBypass       closed, every call admitted, nothing recorded (no Counts,
+//                 totals or per-call events): Bypass(), resilience4j
+//                 DISABLED.
+enum class BreakerMode : uint8_t {
+  kNormal = 0,
+  kForcedOpen = 1,
+  kMetricsOnly = 2,
+  kBypass = 3,
+};
+
+// "normal", "forced_open", "metrics_only", "bypass".
+inline absl::string_view BreakerModeName(BreakerMode m) {
+  switch (m) {
+    case BreakerMode::kNormal:
+      return "normal";
+    case BreakerMode::kForcedOpen:
+      return "forced_open";
+    case BreakerMode::kMetricsOnly:
+      return "metrics_only";
+    case BreakerMode::kBypass:
+      return "bypass";
+  }
+  return "unknown";
+}
+
 DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_BREAKER_TYPES_HPP_

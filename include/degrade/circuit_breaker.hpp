@@ -58,6 +58,7 @@
 #define DEGRADE_CIRCUIT_BREAKER_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -65,11 +66,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/breaker_settings.hpp"  // IWYU pragma: export
 #include "degrade/breaker_types.hpp"     // IWYU pragma: export
 #include "degrade/detail/breaker_core.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/detail/macros.hpp"
 #include "degrade/status.hpp"     // IWYU pragma: export
 #include "degrade/telemetry.hpp"  // IWYU pragma: export
 #include "degrade/trip.hpp"       // IWYU pragma: export
@@ -107,6 +111,10 @@ class [[nodiscard]] Permit {
   // `is_successful`. A second `Done()` (or one on a moved-from permit) does
   // nothing.
   void Done(const absl::Status& outcome);
+  // Reports the outcome as `verdict` says (kDefault: as Done(outcome)); the
+  // two-step form's classification by value, since a permit does not see
+  // the result.
+  void Done(const absl::Status& outcome, CallVerdict verdict);
 
   // The generation the call was admitted in.
   uint64_t generation() const { return ticket_.generation; }
@@ -138,14 +146,25 @@ class CircuitBreaker {
   using Result = detail::ResultOf<T>;
 
   explicit CircuitBreaker(BreakerSettings settings = {})
-      : core_(std::move(settings)) {}
+      : core_(WithoutForeignClassifier(std::move(settings))),
+        classify_(core_.settings().classify_result.classify
+                      ? &core_.settings().classify_result.classify
+                      : nullptr) {}
 
   // Like the constructor, but refuses invalid settings with the status from
   // `ValidateBreakerSettings()` instead of replacing them with defaults.
+  // A `classify_result` built for another result type is refused here and
+  // ignored by the constructor.
   static absl::StatusOr<std::unique_ptr<CircuitBreaker>> Create(
       BreakerSettings settings) {
     absl::Status valid = ValidateBreakerSettings(settings);
     if (!valid.ok()) return valid;
+    if (settings.classify_result && !ClassifierFits(settings.classify_result)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "circuit breaker '", settings.name,
+          "': setting 'classify_result' is invalid: it was built for another "
+          "result type (use ClassifyResult<T> with this breaker's T)"));
+    }
     return std::make_unique<CircuitBreaker>(std::move(settings));
   }
 
@@ -166,7 +185,11 @@ class CircuitBreaker {
     }
     Result result =
         detail::InvokeCatching<T>(f, "circuit breaker", core_.name());
-    core_.Complete(ticket, detail::StatusOf(result));
+    if (DEGRADE_UNLIKELY(classify_ != nullptr)) {
+      core_.Complete(ticket, detail::StatusOf(result), Classify(result));
+    } else {
+      core_.Complete(ticket, detail::StatusOf(result));
+    }
     return result;
   }
 
@@ -192,17 +215,42 @@ class CircuitBreaker {
   uint64_t generation() const { return core_.generation(); }
   const BreakerSettings& settings() const { return core_.settings(); }
 
-  // Opens the breaker until `Reset()` or `Disable()`; every call is rejected
-  // as open.
+  // Manual control. Each call starts a new generation, puts the open
+  // duration back at `timeout`, and is reported to `on_state_change` and
+  // the listener (with from == to when the state stays; the listener's
+  // event carries the modes), whether or not anything changed. The next
+  // manual call replaces the mode. See BreakerMode for how these map to
+  // resilience4j's states.
+  //
+  // Opens the breaker until `Reset()` (or another manual call); every call
+  // is rejected as open.
   void ForceOpen() { core_.ForceOpen(); }
-  // Admits every call and keeps counting, but never trips; until `Reset()`
-  // or `ForceOpen()`.
+  // Opens the breaker for `d` (until `t`), on the breaker's clock; then it
+  // goes half-open, as after a trip. `InfiniteDuration()` /
+  // `InfiniteFuture()` mean ForceOpen(). INVALID_ARGUMENT (and no change)
+  // for a duration under 1 ns or a time not after the clock's now.
+  absl::Status ForceOpenFor(absl::Duration d) { return core_.ForceOpenFor(d); }
+  absl::Status ForceOpenUntil(absl::Time t) { return core_.ForceOpenUntil(t); }
+  // Metrics-only (resilience4j METRICS_ONLY): admits every call and keeps
+  // counting (Counts, windows, totals, per-call and threshold events), but
+  // never trips.
   void Disable() { core_.Disable(); }
-  // Back to closed and normal operation, in a new generation, with the open
-  // duration back at `timeout`.
+  // The same as Disable(), under resilience4j's name.
+  void MetricsOnly() { core_.Disable(); }
+  // Bypass (resilience4j DISABLED): admits every call and records nothing;
+  // Counts, totals and per-call events stand still until another manual
+  // call.
+  void Bypass() { core_.Bypass(); }
+  // Back to closed and normal operation.
   void Reset() { core_.Reset(); }
-  bool forced_open() const { return core_.forced_open(); }
-  bool disabled() const { return core_.disabled(); }
+  BreakerMode mode() const { return core_.mode(); }
+  bool forced_open() const { return mode() == BreakerMode::kForcedOpen; }
+  // Metrics-only (Disable()).
+  bool disabled() const { return mode() == BreakerMode::kMetricsOnly; }
+  bool bypassed() const { return mode() == BreakerMode::kBypass; }
+  // When ForceOpenFor/ForceOpenUntil's open state ends; InfiniteFuture()
+  // when the breaker is not in a timed forced-open state.
+  absl::Time forced_open_until() { return core_.forced_open_until(); }
   // The open duration the next trip will use, before jitter: `timeout`, grown
   // by `backoff_multiplier` for each failed half-open trial since the last
   // close.
@@ -211,7 +259,26 @@ class CircuitBreaker {
   }
 
  private:
+  static bool ClassifierFits(const ResultClassifier& c) {
+    return c.type == detail::ResultTypeTag<Result>();
+  }
+  static BreakerSettings WithoutForeignClassifier(BreakerSettings s) {
+    if (s.classify_result && !ClassifierFits(s.classify_result)) {
+      s.classify_result = ResultClassifier{};
+    }
+    return s;
+  }
+  // A throwing classifier counts the call as a failure.
+  CallVerdict Classify(const Result& result) const {
+    return detail::InvokeOr([&] { return (*classify_)(&result); },
+                            [](absl::string_view) {
+                              return CallVerdict::kFailure;
+                            });
+  }
+
   detail::BreakerCore core_;
+  // The settings' classifier, when one fits T.
+  const std::function<CallVerdict(const void*)>* const classify_;
 };
 
 // ---- Implementation details ----
@@ -220,6 +287,12 @@ inline void Permit::Done(const absl::Status& outcome) {
   if (core_ == nullptr) return;
   detail::BreakerCore* core = std::exchange(core_, nullptr);
   core->Complete(ticket_, outcome);
+}
+
+inline void Permit::Done(const absl::Status& outcome, CallVerdict verdict) {
+  if (core_ == nullptr) return;
+  detail::BreakerCore* core = std::exchange(core_, nullptr);
+  core->Complete(ticket_, outcome, verdict);
 }
 
 inline void Permit::Release() {

@@ -449,6 +449,11 @@ class RegistryBreakerListener final : public BreakerListener {
       return BreakerStateChangeLine(change, registration_.name());
     });
   }
+  void OnThreshold(const BreakerThresholdEvent& event) override {
+    registration_.log().Emit(key_, [&] {
+      return BreakerThresholdLine(event, registration_.name());
+    });
+  }
 
  private:
   MetricsRegistry::Registration registration_;

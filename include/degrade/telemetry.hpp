@@ -88,13 +88,20 @@ enum class TransitionCause : uint8_t {
   kTrialsSucceeded,  // half-open -> closed: max_requests trials succeeded
   kTrialFailed,      // half-open -> open: a trial failed
   kTrialTimedOut,    // half-open -> open: half_open_max_wait passed
-  kForcedOpen,       // ForceOpen()
-  kDisabled,         // Disable() (to closed)
+  kForcedOpen,       // ForceOpen(), ForceOpenFor(), ForceOpenUntil()
+  kDisabled,         // Disable(): to closed, metrics-only
   kReset,            // Reset() (to closed)
+  // Appended, so that the values above keep their numbers.
+  kTrialsFailed,       // half-open -> open: kRateBased trials' rates reached
+  kForcedOpenElapsed,  // open -> half-open: ForceOpenFor/Until ran out
+  kBypassed,           // Bypass(): to closed, recording nothing
+  kTrialWaitElapsed,   // half-open -> closed: half_open_max_wait passed
+                       // with half_open_wait_expiry = kClose
 };
 
 // "tripped", "open_elapsed", "trials_succeeded", "trial_failed",
-// "trial_timed_out", "forced_open", "disabled" or "reset".
+// "trial_timed_out", "forced_open", "disabled", "reset", "trials_failed",
+// "forced_open_elapsed", "bypassed" or "trial_wait_elapsed".
 inline absl::string_view TransitionCauseName(TransitionCause c) {
   switch (c) {
     case TransitionCause::kTripped:
@@ -113,24 +120,69 @@ inline absl::string_view TransitionCauseName(TransitionCause c) {
       return "disabled";
     case TransitionCause::kReset:
       return "reset";
+    case TransitionCause::kTrialsFailed:
+      return "trials_failed";
+    case TransitionCause::kForcedOpenElapsed:
+      return "forced_open_elapsed";
+    case TransitionCause::kBypassed:
+      return "bypassed";
+    case TransitionCause::kTrialWaitElapsed:
+      return "trial_wait_elapsed";
   }
   return "unknown";
 }
 
 // BreakerStateChange
 //
-// One state change, as a listener receives it.
+// One change of state or of mode, as a listener receives it. A manual
+// change that keeps the state (Disable() or Bypass() while closed, Reset()
+// from metrics-only) is reported too, with from == to and the modes
+// telling the change.
 struct BreakerStateChange {
   // The breaker's name; valid for the duration of the call.
   absl::string_view breaker;
   State from = State::kClosed;
   State to = State::kClosed;
+  BreakerMode from_mode = BreakerMode::kNormal;
+  BreakerMode to_mode = BreakerMode::kNormal;
   TransitionCause cause = TransitionCause::kTripped;
   absl::Time time;
+  // ForceOpenFor/ForceOpenUntil: when the forced open state ends (then
+  // half-open). InfiniteFuture() otherwise.
+  absl::Time forced_until = absl::InfiniteFuture();
   // The counts of the generation that just ended, read before they were
   // cleared: for kTripped, what ready_to_trip saw ("12 failures in 20
   // calls").
   Counts counts;
+};
+
+// BreakerThreshold
+//
+// A rate threshold of the breaker's trip rule (trip::FailureRate,
+// trip::SlowCallRate).
+enum class BreakerThreshold : uint8_t { kFailureRate, kSlowCallRate };
+
+// "failure_rate" or "slow_call_rate".
+inline absl::string_view BreakerThresholdName(BreakerThreshold t) {
+  return t == BreakerThreshold::kFailureRate ? "failure_rate"
+                                             : "slow_call_rate";
+}
+
+// BreakerThresholdEvent
+//
+// A closed breaker's window reached a rate threshold of its trip rule
+// (resilience4j's FailureRateExceeded / SlowCallRateExceeded). Once per
+// episode: reported when the rate first reaches the threshold with the
+// minimum number of calls, and again only after it has fallen below it or a
+// new generation has started. In normal mode a trip (kTripped) follows; in
+// metrics-only mode (Disable()) the event is all that happens.
+struct BreakerThresholdEvent {
+  absl::string_view breaker;
+  BreakerThreshold threshold = BreakerThreshold::kFailureRate;
+  double rate = 0.0;   // what the window held
+  double limit = 0.0;  // the rule's threshold
+  uint64_t calls = 0;  // the window's calls
+  absl::Time time;
 };
 
 // CallOutcome
@@ -176,6 +228,11 @@ struct BreakerCall {
   CallOutcome outcome = CallOutcome::kSuccess;
   // Slower than slow_call_duration (successes and failures only).
   bool slow = false;
+  // How long the call took, on the breaker's clock, for the outcomes of
+  // calls that ran (success, failure, excluded, abandoned, stale); zero for
+  // rejections. A breaker with a listener that wants every call reads the
+  // precise clock at admission and completion for this.
+  absl::Duration duration = absl::ZeroDuration();
 };
 
 // BreakerView
@@ -212,6 +269,9 @@ class BreakerView {
 class BreakerListener : public TelemetryAttachment {
  public:
   virtual void OnStateChange(const BreakerStateChange& change) { (void)change; }
+  // A rate threshold reached, once per episode (see BreakerThresholdEvent);
+  // delivered like OnStateChange, in order with it.
+  virtual void OnThreshold(const BreakerThresholdEvent& event) { (void)event; }
   // Asked once, when the listener is attached: whether OnCall should be
   // called. It is the only per-call cost a listener can add to a breaker.
   virtual bool wants_calls() const { return false; }

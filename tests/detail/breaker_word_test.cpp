@@ -14,14 +14,14 @@
 namespace degrade {
 namespace {
 
-using detail::BreakerMode;
+using ::degrade::BreakerMode;
 using detail::BreakerWord;
 using detail::IsLegalTransition;
 
 TEST(BreakerWordTest, PackAndUnpackRoundTrip) {
   for (State s : {State::kClosed, State::kHalfOpen, State::kOpen}) {
     for (BreakerMode m : {BreakerMode::kNormal, BreakerMode::kForcedOpen,
-                          BreakerMode::kDisabled}) {
+                          BreakerMode::kMetricsOnly, BreakerMode::kBypass}) {
       for (uint64_t gen : {uint64_t{0}, uint64_t{1}, uint64_t{12345},
                            (uint64_t{1} << 60) - 1}) {
         const uint64_t w = BreakerWord::Pack(s, m, gen);
@@ -63,13 +63,20 @@ TEST(BreakerWordTest, LegalTransitionTable) {
       {S::kClosed, S::kClosed, M::kForcedOpen, false},
       {S::kOpen, S::kHalfOpen, M::kForcedOpen, false},
       {S::kOpen, S::kClosed, M::kForcedOpen, false},
-      // Disable: always to closed.
-      {S::kClosed, S::kClosed, M::kDisabled, true},
-      {S::kOpen, S::kClosed, M::kDisabled, true},
-      {S::kHalfOpen, S::kClosed, M::kDisabled, true},
-      {S::kClosed, S::kOpen, M::kDisabled, false},
-      {S::kOpen, S::kHalfOpen, M::kDisabled, false},
-      {S::kHalfOpen, S::kOpen, M::kDisabled, false},
+      // Disable (metrics-only): always to closed.
+      {S::kClosed, S::kClosed, M::kMetricsOnly, true},
+      {S::kOpen, S::kClosed, M::kMetricsOnly, true},
+      {S::kHalfOpen, S::kClosed, M::kMetricsOnly, true},
+      {S::kClosed, S::kOpen, M::kMetricsOnly, false},
+      {S::kOpen, S::kHalfOpen, M::kMetricsOnly, false},
+      {S::kHalfOpen, S::kOpen, M::kMetricsOnly, false},
+      // Bypass: always to closed, like metrics-only.
+      {S::kClosed, S::kClosed, M::kBypass, true},
+      {S::kOpen, S::kClosed, M::kBypass, true},
+      {S::kHalfOpen, S::kClosed, M::kBypass, true},
+      {S::kClosed, S::kOpen, M::kBypass, false},
+      {S::kOpen, S::kHalfOpen, M::kBypass, false},
+      {S::kHalfOpen, S::kOpen, M::kBypass, false},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(IsLegalTransition(r.from, r.to, r.mode), r.legal)
@@ -79,7 +86,7 @@ TEST(BreakerWordTest, LegalTransitionTable) {
   // Half-open is reachable from open in normal mode only, from nothing else.
   int to_half_open = 0;
   for (S from : {S::kClosed, S::kHalfOpen, S::kOpen}) {
-    for (M m : {M::kNormal, M::kForcedOpen, M::kDisabled}) {
+    for (M m : {M::kNormal, M::kForcedOpen, M::kMetricsOnly, M::kBypass}) {
       to_half_open += IsLegalTransition(from, S::kHalfOpen, m) ? 1 : 0;
     }
   }

@@ -29,7 +29,8 @@ TEST(TrialLedgerTest, SlotsAndOutstandingFollowEachEnding) {
   t.Succeed(3);  // keeps its slot, no longer out
   EXPECT_EQ(t.slots_used(), 2u);
   EXPECT_EQ(t.outstanding(), 1u);
-  t.Fail();
+  t.Fail(4);
+  EXPECT_EQ(t.outstanding(), 0u) << "a failed trial is no longer out";
   EXPECT_EQ(t.failed, 1u);
   EXPECT_EQ(t.deadline(), TrialLedger::kNever) << "no wait, no deadline";
 }

@@ -35,6 +35,19 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
+// One change of state or mode, as recorded under the breaker's lock.
+struct BreakerTransition {
+  State from = State::kClosed;
+  State to = State::kClosed;
+  BreakerMode from_mode = BreakerMode::kNormal;
+  BreakerMode to_mode = BreakerMode::kNormal;
+  TransitionCause cause = TransitionCause::kTripped;
+  int64_t at = 0;
+  // A timed forced-open state's end; INT64_MAX: none.
+  int64_t until = std::numeric_limits<int64_t>::max();
+  Counts counts;
+};
+
 class BreakerEvents {
  public:
   using Callback = std::function<void(const std::string&, State, State)>;
@@ -65,45 +78,70 @@ class BreakerEvents {
   bool wants_calls() const { return call_listener_ != nullptr; }
 
   // Reports one call. REQUIRES: wants_calls().
-  void NotifyCall(CallOutcome outcome, bool slow = false) {
+  void NotifyCall(CallOutcome outcome, bool slow = false,
+                  absl::Duration duration = absl::ZeroDuration()) {
     BreakerCall call;
     call.breaker = *name_;
     call.outcome = outcome;
     call.slow = slow;
+    call.duration = duration;
     CallQuietly([this, &call] { call_listener_->OnCall(call); });
   }
 
-  // A state change at `now_nanos`; `ended` are the counts of the generation
-  // that ended. REQUIRES: the breaker's lock held, from != to.
-  void RecordTransition(State from, State to, TransitionCause cause,
-                        int64_t now_nanos, const Counts& ended) {
-    transitions_[Index(from, to)].fetch_add(1, std::memory_order_relaxed);
-    if (from == State::kClosed) {
-      // A clock saturated at InfiniteFuture must not read as "closed".
-      degraded_since_.store(std::min(now_nanos, kNever - 1),
-                            std::memory_order_relaxed);
-    } else if (to == State::kClosed) {
-      degraded_since_.store(kNever, std::memory_order_relaxed);
+  // A change of state or mode (from == to for a manual change that keeps
+  // the state). REQUIRES: the breaker's lock held.
+  void RecordTransition(const BreakerTransition& t) {
+    if (t.from != t.to) {
+      transitions_[Index(t.from, t.to)].fetch_add(1,
+                                                  std::memory_order_relaxed);
+      if (t.from == State::kClosed) {
+        // A clock saturated at InfiniteFuture must not read as "closed".
+        degraded_since_.store(std::min(t.at, kNever - 1),
+                              std::memory_order_relaxed);
+      } else if (t.to == State::kClosed) {
+        degraded_since_.store(kNever, std::memory_order_relaxed);
+      }
     }
-    queue_.Push(Event{from, to, cause, now_nanos, ended});
+    Event e;
+    e.transition = t;
+    queue_.Push(std::move(e));
+  }
+
+  // A rate threshold reached. REQUIRES: the breaker's lock held.
+  void RecordThreshold(BreakerThreshold which, double rate, double limit,
+                       uint64_t calls, int64_t now_nanos) {
+    if (listener_ == nullptr) return;
+    Event e;
+    e.is_threshold = true;
+    e.threshold = which;
+    e.rate = rate;
+    e.limit = limit;
+    e.calls = calls;
+    e.transition.at = now_nanos;
+    queue_.Push(std::move(e));
   }
 
   // Delivers the queued events: the listener, then on_state_change, each on
   // its own so that one that throws costs the other nothing.
   void Dispatch() {
     queue_.Drain([this](const Event& e) {
+      if (e.is_threshold) return DeliverThreshold(e);
+      const BreakerTransition& t = e.transition;
       if (listener_ != nullptr) {
         BreakerStateChange change;
         change.breaker = *name_;
-        change.from = e.from;
-        change.to = e.to;
-        change.cause = e.cause;
-        change.time = absl::FromUnixNanos(e.at);
-        change.counts = e.counts;
+        change.from = t.from;
+        change.to = t.to;
+        change.from_mode = t.from_mode;
+        change.to_mode = t.to_mode;
+        change.cause = t.cause;
+        change.time = absl::FromUnixNanos(t.at);
+        if (t.until != kNever) change.forced_until = absl::FromUnixNanos(t.until);
+        change.counts = t.counts;
         CallQuietly([this, &change] { listener_->OnStateChange(change); });
       }
       if (*on_state_change_) {
-        CallQuietly(*on_state_change_, *name_, e.from, e.to);
+        CallQuietly(*on_state_change_, *name_, t.from, t.to);
       }
     });
   }
@@ -122,12 +160,25 @@ class BreakerEvents {
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
   struct Event {
-    State from;
-    State to;
-    TransitionCause cause;
-    int64_t at;
-    Counts counts;
+    BreakerTransition transition;  // also carries a threshold's time
+    bool is_threshold = false;
+    BreakerThreshold threshold = BreakerThreshold::kFailureRate;
+    double rate = 0.0;
+    double limit = 0.0;
+    uint64_t calls = 0;
   };
+
+  void DeliverThreshold(const Event& e) {
+    if (listener_ == nullptr) return;
+    BreakerThresholdEvent t;
+    t.breaker = *name_;
+    t.threshold = e.threshold;
+    t.rate = e.rate;
+    t.limit = e.limit;
+    t.calls = e.calls;
+    t.time = absl::FromUnixNanos(e.transition.at);
+    CallQuietly([this, &t] { listener_->OnThreshold(t); });
+  }
 
   static std::size_t Index(State from, State to) {
     return static_cast<std::size_t>(from) * 3 + static_cast<std::size_t>(to);

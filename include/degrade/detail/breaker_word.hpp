@@ -5,11 +5,11 @@
 // transitions are legal.
 //
 //   bits 0-1  State (closed, half-open, open)
-//   bits 2-3  Mode: normal, forced open (ForceOpen) or disabled (Disable)
+//   bits 2-3  BreakerMode: normal, forced open, metrics-only or bypass
 //   bits 4-63 generation: +1 at every transition and closed interval
 //
-// The modes constrain the states: forced open is only ever open, disabled
-// only ever closed, and half-open is only reached from open by the open
+// The modes constrain the states: forced open is only ever open,
+// metrics-only and bypass only ever closed, and half-open is only reached from open by the open
 // duration passing in normal mode. Everything else is allowed, including a
 // state to itself (a new generation: the closed interval, Reset() while
 // closed, ForceOpen() while open). IsLegalTransition() is checked on every
@@ -27,13 +27,6 @@
 
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
-
-// Modes layered on the state.
-enum class BreakerMode : uint8_t {
-  kNormal = 0,
-  kForcedOpen = 1,
-  kDisabled = 2
-};
 
 struct BreakerWord {
   static constexpr uint64_t kStateMask = 0x3;
@@ -58,7 +51,10 @@ struct BreakerWord {
 // `mode` (the mode after the transition).
 constexpr bool IsLegalTransition(State from, State to, BreakerMode mode) {
   if (mode == BreakerMode::kForcedOpen && to != State::kOpen) return false;
-  if (mode == BreakerMode::kDisabled && to != State::kClosed) return false;
+  if ((mode == BreakerMode::kMetricsOnly || mode == BreakerMode::kBypass) &&
+      to != State::kClosed) {
+    return false;
+  }
   if (to == State::kHalfOpen) {
     return from == State::kOpen && mode == BreakerMode::kNormal;
   }

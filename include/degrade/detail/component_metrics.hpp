@@ -94,14 +94,37 @@ inline void BreakerEpisodes(const BreakerView& b, const std::string& name,
   out->push_back(std::move(e));
 }
 
-// The breaker_state_change line.
+// The breaker_state_change line. The modes appear when either is not
+// normal, the forced end when there is one.
 inline std::string BreakerStateChangeLine(const BreakerStateChange& c,
                                           absl::string_view name) {
-  return absl::StrCat(R"({"time":")", JsonTime(c.time),
-                      R"(","event":"breaker_state_change","breaker":")",
-                      JsonEscape(name), R"(","from":")", StateName(c.from),
-                      R"(","to":")", StateName(c.to), R"(","cause":")",
-                      TransitionCauseName(c.cause), R"("})");
+  std::string line = absl::StrCat(
+      R"({"time":")", JsonTime(c.time),
+      R"(","event":"breaker_state_change","breaker":")", JsonEscape(name),
+      R"(","from":")", StateName(c.from), R"(","to":")", StateName(c.to),
+      R"(","cause":")", TransitionCauseName(c.cause), R"(")");
+  if (c.from_mode != BreakerMode::kNormal ||
+      c.to_mode != BreakerMode::kNormal) {
+    absl::StrAppend(&line, R"(,"from_mode":")", BreakerModeName(c.from_mode),
+                    R"(","to_mode":")", BreakerModeName(c.to_mode), R"(")");
+  }
+  if (c.forced_until != absl::InfiniteFuture()) {
+    absl::StrAppend(&line, R"(,"forced_until":")", JsonTime(c.forced_until),
+                    R"(")");
+  }
+  line += "}";
+  return line;
+}
+
+// The breaker_threshold line.
+inline std::string BreakerThresholdLine(const BreakerThresholdEvent& e,
+                                        absl::string_view name) {
+  return absl::StrCat(
+      R"({"time":")", JsonTime(e.time),
+      R"(","event":"breaker_threshold","breaker":")", JsonEscape(name),
+      R"(","threshold":")", BreakerThresholdName(e.threshold),
+      R"(","rate":)", JsonNumber(e.rate), R"(,"limit":)", JsonNumber(e.limit),
+      R"(,"calls":)", e.calls, "}");
 }
 
 // degrade_level*, degrade_feature_enabled, degrade_config_reloads_total,

@@ -2,8 +2,9 @@
 //
 // The trials of one half-open generation of a circuit breaker: how many
 // were admitted and how each ended, which decides whether the breaker closes
-// (max_requests successes), reopens (the first failure) or still has a slot
-// to give. With a `half_open_max_wait` it also keeps when each outstanding
+// (max_requests successes, or rates below the thresholds once all have
+// reported), reopens (the first failure, or rates reached) or still has a
+// slot to give. With a `half_open_max_wait` it also keeps when each outstanding
 // trial was admitted: the wait is per trial, from its own admission, so the
 // deadline is the oldest outstanding trial's admission plus the wait, and a
 // trial admitted late is never cut short by an earlier one's clock.
@@ -58,11 +59,31 @@ class TrialLedger {
     ++succeeded;
     Back(admitted_at);
   }
-  // A trial failed: the generation ends, so only the count matters.
-  void Fail() { ++failed; }
+  // The trial admitted at `admitted_at` failed. Under gobreaker's policy
+  // the generation ends with it; under the rate-based one it waits for the
+  // others, so its clock stops like a success's.
+  void Fail(int64_t admitted_at) {
+    ++failed;
+    Back(admitted_at);
+  }
+  // A trial that succeeded or failed was slower than slow_call_duration.
+  void Slow() { ++slow; }
 
   uint64_t slots_used() const { return admitted - abandoned - excluded; }
-  uint64_t outstanding() const { return slots_used() - succeeded; }
+  uint64_t reported() const { return succeeded + failed; }
+  uint64_t outstanding() const { return slots_used() - reported(); }
+
+  // The rate-based policy's judgement once `n` trials have reported: true
+  // to reopen, when the failure rate reaches `failure_rate` or, with
+  // slow calls tracked, the slow-call rate reaches `slow_rate`.
+  bool RatesReached(double failure_rate, double slow_rate,
+                    bool track_slow) const {
+    const uint64_t n = reported();
+    if (n == 0) return false;
+    const double d = static_cast<double>(n);
+    return static_cast<double>(failed) / d >= failure_rate ||
+           (track_slow && static_cast<double>(slow) / d >= slow_rate);
+  }
   // When the oldest outstanding trial's wait ends; kNever without a wait or
   // with no trial out.
   int64_t deadline() const {
@@ -74,7 +95,9 @@ class TrialLedger {
   uint64_t abandoned = 0;
   uint64_t excluded = 0;
   uint64_t succeeded = 0;
-  uint64_t failed = 0;  // at most 1: the first failure ends half-open
+  // Under gobreaker's policy at most 1: the first failure ends half-open.
+  uint64_t failed = 0;
+  uint64_t slow = 0;
 
  private:
   void Back(int64_t admitted_at) {

@@ -27,11 +27,15 @@ namespace detail {
 inline constexpr uint8_t kOutcomeRecorded = 1;
 inline constexpr uint8_t kOutcomeFailed = 2;
 inline constexpr uint8_t kOutcomeSlow = 4;
+inline constexpr uint8_t kOutcomeExcluded = 8;
 
 struct WindowStats {
   uint64_t calls = 0;
   uint64_t failures = 0;
   uint64_t slow = 0;
+  uint64_t requests = 0;
+  uint64_t successes = 0;
+  uint64_t exclusions = 0;
 };
 
 // The last `size` completed calls, as a ring of outcome bytes.
@@ -194,13 +198,18 @@ class Window {
 
   // Records a completed call admitted at `start_nanos`. Lock-free. Without
   // a window this is one compare, inlined into every call's success path.
-  DEGRADE_ALWAYS_INLINE void Record(int64_t start_nanos, uint8_t outcome) {
-    if (DEGRADE_LIKELY(kind_ == SlidingWindow::Kind::kNone)) return;
+  DEGRADE_ALWAYS_INLINE bool Record(int64_t start_nanos, uint8_t outcome) {
+    if (DEGRADE_LIKELY(kind_ == SlidingWindow::Kind::kNone)) return false;
+    if ((outcome & kOutcomeRecorded) == 0) return false;
     if (kind_ == SlidingWindow::Kind::kCount) {
       count_->Record(outcome);
     } else {
       time_->Record(start_nanos, outcome);
     }
+    return false;
+  }
+  DEGRADE_ALWAYS_INLINE void RecordAdmission(int64_t now_nanos) {
+    (void)now_nanos;
   }
 
   // REQUIRES: active().
@@ -209,7 +218,8 @@ class Window {
                                                 : time_->Read(now_nanos);
   }
 
-  void Reset() {
+  void Reset(int64_t now_nanos) {
+    (void)now_nanos;
     if (count_) count_->Reset();
     if (time_) time_->Reset();
   }

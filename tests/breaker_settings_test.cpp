@@ -152,7 +152,45 @@ INSTANTIATE_TEST_SUITE_P(
                     [](BreakerSettings& s) {
                       s.window = SlidingWindow::Time(absl::Nanoseconds(9), 10);
                     },
-                    "window.size"}),
+                    "window.size"},
+        // Issue 14: the library's rules are validated like any setting.
+        InvalidCase{"PercentageFailureRate",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::FailureRate(50.0, 5);
+                    },
+                    "ready_to_trip"},
+        InvalidCase{"ZeroFailureRate",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::FailureRate(0.0, 5);
+                    },
+                    "ready_to_trip"},
+        InvalidCase{"NaNSlowCallRate",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::SlowCallRate(kNaN, 5);
+                    },
+                    "ready_to_trip"},
+        InvalidCase{"ZeroMinimumCalls",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::FailureRate(0.5, 0);
+                    },
+                    "ready_to_trip"},
+        InvalidCase{"ZeroConsecutiveFailures",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::ConsecutiveFailures(0);
+                    },
+                    "ready_to_trip"},
+        InvalidCase{"AnyOfNothing",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::AnyOf(nullptr, trip::Rule());
+                    },
+                    "ready_to_trip"},
+        InvalidCase{"NestedBadPart",
+                    [](BreakerSettings& s) {
+                      s.ready_to_trip = trip::AnyOf(
+                          trip::ConsecutiveFailures(5),
+                          trip::AnyOf(trip::SlowCallRate(1.5, 10)));
+                    },
+                    "ready_to_trip"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       return info.param.label;
     });
@@ -189,6 +227,46 @@ TEST(SettingsValidationTest, CreateReportsTheFirstBadField) {
   const absl::Status status = ValidateBreakerSettings(s);
   EXPECT_THAT(status.message(), HasSubstr("'timeout'"));
   EXPECT_THAT(status.message(), ::testing::Not(HasSubstr("backoff_jitter")));
+}
+
+TEST(SettingsValidationTest, APercentageRuleIsRefusedWithTheFractionMessage) {
+  BreakerSettings s;
+  s.name = "x";
+  s.ready_to_trip = trip::FailureRate(50.0, 5);
+  const absl::Status st = ValidateBreakerSettings(s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "circuit breaker 'x': setting 'ready_to_trip' = failure_rate(50, "
+            "minimum_calls=5) is invalid: rates are fractions in (0, 1]: for "
+            "50% write 0.5");
+  s.ready_to_trip = trip::AnyOf(trip::ConsecutiveFailures(6),
+                                trip::FailureRate(0.5, 0));
+  EXPECT_EQ(ValidateBreakerSettings(s).message(),
+            "circuit breaker 'x': setting 'ready_to_trip' = "
+            "any_of(consecutive_failures(6), failure_rate(0.5, "
+            "minimum_calls=0)) is invalid: part 2 (failure_rate(0.5, "
+            "minimum_calls=0)): minimum_calls must be at least 1");
+}
+
+// Every way the field was assigned while it was a std::function still
+// compiles and validates: an unset rule, nullptr, lambdas, functions,
+// std::function and the trip:: rules.
+TEST(SettingsValidationTest, ReadyToTripTakesEveryCallableItTookBefore) {
+  BreakerSettings s;
+  s.name = "callables";
+  EXPECT_TRUE(ValidateBreakerSettings(s).ok()) << "unset: the default rule";
+  s.ready_to_trip = nullptr;
+  EXPECT_TRUE(ValidateBreakerSettings(s).ok());
+  s.ready_to_trip = [](const Counts& c) { return c.total_failures > 3; };
+  EXPECT_TRUE(ValidateBreakerSettings(s).ok());
+  s.ready_to_trip = NeverTrip;
+  EXPECT_TRUE(ValidateBreakerSettings(s).ok());
+  s.ready_to_trip = std::function<bool(const Counts&)>(NeverTrip);
+  EXPECT_TRUE(ValidateBreakerSettings(s).ok());
+  s.ready_to_trip = trip::FailureRate(1.0, 1);
+  EXPECT_TRUE(ValidateBreakerSettings(s).ok());
+  const std::function<bool(const Counts&)> out = s.ready_to_trip;
+  EXPECT_TRUE(out(Counts{0, 0, 0, 0, 0, 0, 1, 1, 0}));
 }
 
 TEST(SettingsValidationTest, CreateRefusesOrHonoursAnInfiniteTimeout) {
@@ -282,6 +360,27 @@ TEST(SettingsFallbackTest, InvalidWindowsBecomeTheWholeGeneration) {
   }
 }
 
+// Issue 14: FailureRate(50.0, 5) was accepted and never tripped. The
+// constructor, which cannot refuse, falls back to the default rule.
+TEST(SettingsFallbackTest, AnInvalidRuleBecomesTheDefaultRule) {
+  const trip::Rule invalid[] = {
+      trip::FailureRate(50.0, 5), trip::FailureRate(0.5, 0),
+      trip::ConsecutiveFailures(0), trip::AnyOf(nullptr, nullptr),
+      trip::AnyOf(trip::ConsecutiveFailures(2), trip::SlowCallRate(-1, 4))};
+  for (const trip::Rule& rule : invalid) {
+    SCOPED_TRACE(rule.Describe());
+    FakeClock clock(kAlignedStart);
+    BreakerSettings s = TestSettings(&clock);
+    s.ready_to_trip = rule;
+    Breaker b(s);
+    EXPECT_EQ(b.settings().ready_to_trip.Describe(), "consecutive_failures(6)");
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(RunFailure(b));
+    EXPECT_EQ(b.state(), State::kClosed) << "5 failures";
+    ASSERT_TRUE(RunFailure(b));
+    EXPECT_EQ(b.state(), State::kOpen) << "gobreaker's more than 5";
+  }
+}
+
 TEST(SettingsFallbackTest, NegativeIntervalNeverClearsCounts) {
   FakeClock clock(kAlignedStart);
   BreakerSettings s = TestSettings(&clock);
@@ -347,6 +446,7 @@ TEST(BreakerSettingRulesTest, EachRuleBrokenAloneIsReportedAndRepaired) {
          s.window = SlidingWindow::Time(absl::Hours(1), UINT32_MAX);
        }},
       {"window.size", [](S& s) { s.window = SlidingWindow::Time(kNs, 2); }},
+      {"ready_to_trip", [](S& s) { s.ready_to_trip = trip::FailureRate(50.0, 5); }},
       {"half_open_policy",
        [](S& s) { s.half_open_policy = static_cast<HalfOpenPolicy>(2); }},
       {"half_open_failure_rate", [](S& s) { s.half_open_failure_rate = 50; }},
@@ -406,6 +506,7 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
                            std::numeric_limits<double>::quiet_NaN()};
   const uint32_t sizes[] = {0, 1, 2, 10, 1000, 100000, 100001, UINT32_MAX};
   detail::SplitMix64 rng(2026);
+  detail::SplitMix64 rule_rng(14);
   const auto pick = [&rng](const auto& pool) {
     return pool[rng.Next() % std::size(pool)];
   };
@@ -420,6 +521,33 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
     s.half_open_max_wait = pick(durations);
     s.backoff_multiplier = pick(ratios);
     s.backoff_jitter = pick(ratios);
+    // Rules come from their own generator, so the draws of the other
+    // fields are the ones this test always made; most draws leave the rule
+    // unset, so that valid settings stay common.
+    const uint64_t minimums[] = {0, 1, 5, 100, UINT64_MAX};
+    const auto pick_rule = [&rule_rng](const auto& pool) {
+      return pool[rule_rng.Next() % std::size(pool)];
+    };
+    switch (rule_rng.Next() % 12) {
+      case 1:
+        s.ready_to_trip =
+            trip::FailureRate(pick_rule(ratios), pick_rule(minimums));
+        break;
+      case 2:
+        s.ready_to_trip =
+            trip::SlowCallRate(pick_rule(ratios), pick_rule(minimums));
+        break;
+      case 3:
+        s.ready_to_trip = trip::ConsecutiveFailures(pick_rule(minimums));
+        break;
+      case 4:
+        s.ready_to_trip = trip::AnyOf(
+            rule_rng.Next() % 2 ? trip::Rule() : trip::ConsecutiveFailures(6),
+            trip::FailureRate(pick_rule(ratios), pick_rule(minimums)));
+        break;
+      default:
+        break;
+    }
     switch (rng.Next() % 4) {
       case 0:
         break;
@@ -450,6 +578,9 @@ TEST(BreakerSettingRulesTest, NormalisedSettingsAlwaysValidate) {
     EXPECT_EQ(n.backoff_multiplier, s.backoff_multiplier);
     EXPECT_EQ(n.backoff_jitter, s.backoff_jitter);
     EXPECT_EQ(n.window.kind, s.window.kind);
+    if (s.ready_to_trip && s.window.kind != SlidingWindow::Kind::kCount) {
+      EXPECT_EQ(n.ready_to_trip.Describe(), s.ready_to_trip.Describe());
+    }
   }
   EXPECT_GT(valid, 50);  // the pools do produce valid settings too
 }
@@ -462,6 +593,40 @@ TEST(BreakerSettingRulesTest, TheDefaultTripRuleIsGobreakers) {
   c.consecutive_failures = 6;
   EXPECT_TRUE(n.ready_to_trip(c));
   EXPECT_EQ(detail::EffectiveOpenTimeout(n), absl::Seconds(60));
+}
+
+// resilience4j: the effective minimum is min(minimumNumberOfCalls,
+// slidingWindowSize). Only a count window bounds the calls it holds.
+TEST(BreakerSettingRulesTest, ACountWindowCapsTheRuleAtItsSize) {
+  struct Row {
+    SlidingWindow window;
+    trip::Rule rule;
+    uint64_t minimum;
+  };
+  const Row rows[] = {
+      {SlidingWindow::Count(5), trip::FailureRate(0.5, 6), 5},
+      {SlidingWindow::Count(10), trip::FailureRate(0.5), 10},
+      {SlidingWindow::Count(10), trip::SlowCallRate(0.5, 4), 4},
+      {SlidingWindow{}, trip::FailureRate(0.5), 100},
+      {SlidingWindow::Time(absl::Seconds(10)), trip::FailureRate(0.5), 100},
+      // An invalid window is dropped first, and nothing caps the rule.
+      {SlidingWindow::Count(0), trip::FailureRate(0.5, 6), 6},
+  };
+  for (const Row& row : rows) {
+    BreakerSettings s;
+    s.window = row.window;
+    s.ready_to_trip = trip::AnyOf(trip::ConsecutiveFailures(3), row.rule);
+    const BreakerSettings n = detail::NormalizeBreakerSettings(s);
+    SCOPED_TRACE(n.ready_to_trip.Describe());
+    EXPECT_EQ(n.ready_to_trip.calls_to_decide(), row.minimum);
+    EXPECT_EQ(n.ready_to_trip.parts()[0].failures(), 3u);
+    EXPECT_TRUE(ValidateBreakerSettings(n).ok());
+  }
+  BreakerSettings custom;
+  custom.window = SlidingWindow::Count(5);
+  custom.ready_to_trip = NeverTrip;
+  EXPECT_EQ(detail::NormalizeBreakerSettings(custom).ready_to_trip.kind(),
+            trip::Rule::Kind::kCustom);
 }
 
 // A sub-nanosecond timeout used to be truncated to 0, i.e. the 60 s

@@ -21,6 +21,7 @@
 #include "breaker_test_util.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/component_metrics.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
@@ -652,6 +653,157 @@ TEST(CallEventsTest, OutcomesCarryTheirDurationAndRejectionsNone) {
   EXPECT_EQ(calls[1].duration, absl::Milliseconds(40));
   EXPECT_EQ(calls[2].outcome, CallOutcome::kRejectedOpen);
   EXPECT_EQ(calls[2].duration, absl::ZeroDuration());
+}
+
+// ---------------------------------------------------------------------------
+// Rate rules decide after every outcome; why the breaker opened
+// ---------------------------------------------------------------------------
+
+BreakerSettings RateSettings(const FakeClock* clock, Telemetry* t,
+                             uint32_t window, trip::Rule rule) {
+  BreakerSettings s = TestSettings(clock, "rates");
+  s.window = SlidingWindow::Count(window);
+  s.ready_to_trip = std::move(rule);
+  s.metrics = t;
+  return s;
+}
+
+TEST(RateRuleTest, FiftyPercentOfACountWindowOfFourIsReachedOnASuccess) {
+  FakeClock clock;
+  Recorder rec;
+  Breaker b(RateSettings(&clock, &rec, 4, trip::FailureRate(0.5, 4)));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kClosed) << "3 calls: under the minimum";
+  EXPECT_TRUE(RunOk(b));
+  EXPECT_EQ(b.state(), State::kOpen) << "75% of 4, decided on the success";
+  const TripReason why = b.last_trip();
+  EXPECT_EQ(why.rule, TripReason::Rule::kFailureRate);
+  EXPECT_EQ(why.ToString(), "failure rate 75% of 4 calls >= 50%");
+  EXPECT_EQ(why.ToJson(),
+            R"({"rule":"failure_rate","rate":0.75,"calls":4,"threshold":0.5})");
+  EXPECT_EQ(why.counts.window_failures, 3u);
+  const std::vector<Recorder::Change> ch = rec.changes();
+  ASSERT_EQ(ch.size(), 1u);
+  EXPECT_EQ(ch[0].cause, TransitionCause::kTripped);
+  EXPECT_EQ(ch[0].counts.window_calls, 4u) << "counts not lost on open";
+}
+
+TEST(RateRuleTest, TheMinimumIsCappedAtACountWindowsSize) {
+  FakeClock clock;
+  Breaker small(RateSettings(&clock, nullptr, 5, trip::FailureRate(0.5, 6)));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(RunFailure(small));
+  EXPECT_EQ(small.state(), State::kClosed);
+  EXPECT_TRUE(RunFailure(small));
+  EXPECT_EQ(small.state(), State::kOpen) << "min(6, 5) = 5 calls";
+  // resilience4j's common "window 10, default minimum 100".
+  Breaker common(RateSettings(&clock, nullptr, 10, trip::FailureRate(0.5)));
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(RunOk(common));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(RunFailure(common));
+  EXPECT_EQ(common.state(), State::kClosed);
+  EXPECT_TRUE(RunFailure(common));
+  EXPECT_EQ(common.state(), State::kOpen) << "5 of 10";
+}
+
+TEST(RateRuleTest, AHealthyBreakerIsNotAskedOnEverySuccess) {
+  FakeClock clock;
+  Breaker b(RateSettings(&clock, nullptr, 4, trip::FailureRate(0.5, 4)));
+  EXPECT_TRUE(RunFailure(b));
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(RunOk(b));
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen) << "S S F F: 50% of the last 4";
+}
+
+TEST(RateRuleTest, ACustomRuleKeepsGobreakersContract) {
+  FakeClock clock;
+  int asked = 0;
+  BreakerSettings s = TestSettings(&clock, "custom");
+  s.window = SlidingWindow::Count(4);
+  s.ready_to_trip = [&asked](const Counts& c) {
+    ++asked;
+    return c.failure_rate() >= 0.5 && c.window_calls >= 4;
+  };
+  Breaker b(s);
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunOk(b));
+  EXPECT_EQ(asked, 3) << "asked after each failure only";
+  EXPECT_EQ(b.state(), State::kClosed) << "as gobreaker: the success is not asked";
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+  EXPECT_EQ(b.last_trip().rule, TripReason::Rule::kCustom);
+}
+
+TEST(RateRuleTest, SlowCallRateTripsOnSlowSuccesses) {
+  FakeClock clock;
+  Recorder rec;
+  BreakerSettings s =
+      RateSettings(&clock, &rec, 10, trip::SlowCallRate(0.5, 2));
+  s.slow_call_duration = absl::Seconds(1);
+  Breaker b(s);
+  EXPECT_TRUE(RunTaking(b, clock, absl::Seconds(5)));
+  EXPECT_EQ(b.state(), State::kClosed);
+  EXPECT_TRUE(RunTaking(b, clock, absl::Seconds(5)));
+  EXPECT_EQ(b.state(), State::kOpen);
+  EXPECT_EQ(b.last_trip().rule, TripReason::Rule::kSlowCallRate);
+  const std::vector<BreakerThresholdEvent> th = rec.thresholds();
+  ASSERT_EQ(th.size(), 1u);
+  EXPECT_EQ(th[0].threshold, BreakerThreshold::kSlowCallRate);
+  EXPECT_EQ(th[0].rate, 1.0);
+  EXPECT_EQ(th[0].limit, 0.5);
+}
+
+TEST(RateRuleTest, ThresholdEventsComeOncePerEpisode) {
+  FakeClock clock;
+  Recorder rec;
+  Breaker b(RateSettings(&clock, &rec, 4, trip::FailureRate(0.5, 4)));
+  b.Disable();  // metrics-only: the events are all that happens
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(rec.thresholds().size(), 1u) << "one episode, however long";
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(RunOk(b));
+  EXPECT_TRUE(RunFailure(b));  // 25%: seen below, the episode ends
+  EXPECT_EQ(rec.thresholds().size(), 1u);
+  EXPECT_TRUE(RunFailure(b));  // 50% again: a new episode
+  const std::vector<BreakerThresholdEvent> th = rec.thresholds();
+  ASSERT_EQ(th.size(), 2u);
+  EXPECT_EQ(th[1].threshold, BreakerThreshold::kFailureRate);
+  EXPECT_EQ(th[1].rate, 0.5);
+  EXPECT_EQ(th[1].calls, 4u);
+  EXPECT_EQ(b.state(), State::kClosed) << "metrics-only never trips";
+}
+
+TEST(RateRuleTest, InNormalModeTheThresholdEventPrecedesTheTrip) {
+  FakeClock clock;
+  Recorder rec;
+  Breaker b(RateSettings(&clock, &rec, 4, trip::FailureRate(0.5, 2)));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+  EXPECT_EQ(rec.thresholds().size(), 1u);
+  EXPECT_EQ(rec.causes(), std::vector<TransitionCause>{TransitionCause::kTripped});
+}
+
+TEST(RateRuleTest, TheStateChangeLineSaysWhyItOpened) {
+  BreakerStateChange c;
+  c.from = State::kClosed;
+  c.to = State::kOpen;
+  c.cause = TransitionCause::kTripped;
+  c.time = absl::FromUnixSeconds(1'700'000'000);
+  c.trip.rule = TripReason::Rule::kFailureRate;
+  c.trip.value = 0.62;
+  c.trip.threshold = 0.5;
+  c.trip.calls = 50;
+  const std::string line = detail::BreakerStateChangeLine(c, "recall");
+  EXPECT_THAT(line, HasSubstr(R"("cause":"tripped","trip":{"rule":"failure_rate","rate":0.62,"calls":50,"threshold":0.5}})"));
+  c.trip = TripReason{};
+  c.cause = TransitionCause::kForcedOpen;
+  c.to_mode = BreakerMode::kForcedOpen;
+  EXPECT_THAT(detail::BreakerStateChangeLine(c, "recall"),
+              HasSubstr(R"("from_mode":"normal","to_mode":"forced_open"})"));
 }
 
 }  // namespace

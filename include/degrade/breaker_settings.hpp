@@ -177,16 +177,26 @@ struct BreakerSettings {
   // kDefaultOpenTimeout (60 s); `absl::InfiniteDuration()` keeps it open
   // until `Reset()`.
   absl::Duration timeout = absl::ZeroDuration();
-  // Called with the counts after each closed-state failure (and slow call);
-  // returning true opens the breaker. Unset means gobreaker's "more than 5
-  // consecutive failures", trip::ConsecutiveFailures(6) (trip.hpp). Runs
-  // outside the breaker's lock, on the calling thread, one call at a time
-  // (so a rule with state needs no lock of its own): it may read or move
-  // this breaker (counts(), ForceOpen(), Reset(), ...), and the trip then
-  // happens only if the generation it decided on is still current. A call
-  // through this breaker made from inside it is counted but does not ask
-  // the rule again. A throw means false.
-  std::function<bool(const Counts&)> ready_to_trip;
+  // When to open (trip.hpp). A rule with a rate part (trip::FailureRate,
+  // trip::SlowCallRate, or an AnyOf holding one) is asked after every
+  // recorded closed-state outcome, successes too, as in resilience4j; a
+  // consecutive-failures or custom rule (any callable bool(const Counts&):
+  // a lambda, a function, a std::function) is asked after each closed-state
+  // failure (and slow call), as in gobreaker. Returning true opens the
+  // breaker. Unset means gobreaker's "more than 5 consecutive failures",
+  // trip::ConsecutiveFailures(6). The library's rules are validated: a rate
+  // outside (0, 1] (50% is 0.5), minimum_calls of 0, ConsecutiveFailures(0)
+  // or an AnyOf of nothing is refused by validation and replaced by the
+  // default rule by the constructor. With a count window of N the effective
+  // minimum of each rate part is min(minimum_calls, N), so "window 10,
+  // minimum 100" trips after 10 calls (settings() reads back the capped
+  // rule). Runs outside the breaker's lock, on the calling thread, one call
+  // at a time (so a rule with state needs no lock of its own): it may read
+  // or move this breaker (counts(), ForceOpen(), Reset(), ...), and the
+  // trip then happens only if the generation it decided on is still
+  // current. A call through this breaker made from inside it is counted but
+  // does not ask the rule again. A throw means false.
+  trip::Rule ready_to_trip;
   // Called once per state change, outside the breaker's lock, in order and
   // never concurrently, possibly on another thread that is delivering events
   // (see circuit_breaker.hpp). A throw is swallowed.
@@ -273,8 +283,9 @@ inline absl::Duration EffectiveOpenTimeout(const BreakerSettings& s) {
 }
 
 // Settings a breaker can run with: every field that fails a rule is reset
-// to its default, "forever" spellings of 0-means-off fields become 0, and
-// an unset ready_to_trip becomes the default rule. REQUIRES nothing;
+// to its default, "forever" spellings of 0-means-off fields become 0, an
+// unset ready_to_trip becomes the default rule, and with a count window the
+// rule's rate parts are capped at the window's size. REQUIRES nothing;
 // ValidateBreakerSettings(NormalizeBreakerSettings(s)) is always OK.
 inline BreakerSettings NormalizeBreakerSettings(BreakerSettings s);
 
@@ -304,6 +315,9 @@ struct BreakerSettingRule {
   bool (*broken)(const BreakerSettings&);
   std::string (*value)(const BreakerSettings&);
   void (*repair)(BreakerSettings&);
+  // When set, says why in place of `why`: for a rule whose reason depends
+  // on the value (which part of a trip rule, and what is wrong with it).
+  std::string (*explain)(const BreakerSettings&) = nullptr;
 };
 
 inline bool NegativeDuration(absl::Duration d) {
@@ -326,14 +340,18 @@ inline bool BadHalfOpenRate(double r) {
   return !std::isfinite(r) || r < 0.0 || r > 1.0;
 }
 
+inline trip::Rule DefaultTripRule() {
+  return trip::ConsecutiveFailures(kDefaultTripConsecutiveFailures);
+}
+
 inline bool IsTimeWindow(const SlidingWindow& w) {
   return w.kind == SlidingWindow::Kind::kTime;
 }
 
 // In the order ValidateBreakerSettings reports them.
-inline const std::array<BreakerSettingRule, 26>& BreakerSettingRules() {
+inline const std::array<BreakerSettingRule, 27>& BreakerSettingRules() {
   using S = BreakerSettings;
-  static const std::array<BreakerSettingRule, 26> kRules = {{
+  static const std::array<BreakerSettingRule, 27> kRules = {{
       {"interval", "must be >= 0 (0 means never clear)",
        [](const S& s) { return NegativeDuration(s.interval); },
        [](const S& s) { return absl::FormatDuration(s.interval); },
@@ -444,6 +462,17 @@ inline const std::array<BreakerSettingRule, 26>& BreakerSettingRules() {
        },
        [](const S& s) { return absl::StrCat(s.window.size); },
        [](S& s) { s.window = SlidingWindow{}; }},
+      // Unset is valid (the default rule); a library rule that cannot
+      // decide what it says (FailureRate(50.0, 5) never trips) is not.
+      {"ready_to_trip", "is not a valid trip rule",
+       [](const S& s) {
+         return s.ready_to_trip && !s.ready_to_trip.Validate().ok();
+       },
+       [](const S& s) { return s.ready_to_trip.Describe(); },
+       [](S& s) { s.ready_to_trip = DefaultTripRule(); },
+       [](const S& s) {
+         return std::string(s.ready_to_trip.Validate().message());
+       }},
       {"half_open_policy", "must be kFirstFailureReopens or kRateBased",
        [](const S& s) {
          return s.half_open_policy != HalfOpenPolicy::kFirstFailureReopens &&
@@ -504,9 +533,11 @@ inline BreakerSettings NormalizeBreakerSettings(BreakerSettings s) {
   if (s.half_open_max_wait == absl::InfiniteDuration()) {
     s.half_open_max_wait = absl::ZeroDuration();
   }
-  if (!s.ready_to_trip) {
-    s.ready_to_trip =
-        trip::ConsecutiveFailures(kDefaultTripConsecutiveFailures);
+  if (!s.ready_to_trip) s.ready_to_trip = DefaultTripRule();
+  // A count window of N never holds more than N calls: a larger minimum
+  // would never be reached (resilience4j uses min(minimum, window size)).
+  if (s.window.kind == SlidingWindow::Kind::kCount) {
+    s.ready_to_trip = s.ready_to_trip.CappedAt(s.window.size);
   }
   return s;
 }
@@ -518,7 +549,9 @@ inline absl::Status ValidateBreakerSettings(const BreakerSettings& s) {
     if (!rule.broken(s)) continue;
     return absl::InvalidArgumentError(
         absl::StrCat("circuit breaker '", s.name, "': setting '", rule.field,
-                     "' = ", rule.value(s), " is invalid: ", rule.why));
+                     "' = ", rule.value(s), " is invalid: ",
+                     rule.explain != nullptr ? rule.explain(s)
+                                             : std::string(rule.why)));
   }
   return absl::OkStatus();
 }

@@ -6,8 +6,10 @@
 //
 // The vocabulary of a circuit breaker, apart from the breaker itself: its
 // `State`, the `Counts` of the current generation that trip rules read, the
-// lifetime `BreakerTotals`, and the `SlidingWindow` a failure rate is
-// computed over. Trip rules (trip.hpp), settings (breaker_settings.hpp) and
+// lifetime `BreakerTotals`, the `SlidingWindow` a failure rate is computed
+// over, and the `TripReason` a breaker keeps when a rule opens it (the
+// counts are cleared on that transition, so without it nobody could say
+// afterwards why the breaker opened). Trip rules (trip.hpp), settings (breaker_settings.hpp) and
 // telemetry (telemetry.hpp) speak these types without compiling the breaker.
 //
 //   degrade::Counts c;            // what ready_to_trip receives
@@ -16,14 +18,22 @@
 //   bool trip = c.failure_rate() >= 0.5;              // 0.6: trips
 //   degrade::SlidingWindow w = degrade::SlidingWindow::Count(100);
 //   absl::string_view s = degrade::StateName(degrade::State::kHalfOpen);
+//   degrade::TripReason why;  // filled by trip::Rule::Check
+//   std::string line = why.ToJson();  // {"rule":"none"}
 //
-// Thread safety: these are plain values; a copy is a snapshot.
+// Thread safety: these are plain values (a copy is a snapshot) and pure
+// functions, safe to call from any thread.
 
 #ifndef DEGRADE_BREAKER_TYPES_HPP_
 #define DEGRADE_BREAKER_TYPES_HPP_
 
+#include <array>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/version.hpp"
@@ -35,18 +45,11 @@ DEGRADE_NAMESPACE_BEGIN
 // The three states of a breaker.
 enum class State : uint8_t { kClosed = 0, kHalfOpen = 1, kOpen = 2 };
 
-// Returns "closed", "half-open" or "open".
-inline absl::string_view StateName(State s) {
-  switch (s) {
-    case State::kClosed:
-      return "closed";
-    case State::kHalfOpen:
-      return "half-open";
-    case State::kOpen:
-      return "open";
-  }
-  return "unknown";
-}
+// Returns "closed", "half-open" or "open"; a value outside the enum (read
+// from a corrupt word, cast from an integer) returns "unknown state: N", so
+// a log line says what was actually there. The view stays valid for the
+// life of the program.
+inline absl::string_view StateName(State s);
 
 // Counts
 //
@@ -82,6 +85,49 @@ struct Counts {
                                    static_cast<double>(window_calls);
   }
 };
+
+// TripReason
+//
+// Why a breaker opened: the rule that decided and what it saw. Filled by
+// `trip::Rule::Check` when the rule trips; a default value (kNone) means
+// the breaker was not opened by a rule (it never opened, or was opened by
+// hand). A plain value.
+struct TripReason {
+  enum class Rule : uint8_t {
+    kNone,  // not tripped by a rule (never opened, or manual)
+    kConsecutiveFailures,
+    kFailureRate,
+    kSlowCallRate,
+    kCustom,  // a user's ready_to_trip predicate
+  };
+  Rule rule = Rule::kNone;
+  // The rate (0..1) seen, or the consecutive failures; 0 for kCustom.
+  double value = 0;
+  // The rule's rate, or its n; 0 for kCustom.
+  double threshold = 0;
+  // `window_calls` when the rule decided (what a rate was computed over).
+  uint64_t calls = 0;
+  // The whole snapshot the rule decided on.
+  Counts counts;
+
+  // One JSON object, for log lines: {"rule":"failure_rate","rate":0.62,
+  // "calls":50,"threshold":0.5}; slow_call_rate likewise;
+  // {"rule":"consecutive_failures","failures":6,"threshold":6};
+  // {"rule":"custom","failures":3,"calls":10} (window_failures and
+  // window_calls); {"rule":"none"}. Rates are printed with up to 6
+  // significant digits and no trailing zeros, counts exactly; a non-finite
+  // number (only a hand-made value can hold one) is printed as null so the
+  // line stays valid JSON.
+  std::string ToJson() const;
+  // For people: "failure rate 62% of 50 calls >= 50%", "slow-call rate 80%
+  // of 50 calls >= 75%", "6 consecutive failures >= 6", "custom rule (3
+  // failures in 10 calls)", "none".
+  std::string ToString() const;
+};
+
+// "none", "consecutive_failures", "failure_rate", "slow_call_rate",
+// "custom"; "unknown" for a value outside the enum.
+inline absl::string_view TripRuleName(TripReason::Rule rule);
 
 // SlidingWindow
 //
@@ -175,6 +221,114 @@ inline absl::string_view BreakerModeName(BreakerMode m) {
       return "bypass";
   }
   return "unknown";
+}
+
+// ---- Implementation details ----
+
+inline absl::string_view StateName(State s) {
+  switch (s) {
+    case State::kClosed:
+      return "closed";
+    case State::kHalfOpen:
+      return "half-open";
+    case State::kOpen:
+      return "open";
+  }
+  // Every spelling is built once and never freed, so the view outlives any
+  // caller, static destructors included.
+  static const std::array<std::string, 256>* const kUnknown = [] {
+    auto* names = new std::array<std::string, 256>;
+    for (std::size_t i = 0; i < names->size(); ++i) {
+      (*names)[i] = absl::StrCat("unknown state: ", i);
+    }
+    return names;
+  }();
+  return (*kUnknown)[static_cast<uint8_t>(s)];
+}
+
+inline absl::string_view TripRuleName(TripReason::Rule rule) {
+  switch (rule) {
+    case TripReason::Rule::kNone:
+      return "none";
+    case TripReason::Rule::kConsecutiveFailures:
+      return "consecutive_failures";
+    case TripReason::Rule::kFailureRate:
+      return "failure_rate";
+    case TripReason::Rule::kSlowCallRate:
+      return "slow_call_rate";
+    case TripReason::Rule::kCustom:
+      return "custom";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+// A JSON number with up to 6 significant digits (absl's double formatting,
+// which ignores the C locale), or null when there is none to print.
+inline std::string JsonSixDigits(double x) {
+  return std::isfinite(x) ? absl::StrCat(x) : std::string("null");
+}
+
+// A count held in a double, printed as the integer it is when it is one.
+inline std::string JsonCount(double x) {
+  if (std::isfinite(x) && x >= 0 && x < 1e15 && x == std::floor(x)) {
+    return absl::StrCat(static_cast<uint64_t>(x));
+  }
+  return JsonSixDigits(x);
+}
+
+// A rate as a percentage: 0.62 -> "62%".
+inline std::string Percent(double rate) {
+  return absl::StrCat(rate * 100, "%");
+}
+
+}  // namespace detail
+
+inline std::string TripReason::ToJson() const {
+  const std::string name(TripRuleName(rule));
+  switch (rule) {
+    case Rule::kFailureRate:
+    case Rule::kSlowCallRate:
+      return absl::StrCat("{\"rule\":\"", name,
+                          "\",\"rate\":", detail::JsonSixDigits(value),
+                          ",\"calls\":", calls,
+                          ",\"threshold\":", detail::JsonSixDigits(threshold),
+                          "}");
+    case Rule::kConsecutiveFailures:
+      return absl::StrCat("{\"rule\":\"", name,
+                          "\",\"failures\":", detail::JsonCount(value),
+                          ",\"threshold\":", detail::JsonCount(threshold),
+                          "}");
+    case Rule::kCustom:
+      return absl::StrCat("{\"rule\":\"", name,
+                          "\",\"failures\":", counts.window_failures,
+                          ",\"calls\":", counts.window_calls, "}");
+    case Rule::kNone:
+      break;
+  }
+  return absl::StrCat("{\"rule\":\"", name, "\"}");
+}
+
+inline std::string TripReason::ToString() const {
+  switch (rule) {
+    case Rule::kFailureRate:
+    case Rule::kSlowCallRate:
+      return absl::StrCat(
+          rule == Rule::kFailureRate ? "failure rate " : "slow-call rate ",
+          detail::Percent(value), " of ", calls, " calls >= ",
+          detail::Percent(threshold));
+    case Rule::kConsecutiveFailures:
+      return absl::StrCat(detail::JsonCount(value),
+                          " consecutive failures >= ",
+                          detail::JsonCount(threshold));
+    case Rule::kCustom:
+      return absl::StrCat("custom rule (", counts.window_failures,
+                          " failures in ", counts.window_calls, " calls)");
+    case Rule::kNone:
+      break;
+  }
+  return std::string(TripRuleName(rule));
 }
 
 DEGRADE_NAMESPACE_END

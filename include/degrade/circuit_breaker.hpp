@@ -251,6 +251,10 @@ class CircuitBreaker {
   // When ForceOpenFor/ForceOpenUntil's open state ends; InfiniteFuture()
   // when the breaker is not in a timed forced-open state.
   absl::Time forced_open_until() { return core_.forced_open_until(); }
+  // Why the breaker last opened by its rule: the rule and the snapshot it
+  // decided on (`ToString()`: "failure rate 62% of 50 calls >= 50%").
+  // Rule kNone until it first trips; manual opens do not change it.
+  TripReason last_trip() { return core_.last_trip(); }
   // The open duration the next trip will use, before jitter: `timeout`, grown
   // by `backoff_multiplier` for each failed half-open trial since the last
   // close.

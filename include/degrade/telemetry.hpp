@@ -154,6 +154,10 @@ struct BreakerStateChange {
   // cleared: for kTripped, what ready_to_trip saw ("12 failures in 20
   // calls").
   Counts counts;
+  // kTripped: the rule that decided and what it saw, e.g.
+  // {"rule":"failure_rate","rate":0.62,"calls":50,"threshold":0.5}
+  // (TripReason::ToJson). Rule kNone for every other cause.
+  TripReason trip;
 };
 
 // BreakerThreshold

@@ -251,7 +251,8 @@ inline const std::vector<const char*>& BreakerFields() {
   static const std::vector<const char*> kFields = {
       "'interval'",    "'timeout'",      "'slow_call_duration'",
       "'max_timeout'", "'half_open_max_wait'", "'backoff_multiplier'",
-      "'backoff_jitter'", "'window.kind'", "'window.size'", "'window.length'"};
+      "'backoff_jitter'", "'window.kind'", "'window.size'", "'window.length'",
+      "'ready_to_trip'"};
   return kFields;
 }
 

@@ -320,13 +320,21 @@ class BreakerCore final : public BreakerMachine {
     events_.Dispatch();
   }
 
-  // After a closed-state outcome was recorded: whether the rule must be
-  // asked (outside the lock). Metrics-only breakers never trip.
+  // After a closed-state outcome was recorded: reports the thresholds
+  // reached, and decides a library rule here, under the lock (it runs no
+  // user code). Returns whether a rule with user code must still be asked,
+  // outside the lock. Metrics-only breakers never trip.
   bool DecideLocked(const Counts& c, uint64_t w, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    (void)c;
-    (void)now;
-    return ModeOf(w) != kMetricsOnly;
+    RecordThresholdsLocked(c, now);
+    if (ModeOf(w) != kNormal) return false;
+    if (!plan_.library) return true;
+    TripReason why;
+    if (settings_.ready_to_trip.Check(c, &why)) {
+      why.counts = c;
+      TripLocked(why, GenOf(w));
+    }
+    return false;
   }
 
   // Asks ready_to_trip outside the breaker's lock, so that the rule may
@@ -342,16 +350,19 @@ class BreakerCore final : public BreakerMachine {
   void AskRuleAndMaybeTrip(const Counts& c, uint64_t generation) {
     if (CallbackScope::Inside(this)) return;
     bool trip;
+    TripReason why;
     {
       MutexLock one_at_a_time(&rule_mu_);
       CallbackScope scope(this);
       // ready_to_trip is always set: NormalizeBreakerSettings gives the
-      // default rule.
-      trip = SafePredicate(settings_.ready_to_trip, false, c);
+      // default rule. A throw means false.
+      trip = InvokeOr([&] { return settings_.ready_to_trip.Check(c, &why); },
+                      [](absl::string_view) { return false; });
     }
     if (!trip) return;
+    why.counts = c;
     MutexLock lock(&mu_);
-    TripLocked(c, generation);
+    TripLocked(why, generation);
   }
 };
 

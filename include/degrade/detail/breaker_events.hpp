@@ -46,6 +46,8 @@ struct BreakerTransition {
   // A timed forced-open state's end; INT64_MAX: none.
   int64_t until = std::numeric_limits<int64_t>::max();
   Counts counts;
+  // kTripped: the rule that decided and what it saw.
+  TripReason trip;
 };
 
 class BreakerEvents {
@@ -138,6 +140,7 @@ class BreakerEvents {
         change.time = absl::FromUnixNanos(t.at);
         if (t.until != kNever) change.forced_until = absl::FromUnixNanos(t.until);
         change.counts = t.counts;
+        change.trip = t.trip;
         CallQuietly([this, &change] { listener_->OnStateChange(change); });
       }
       if (*on_state_change_) {

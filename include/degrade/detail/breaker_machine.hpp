@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -194,6 +195,12 @@ class BreakerMachine : private BreakerView {
                : absl::InfiniteFuture();
   }
 
+  // Why the breaker last tripped (rule kNone: it never has).
+  TripReason last_trip() {
+    MutexLock lock(&mu_);
+    return last_trip_;
+  }
+
   // The open duration the next trip will use, before jitter.
   absl::Duration current_open_duration() {
     MutexLock lock(&mu_);
@@ -221,19 +228,60 @@ class BreakerMachine : private BreakerView {
     bool every_outcome = false;
     // The window calls from which a rate part can decide.
     uint64_t calls_to_decide = std::numeric_limits<uint64_t>::max();
+    // No user code in the rule: it is decided under the lock.
+    bool library = false;
+    // A rate part: threshold events are tracked.
+    bool has_rates = false;
     // The rate-based half-open policy's thresholds.
     double half_open_failure_rate = 0.5;
     double half_open_slow_rate = 1.0;
   };
+  static bool HasCustomPart(const trip::Rule& r) {
+    if (r.kind() == trip::Rule::Kind::kCustom) return true;
+    if (r.kind() != trip::Rule::Kind::kAnyOf) return false;
+    for (const trip::Rule& part : r.parts()) {
+      if (HasCustomPart(part)) return true;
+    }
+    return false;
+  }
   static RulePlan PlanRule(const BreakerSettings& s) {
+    const trip::Rule& r = s.ready_to_trip;
     RulePlan p;
-    if (s.half_open_failure_rate > 0) {
-      p.half_open_failure_rate = s.half_open_failure_rate;
-    }
-    if (s.half_open_slow_call_rate > 0) {
-      p.half_open_slow_rate = s.half_open_slow_call_rate;
-    }
+    p.every_outcome = r.decides_on_every_outcome();
+    p.calls_to_decide = r.calls_to_decide();
+    p.library = !HasCustomPart(r);
+    const std::optional<double> failure = r.failure_rate_threshold();
+    const std::optional<double> slow = r.slow_call_rate_threshold();
+    p.has_rates = failure.has_value() || slow.has_value();
+    p.half_open_failure_rate = s.half_open_failure_rate > 0
+                                   ? s.half_open_failure_rate
+                                   : failure.value_or(0.5);
+    p.half_open_slow_rate = s.half_open_slow_call_rate > 0
+                                ? s.half_open_slow_call_rate
+                                : slow.value_or(1.0);
     return p;
+  }
+
+  // Reports each rate threshold the window just reached (once per
+  // episode: again only after it fell below, or in a new generation).
+  void RecordThresholdsLocked(const Counts& c, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!plan_.has_rates) return;
+    const uint8_t over = settings_.ready_to_trip.RatesExceeded(c);
+    const uint8_t fresh = static_cast<uint8_t>(over & ~rates_reported_);
+    rates_reported_ = over;
+    if (fresh & 1) {
+      events_.RecordThreshold(
+          BreakerThreshold::kFailureRate, c.failure_rate(),
+          settings_.ready_to_trip.failure_rate_threshold().value_or(0),
+          c.window_calls, now);
+    }
+    if (fresh & 2) {
+      events_.RecordThreshold(
+          BreakerThreshold::kSlowCallRate, c.slow_call_rate(),
+          settings_.ready_to_trip.slow_call_rate_threshold().value_or(0),
+          c.window_calls, now);
+    }
   }
 
   // One time source per breaker, so expiries set and checked never mix
@@ -348,7 +396,8 @@ class BreakerMachine : private BreakerView {
   // when `manual` (a closed interval is not a change).
   void TransitionLocked(State to, int64_t now, TransitionCause cause,
                         Mode mode = kNormal, const Counts* decided_on = nullptr,
-                        bool manual = false, int64_t until = kNever)
+                        bool manual = false, int64_t until = kNever,
+                        const TripReason* why = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t old = word_.load(std::memory_order_relaxed);
     const State from = StateOf(old);
@@ -367,6 +416,7 @@ class BreakerMachine : private BreakerView {
     e.at = now;
     e.until = until;
     e.counts = ended;
+    if (why != nullptr) e.trip = *why;
     events_.RecordTransition(e);
   }
 
@@ -444,13 +494,16 @@ class BreakerMachine : private BreakerView {
     CloseLocked(now, TransitionCause::kTrialsSucceeded);
   }
 
-  void TripLocked(const Counts& c, uint64_t generation)
+  // Opens, if the generation `why` was decided in is still current and
+  // closed in normal mode.
+  void TripLocked(const TripReason& why, uint64_t generation)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t w = word_.load(std::memory_order_relaxed);
     if (GenOf(w) == generation && StateOf(w) == State::kClosed &&
         ModeOf(w) == kNormal) {
+      last_trip_ = why;
       TransitionLocked(State::kOpen, NowNanos(), TransitionCause::kTripped,
-                       kNormal, &c);
+                       kNormal, &why.counts, false, kNever, &why);
     }
   }
 
@@ -541,6 +594,7 @@ class BreakerMachine : private BreakerView {
   OpenBackoff backoff_ ABSL_GUARDED_BY(mu_);
   // When a timed forced-open state ends (kNever: not timed, or not forced).
   int64_t forced_until_ ABSL_GUARDED_BY(mu_) = kNever;
+  TripReason last_trip_ ABSL_GUARDED_BY(mu_);
   // The rate thresholds reported in this episode (bits of RatesExceeded).
   uint8_t rates_reported_ ABSL_GUARDED_BY(mu_) = 0;
   // Transition counts, the queue of events and the telemetry's listener.

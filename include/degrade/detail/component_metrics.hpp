@@ -112,6 +112,9 @@ inline std::string BreakerStateChangeLine(const BreakerStateChange& c,
     absl::StrAppend(&line, R"(,"forced_until":")", JsonTime(c.forced_until),
                     R"(")");
   }
+  if (c.trip.rule != TripReason::Rule::kNone) {
+    absl::StrAppend(&line, R"(,"trip":)", c.trip.ToJson());
+  }
   line += "}";
   return line;
 }

@@ -39,7 +39,18 @@ struct Recorded {
   State to;
 };
 
-TEST(CircuitBreakerConcurrencyTest, InvariantsHoldThroughTransitions) {
+// The same invariants under each policy: gobreaker's (the default), the
+// rate-based half-open one, and a rate rule over a count window that
+// decides after successes too (issue 14).
+struct Policy {
+  const char* name;
+  void (*tune)(BreakerSettings&);
+};
+void PrintTo(const Policy& p, std::ostream* os) { *os << p.name; }
+
+class InvariantsTest : public ::testing::TestWithParam<Policy> {};
+
+TEST_P(InvariantsTest, InvariantsHoldThroughTransitions) {
   constexpr uint32_t kMaxRequests = 3;
   constexpr int kOpsPerWorker = 20000;
 
@@ -55,6 +66,7 @@ TEST(CircuitBreakerConcurrencyTest, InvariantsHoldThroughTransitions) {
   s.max_requests = kMaxRequests;
   s.timeout = absl::Milliseconds(1);
   s.ready_to_trip = trip::ConsecutiveFailures(3);
+  GetParam().tune(s);
   s.on_state_change = [&](const std::string&, State from, State to) {
     if (callbacks_in_flight.fetch_add(1) != 0) callbacks_overlapped = true;
     {
@@ -151,6 +163,31 @@ TEST(CircuitBreakerConcurrencyTest, InvariantsHoldThroughTransitions) {
   EXPECT_EQ(cb.generation(), 1 + events.size());
   EXPECT_GT(opens, 0) << "the stress did not exercise the transitions";
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, InvariantsTest,
+    ::testing::Values(
+        Policy{"Gobreaker", [](BreakerSettings&) {}},
+        Policy{"RateBasedHalfOpen",
+               [](BreakerSettings& s) {
+                 s.half_open_policy = HalfOpenPolicy::kRateBased;
+                 s.half_open_failure_rate = 0.5;
+               }},
+        Policy{"RateRuleOnEveryOutcome",
+               [](BreakerSettings& s) {
+                 s.window = SlidingWindow::Count(8);
+                 s.ready_to_trip = trip::FailureRate(0.5, 4);
+               }},
+        Policy{"RateRuleAndRateBasedHalfOpen",
+               [](BreakerSettings& s) {
+                 s.window = SlidingWindow::Count(8);
+                 s.ready_to_trip = trip::AnyOf(trip::FailureRate(0.5, 4),
+                                               trip::ConsecutiveFailures(3));
+                 s.half_open_policy = HalfOpenPolicy::kRateBased;
+               }}),
+    [](const ::testing::TestParamInfo<Policy>& info) {
+      return std::string(info.param.name);
+    });
 
 TEST(CircuitBreakerConcurrencyTest, ClosedCountsAreExactWithoutTransitions) {
   constexpr int kCallsPerWorker = 50000;

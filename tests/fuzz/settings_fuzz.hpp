@@ -34,6 +34,7 @@
 #ifndef DEGRADE_TESTS_FUZZ_SETTINGS_FUZZ_HPP_
 #define DEGRADE_TESTS_FUZZ_SETTINGS_FUZZ_HPP_
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -244,6 +245,14 @@ inline degrade::BreakerSettings BreakerSettingsFrom(ByteReader& in,
       return absl::IsInvalidArgument(st);
     };
   }
+  // The resilience4j half (issue 14), enumerators out of range included.
+  s.half_open_policy = static_cast<degrade::HalfOpenPolicy>(in.U8() % 3);
+  s.half_open_failure_rate = in.Bool() ? in.Number() : 0.0;
+  s.half_open_slow_call_rate = in.Bool() ? in.Number() : 0.0;
+  s.half_open_wait_from = static_cast<degrade::HalfOpenWaitFrom>(in.U8() % 3);
+  s.half_open_wait_expiry =
+      static_cast<degrade::HalfOpenWaitExpiry>(in.U8() % 3);
+  s.initial_state = static_cast<degrade::InitialState>(in.U8() % 6);
   return s;
 }
 
@@ -252,7 +261,9 @@ inline const std::vector<const char*>& BreakerFields() {
       "'interval'",    "'timeout'",      "'slow_call_duration'",
       "'max_timeout'", "'half_open_max_wait'", "'backoff_multiplier'",
       "'backoff_jitter'", "'window.kind'", "'window.size'", "'window.length'",
-      "'ready_to_trip'"};
+      "'ready_to_trip'", "'half_open_policy'", "'half_open_failure_rate'",
+      "'half_open_slow_call_rate'", "'half_open_wait_from'",
+      "'half_open_wait_expiry'", "'initial_state'"};
   return kFields;
 }
 
@@ -337,7 +348,14 @@ inline void FuzzBreaker(ByteReader& in) {
   }
   degrade::CircuitBreaker<void>& b = *owned;
 
+  // Permits held, and whether each counts in totals (one admitted while
+  // the breaker bypassed records nothing).
   std::vector<degrade::Permit> permits;
+  std::vector<bool> recorded;
+  const auto in_flight = [&] {
+    return static_cast<std::size_t>(
+        std::count(recorded.begin(), recorded.end(), true));
+  };
   uint64_t ops = 0;
   uint64_t last_generation = b.generation();
   while (!in.empty() && ops < 512) {
@@ -361,8 +379,12 @@ inline void FuzzBreaker(ByteReader& in) {
         break;
       }
       case 4: {
+        const bool bypassed = b.bypassed();
         absl::StatusOr<degrade::Permit> p = b.Allow();
-        if (p.ok() && permits.size() < 8) permits.push_back(*std::move(p));
+        if (p.ok() && permits.size() < 8) {
+          permits.push_back(*std::move(p));
+          recorded.push_back(!bypassed);
+        }
         break;
       }
       case 5:
@@ -371,22 +393,35 @@ inline void FuzzBreaker(ByteReader& in) {
           permits[i].Done(in.Bool() ? absl::OkStatus()
                                     : absl::DeadlineExceededError("late"));
           permits.erase(permits.begin() + static_cast<std::ptrdiff_t>(i));
+          recorded.erase(recorded.begin() + static_cast<std::ptrdiff_t>(i));
         }
         break;
       case 6:  // abandoned
-        if (!permits.empty()) permits.pop_back();
+        if (!permits.empty()) {
+          permits.pop_back();
+          recorded.pop_back();
+        }
         break;
       case 7:
       case 8:
         MoveClock(in, clock);
         break;
       case 9:
-        switch (in.U8() % 3) {
+        switch (in.U8() % 6) {
           case 0:
             b.ForceOpen();
             break;
           case 1:
             b.Disable();
+            break;
+          case 2:
+            b.Bypass();
+            break;
+          case 3:  // refused (and nothing changes) below 1 ns
+            b.ForceOpenFor(in.Duration()).IgnoreError();
+            break;
+          case 4:
+            b.ForceOpenUntil(clock.Now() + in.Duration()).IgnoreError();
             break;
           default:
             b.Reset();
@@ -398,12 +433,13 @@ inline void FuzzBreaker(ByteReader& in) {
       default:
         b.counts();
     }
-    CheckBreaker(b, permits.size(), ops);
+    CheckBreaker(b, in_flight(), ops);
     const uint64_t g = b.generation();
     DEGRADE_FUZZ_CHECK(g >= last_generation, "the generation went back");
     last_generation = g;
   }
   permits.clear();
+  recorded.clear();
   CheckBreaker(b, 0, ops);
   if (log->any) {
     DEGRADE_FUZZ_CHECK(log->last_to == b.state(), "the last transition is not "

@@ -127,7 +127,7 @@ class BreakerCore final : private BreakerView {
           return AcquireSlow(t);
         }
       }
-      LocalShard().admitted.fetch_add(1, std::memory_order_relaxed);
+      LocalShard().admitted.Add(1);
       t->generation = GenOf(w);
       t->start_nanos = now;
       t->state = State::kClosed;
@@ -137,7 +137,7 @@ class BreakerCore final : private BreakerView {
       if (ModeOf(w) == kForcedOpen ||
           NowNanos() <= open_expiry_.load(std::memory_order_acquire)) {
         BreakerShard& shard = LocalShard();
-        shard.rejected_open.fetch_add(1, std::memory_order_relaxed);
+        shard.rejected_open.Add(1);
         if (DEGRADE_UNLIKELY(events_.wants_calls())) {
           events_.NotifyCall(CallOutcome::kRejectedOpen);
         }
@@ -162,16 +162,16 @@ class BreakerCore final : private BreakerView {
                           slow_nanos_;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
-      LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
+      LocalShard().stale.Add(1);
       return Report(CallOutcome::kStale);
     }
     if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
       if (excluded) {
-        LocalShard().exclusions.fetch_add(1, std::memory_order_relaxed);
+        LocalShard().exclusions.Add(1);
         return Report(CallOutcome::kExcluded);
       }
       if (DEGRADE_LIKELY(success && !slow)) {
-        LocalShard().successes.fetch_add(1, std::memory_order_relaxed);
+        LocalShard().successes.Add(1);
         // Read before writing: in a healthy breaker the line stays shared.
         if (consecutive_failures_.load(std::memory_order_relaxed) != 0) {
           consecutive_failures_.store(0, std::memory_order_relaxed);
@@ -270,10 +270,10 @@ class BreakerCore final : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_acquire);
     BreakerShard& s = LocalShard();
     if (GenOf(w) != t.generation) {
-      s.stale.fetch_add(1, std::memory_order_relaxed);
+      s.stale.Add(1);
       return CallOutcome::kStale;
     }
-    s.abandoned.fetch_add(1, std::memory_order_relaxed);
+    s.abandoned.Add(1);
     return CallOutcome::kAbandoned;
   }
 
@@ -424,14 +424,14 @@ class BreakerCore final : private BreakerView {
       BreakerShard& shard = LocalShard();
       switch (StateOf(w)) {
         case State::kOpen:
-          shard.rejected_open.fetch_add(1, std::memory_order_relaxed);
+          shard.rejected_open.Add(1);
           rejection = &shard.open_status;
           break;
         case State::kHalfOpen: {
           // As gobreaker: excluded trials give their slot back; successful
           // ones keep it (only max_requests trials per half-open period).
           if (trials_.slots_used() >= max_requests_) {
-            shard.rejected_too_many.fetch_add(1, std::memory_order_relaxed);
+            shard.rejected_too_many.Add(1);
             rejection = &shard.too_many_status;
             rejected = CallOutcome::kRejectedTooMany;
             break;
@@ -441,7 +441,7 @@ class BreakerCore final : private BreakerView {
           [[fallthrough]];
         }
         case State::kClosed:
-          shard.admitted.fetch_add(1, std::memory_order_relaxed);
+          shard.admitted.Add(1);
           t->generation = GenOf(w);
           t->start_nanos = now;
           t->state = StateOf(w);
@@ -465,10 +465,10 @@ class BreakerCore final : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_relaxed);
     BreakerShard& shard = LocalShard();
     if (GenOf(w) != t.generation) {
-      shard.stale.fetch_add(1, std::memory_order_relaxed);
+      shard.stale.Add(1);
       return CallOutcome::kStale;
     }
-    shard.abandoned.fetch_add(1, std::memory_order_relaxed);
+    shard.abandoned.Add(1);
     trials_.Abandon(t.start_nanos);
     SetHalfOpenDeadlineLocked();
     return CallOutcome::kAbandoned;
@@ -497,26 +497,26 @@ class BreakerCore final : private BreakerView {
       const uint64_t w = word_.load(std::memory_order_relaxed);
       BreakerShard& shard = LocalShard();
       if (GenOf(w) != t.generation || StateOf(w) == State::kOpen) {
-        shard.stale.fetch_add(1, std::memory_order_relaxed);
+        shard.stale.Add(1);
         counted = CallOutcome::kStale;
       } else if (excluded) {
-        shard.exclusions.fetch_add(1, std::memory_order_relaxed);
+        shard.exclusions.Add(1);
         counted = CallOutcome::kExcluded;
         if (StateOf(w) == State::kHalfOpen) {
           trials_.Exclude(t.start_nanos);
           SetHalfOpenDeadlineLocked();
         }
       } else {
-        if (slow) shard.slow_calls.fetch_add(1, std::memory_order_relaxed);
+        if (slow) shard.slow_calls.Add(1);
         window_.Record(t.start_nanos,
                        static_cast<uint8_t>(kOutcomeRecorded |
                                             (success ? 0 : kOutcomeFailed) |
                                             (slow ? kOutcomeSlow : 0)));
         if (success) {
-          shard.successes.fetch_add(1, std::memory_order_relaxed);
+          shard.successes.Add(1);
           consecutive_failures_.store(0, std::memory_order_relaxed);
         } else {
-          shard.failures.fetch_add(1, std::memory_order_relaxed);
+          shard.failures.Add(1);
           consecutive_failures_.fetch_add(1, std::memory_order_relaxed);
           successes_at_last_failure_ = SumShards().successes;
         }

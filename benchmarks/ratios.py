@@ -13,7 +13,21 @@ Targets (degrade overhead / baseline overhead, same run), from the issues
 (the 1-thread closed target tightened from 1/3 to 0.12 by the redesign):
     ClosedSuccess                       <= 0.12 at 1 thread, <= 1/5 at 2 threads
     ClosedSuccessInterval60s/TimeWindow <= 1/2 at 1 thread
-and degrade makes no heap allocations per call on any of these paths. The
+    ClosedSuccessCountWindowRate        <= 1/3 at 1 thread (a count window of
+                                        100 and FailureRate(0.5, 20); the
+                                        baseline is its ClosedSuccess: gobreaker
+                                        has no count window)
+and degrade makes no heap allocations per call on any of these paths.
+
+A second table compares rows of the same run with each other (issue 14):
+    closed / floor      Degrade_ClosedSuccess time / Floor time, <= 3/2 at 1
+                        and 2 threads. The floor is the bare call plus one
+                        acquire load of a shared word and one relaxed add (a
+                        plain load and store) on a line the thread owns, so
+                        both sides include the protected call.
+    listener / none     the overhead of ClosedSuccessListener (one listener
+                        wanting every call, OnCall a relaxed add) over the
+                        overhead of ClosedSuccess, <= 3/2 at 1 thread. The
 open-state rejection is reported with its ratio as "info": its allocation
 count must be zero, but the issue sets its speed no ratio. For OpenReject the
 function is not called, so "overhead over the bare call" is the rejection
@@ -34,8 +48,13 @@ WORKLOADS = [
     "ClosedSuccess",
     "ClosedSuccessInterval60s",
     "ClosedSuccessTimeWindow",
+    "ClosedSuccessCountWindowRate",
     "OpenReject",
 ]
+
+# Workloads degrade runs and the baseline cannot: the baseline row they are
+# compared with.
+BASELINE_OF = {"ClosedSuccessCountWindowRate": "ClosedSuccess"}
 
 # (workload, threads) -> maximum ratio of degrade's overhead to the baseline's.
 TARGETS = {
@@ -43,9 +62,22 @@ TARGETS = {
     ("ClosedSuccess", 2): Fraction(1, 5),
     ("ClosedSuccessInterval60s", 1): Fraction(1, 2),
     ("ClosedSuccessTimeWindow", 1): Fraction(1, 2),
+    ("ClosedSuccessCountWindowRate", 1): Fraction(1, 3),
 }
 
-NAME_RE = re.compile(r"^BM_(?:(Degrade|Baseline)_(\w+)|BareCall)/")
+# Rows compared with other rows of the same run: (name, numerator,
+# denominator, compare overheads over the bare call?) and their targets by
+# thread count. Each side is (impl, workload) as collect() keys them.
+RELATIVE = [
+    ("closed / floor", ("Degrade", "ClosedSuccess"), ("Floor", None), False,
+     {1: Fraction(3, 2), 2: Fraction(3, 2)}),
+    ("closed / floor-rmw", ("Degrade", "ClosedSuccess"), ("FloorRmw", None),
+     False, {}),
+    ("listener / none", ("Degrade", "ClosedSuccessListener"),
+     ("Degrade", "ClosedSuccess"), True, {1: Fraction(3, 2)}),
+]
+
+NAME_RE = re.compile(r"^BM_(?:(Degrade|Baseline)_(\w+)|(BareCall|Floor|FloorRmw))/")
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -75,7 +107,11 @@ def collect(data):
         m = NAME_RE.match(b.get("run_name", b["name"]))
         if not m:
             continue
-        impl, workload = (m.group(1), m.group(2)) if m.group(1) else ("Bare", None)
+        if m.group(1):
+            impl, workload = m.group(1), m.group(2)
+        else:
+            impl = "Bare" if m.group(3) == "BareCall" else m.group(3)
+            workload = None
         ns = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
         allocs = b.get("allocs_per_call", float("nan"))
         results[(impl, workload, int(b["threads"]))] = (ns, allocs)
@@ -136,7 +172,8 @@ def main():
     for workload in WORKLOADS:
         for threads in threads_seen:
             deg = results.get(("Degrade", workload, threads))
-            base = results.get(("Baseline", workload, threads))
+            base = results.get(("Baseline", BASELINE_OF.get(workload, workload),
+                                threads))
             bare = results.get(("Bare", None, threads))
             if not (deg and base and bare):
                 continue
@@ -170,6 +207,38 @@ def main():
     for r in rows:
         print(line(r))
     print("times in ns/call; ovh = time - bare; ratio = deg ovh / base ovh")
+
+    rel_header = ("comparison", "thr", "numerator", "denominator", "ratio",
+                  "target", "result")
+    rel_rows = []
+    for name, num_key, den_key, overheads, targets in RELATIVE:
+        for threads in threads_seen:
+            num = results.get(num_key + (threads,))
+            den = results.get(den_key + (threads,))
+            bare = results.get(("Bare", None, threads))
+            if not (num and den and bare):
+                continue
+            a, b = num[0], den[0]
+            if overheads:
+                a, b = a - bare[0], b - bare[0]
+            ratio = a / b if b > 0 else float("nan")
+            target = targets.get(threads)
+            result = "info"
+            if target is not None:
+                result = "PASS" if b > 0 and ratio <= float(target) else "FAIL"
+                failed |= result != "PASS"
+            rel_rows.append((name, str(threads), f"{a:.2f}", f"{b:.2f}",
+                             f"{ratio:.2f}", fmt_fraction(target), result))
+    if rel_rows:
+        print()
+        widths = [max(len(r[i]) for r in rel_rows + [rel_header])
+                  for i in range(len(rel_header))]
+        print(line(rel_header))
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        for r in rel_rows:
+            print(line(r))
+        print("closed / floor: times (both include the call); listener / none:"
+              " overheads over the bare call")
     return 1 if failed else 0
 
 

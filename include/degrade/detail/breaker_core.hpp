@@ -44,8 +44,58 @@ class BreakerCore final : public BreakerMachine {
       : BreakerMachine(std::move(settings)) {}
 
   // Admits a call (fills `t`, returns nullptr) or returns the rejection.
-  const absl::Status* Acquire(Ticket* t) {
+  // The plain closed path (closed, normal mode, nothing but counting) is
+  // inlined into the caller; everything else is a call.
+  DEGRADE_ALWAYS_INLINE const absl::Status* Acquire(Ticket* t) {
     const uint64_t w = word_.load(std::memory_order_acquire);
+    if (DEGRADE_LIKELY(plain_ && (w & kClosedNormalBits) == 0)) {
+      LocalShard().admitted.Add(1);
+      t->generation = GenOf(w);
+      t->start_nanos = 0;
+      t->state = State::kClosed;
+      t->closed_word = w;
+      return nullptr;
+    }
+    return AcquireGeneral(t, w);
+  }
+
+  // Counts one outcome; `verdict` is a result classifier's answer (kDefault:
+  // decide with is_excluded / is_successful). The plain closed success
+  // (the word unchanged since admission) is inlined; a plain breaker has no
+  // per-call listener, so it reports nothing.
+  DEGRADE_ALWAYS_INLINE void Complete(
+      const Ticket& t, const absl::Status& outcome,
+      CallVerdict verdict = CallVerdict::kDefault) {
+    if (DEGRADE_LIKELY(plain_ && verdict == CallVerdict::kDefault &&
+                       outcome.ok() &&
+                       word_.load(std::memory_order_acquire) ==
+                           t.closed_word)) {
+      LocalShard().successes.Add(1);
+      // Read before writing: in a healthy breaker the line stays shared.
+      if (DEGRADE_UNLIKELY(
+              consecutive_failures_.load(std::memory_order_relaxed) != 0)) {
+        consecutive_failures_.store(0, std::memory_order_relaxed);
+      }
+      return;
+    }
+    CompleteGeneral(t, outcome, verdict);
+  }
+
+  void Abandon(const Ticket& t) {
+    if (t.bypass) return;
+    const CallOutcome o = RecordAbandon(t);
+    events_.Dispatch();  // an abandoned trial may find the wait over
+    Report(o, false,
+           times_outcomes_ ? ElapsedNanosSince(NowNanos(), t.start_nanos) : 0);
+  }
+
+ private:
+  // State closed and mode normal: the low four bits of the word are zero.
+  static constexpr uint64_t kClosedNormalBits =
+      BreakerWord::kStateMask |
+      (BreakerWord::kModeMask << BreakerWord::kModeShift);
+
+  DEGRADE_NOINLINE const absl::Status* AcquireGeneral(Ticket* t, uint64_t w) {
     if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
       if (DEGRADE_UNLIKELY(ModeOf(w) == kBypass)) {
         t->bypass = true;
@@ -59,7 +109,7 @@ class BreakerCore final : public BreakerMachine {
           return AcquireSlow(t);
         }
       }
-      LocalShard().admitted.fetch_add(1, std::memory_order_relaxed);
+      LocalShard().admitted.Add(1);
       window_.RecordAdmission(now);
       t->generation = GenOf(w);
       t->start_nanos = now;
@@ -72,7 +122,7 @@ class BreakerCore final : public BreakerMachine {
       const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
       if (expiry == kNever || NowNanos() <= expiry) {
         BreakerShard& shard = LocalShard();
-        shard.rejected_open.fetch_add(1, std::memory_order_relaxed);
+        shard.rejected_open.Add(1);
         if (DEGRADE_UNLIKELY(events_.wants_calls())) {
           events_.NotifyCall(CallOutcome::kRejectedOpen);
         }
@@ -82,11 +132,11 @@ class BreakerCore final : public BreakerMachine {
     return AcquireSlow(t);
   }
 
-  // Counts one outcome; `verdict` is a result classifier's answer (kDefault:
-  // decide with is_excluded / is_successful). Each return reports it to a
-  // listener that asked for every call (one predictable test otherwise).
-  void Complete(const Ticket& t, const absl::Status& outcome,
-                CallVerdict verdict = CallVerdict::kDefault) {
+  // Each return reports the outcome to a listener that asked for every
+  // call (one predictable test otherwise).
+  DEGRADE_NOINLINE void CompleteGeneral(const Ticket& t,
+                                        const absl::Status& outcome,
+                                        CallVerdict verdict) {
     if (DEGRADE_UNLIKELY(t.bypass)) return;
     bool excluded;
     bool success;
@@ -106,17 +156,17 @@ class BreakerCore final : public BreakerMachine {
     const bool slow = slow_nanos_ > 0 && elapsed > slow_nanos_;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
-      LocalShard().stale.fetch_add(1, std::memory_order_relaxed);
+      LocalShard().stale.Add(1);
       return Report(CallOutcome::kStale, false, elapsed);
     }
     if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
       if (excluded) {
-        LocalShard().exclusions.fetch_add(1, std::memory_order_relaxed);
+        LocalShard().exclusions.Add(1);
         window_.Record(t.start_nanos, kOutcomeExcluded);
         return Report(CallOutcome::kExcluded, false, elapsed);
       }
       if (DEGRADE_LIKELY(success && !slow)) {
-        LocalShard().successes.fetch_add(1, std::memory_order_relaxed);
+        LocalShard().successes.Add(1);
         // Read before writing: in a healthy breaker the line stays shared.
         if (consecutive_failures_.load(std::memory_order_relaxed) != 0) {
           consecutive_failures_.store(0, std::memory_order_relaxed);
@@ -138,15 +188,6 @@ class BreakerCore final : public BreakerMachine {
            elapsed);
   }
 
-  void Abandon(const Ticket& t) {
-    if (t.bypass) return;
-    const CallOutcome o = RecordAbandon(t);
-    events_.Dispatch();  // an abandoned trial may find the wait over
-    Report(o, false,
-           times_outcomes_ ? ElapsedNanosSince(NowNanos(), t.start_nanos) : 0);
-  }
-
- private:
   void Report(CallOutcome o, bool slow, int64_t elapsed_nanos) {
     if (DEGRADE_UNLIKELY(events_.wants_calls())) {
       events_.NotifyCall(o, slow, absl::Nanoseconds(elapsed_nanos));
@@ -158,10 +199,10 @@ class BreakerCore final : public BreakerMachine {
     const uint64_t w = word_.load(std::memory_order_acquire);
     BreakerShard& s = LocalShard();
     if (GenOf(w) != t.generation) {
-      s.stale.fetch_add(1, std::memory_order_relaxed);
+      s.stale.Add(1);
       return CallOutcome::kStale;
     }
-    s.abandoned.fetch_add(1, std::memory_order_relaxed);
+    s.abandoned.Add(1);
     return CallOutcome::kAbandoned;
   }
 
@@ -186,14 +227,14 @@ class BreakerCore final : public BreakerMachine {
       BreakerShard& shard = LocalShard();
       switch (StateOf(w)) {
         case State::kOpen:
-          shard.rejected_open.fetch_add(1, std::memory_order_relaxed);
+          shard.rejected_open.Add(1);
           rejection = &shard.open_status;
           break;
         case State::kHalfOpen: {
           // As gobreaker: excluded trials give their slot back; successful
           // ones keep it (only max_requests trials per half-open period).
           if (trials_.slots_used() >= max_requests_) {
-            shard.rejected_too_many.fetch_add(1, std::memory_order_relaxed);
+            shard.rejected_too_many.Add(1);
             rejection = &shard.too_many_status;
             rejected = CallOutcome::kRejectedTooMany;
             break;
@@ -207,7 +248,7 @@ class BreakerCore final : public BreakerMachine {
             t->bypass = true;
             break;
           }
-          shard.admitted.fetch_add(1, std::memory_order_relaxed);
+          shard.admitted.Add(1);
           if (StateOf(w) == State::kClosed) window_.RecordAdmission(now);
           t->generation = GenOf(w);
           t->start_nanos = now;
@@ -232,10 +273,10 @@ class BreakerCore final : public BreakerMachine {
     const uint64_t w = word_.load(std::memory_order_relaxed);
     BreakerShard& shard = LocalShard();
     if (GenOf(w) != t.generation) {
-      shard.stale.fetch_add(1, std::memory_order_relaxed);
+      shard.stale.Add(1);
       return CallOutcome::kStale;
     }
-    shard.abandoned.fetch_add(1, std::memory_order_relaxed);
+    shard.abandoned.Add(1);
     trials_.Abandon(t.start_nanos);
     SetHalfOpenDeadlineLocked();
     return CallOutcome::kAbandoned;
@@ -260,10 +301,10 @@ class BreakerCore final : public BreakerMachine {
       const uint64_t w = word_.load(std::memory_order_relaxed);
       BreakerShard& shard = LocalShard();
       if (GenOf(w) != t.generation || StateOf(w) == State::kOpen) {
-        shard.stale.fetch_add(1, std::memory_order_relaxed);
+        shard.stale.Add(1);
         counted = CallOutcome::kStale;
       } else if (excluded) {
-        shard.exclusions.fetch_add(1, std::memory_order_relaxed);
+        shard.exclusions.Add(1);
         counted = CallOutcome::kExcluded;
         if (StateOf(w) == State::kHalfOpen) {
           trials_.Exclude(t.start_nanos);
@@ -272,7 +313,7 @@ class BreakerCore final : public BreakerMachine {
           window_.Record(t.start_nanos, kOutcomeExcluded);
         }
       } else {
-        if (slow) shard.slow_calls.fetch_add(1, std::memory_order_relaxed);
+        if (slow) shard.slow_calls.Add(1);
         if (StateOf(w) == State::kClosed) {
           window_.Record(t.start_nanos,
                          static_cast<uint8_t>(kOutcomeRecorded |
@@ -281,10 +322,10 @@ class BreakerCore final : public BreakerMachine {
           calls_seen_.fetch_add(1, std::memory_order_relaxed);
         }
         if (success) {
-          shard.successes.fetch_add(1, std::memory_order_relaxed);
+          shard.successes.Add(1);
           consecutive_failures_.store(0, std::memory_order_relaxed);
         } else {
-          shard.failures.fetch_add(1, std::memory_order_relaxed);
+          shard.failures.Add(1);
           consecutive_failures_.fetch_add(1, std::memory_order_relaxed);
           successes_at_last_failure_ = SumShards().successes;
         }

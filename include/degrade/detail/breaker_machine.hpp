@@ -75,6 +75,9 @@ struct Ticket {
   State state = State::kClosed;
   // Admitted by a bypassed breaker: nothing is recorded for it.
   bool bypass = false;
+  // The state word, when admitted on the plain closed path: a report that
+  // finds the same word needs no other check.
+  uint64_t closed_word = ~uint64_t{0};
 };
 
 // BreakerMachine
@@ -124,6 +127,8 @@ class BreakerMachine : private BreakerView {
       // the precise one. Set before the breaker is shared.
       needs_clock_ = precise_clock_ = times_outcomes_ = true;
     }
+    plain_ = !has_is_successful_ && !has_is_excluded_ && slow_nanos_ == 0 &&
+             !window_.active() && !needs_clock_ && !plan_.every_outcome;
   }
 
   BreakerMachine(const BreakerMachine&) = delete;
@@ -570,6 +575,9 @@ class BreakerMachine : private BreakerView {
   bool needs_clock_;
   bool precise_clock_;
   bool times_outcomes_;
+  // Nothing but counting on the closed path (no clock, no window, no
+  // predicates, no rate rule): BreakerCore inlines that path whole.
+  bool plain_ = false;
   const bool has_is_successful_;
   const bool has_is_excluded_;
   BreakerShards shards_;

@@ -20,10 +20,12 @@
 // heuristics would otherwise leave out of line (a measured cost; see
 // docs/performance.md).
 #define DEGRADE_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define DEGRADE_NOINLINE __attribute__((noinline))
 #else
 #define DEGRADE_LIKELY(x) (x)
 #define DEGRADE_UNLIKELY(x) (x)
 #define DEGRADE_ALWAYS_INLINE inline
+#define DEGRADE_NOINLINE
 #endif
 
 #endif  // DEGRADE_DETAIL_MACROS_HPP_

@@ -43,8 +43,8 @@
 //   * Time window. Rates can also rise when a bucket leaves (its successes
 //     go), and the call count can drop below the minimum and climb back. So
 //     a fast success answers true when (a) it rolled its bucket (the first
-//     record there), (b) a bucket has been started by an admission since the
-//     last record that answered true (a bucket left), or (c) its bucket's
+//     record there), (b) an admission has started a newer bucket since the
+//     last record that asked (a bucket may have left), or (c) its bucket's
 //     successes, after it, are <= calls_to_decide. (c) covers the record that
 //     brings the window to the minimum: that bucket's successes are at most
 //     the window's calls, which are then exactly the minimum. It may also
@@ -67,7 +67,10 @@
 //   so the rule may see one call short and answer "not yet"; the rule is
 //   then asked again at the next failure, slow call or new bucket. A record
 //   racing a Reset may answer true spuriously (an extra ask) and may land on
-//   either side of the reset, the same ambiguity its generation has.
+//   either side of the reset, the same ambiguity its generation has; one
+//   racing the recycling of its bucket for an age a whole window newer may
+//   land in the newer age. A Read racing a Reset may still see part of the
+//   old generation: the breaker resets and reads under its own lock.
 //
 // Thread safety: every member function may be called from any thread
 // concurrently with any other, except construction and destruction.

@@ -806,5 +806,74 @@ TEST(RateRuleTest, TheStateChangeLineSaysWhyItOpened) {
               HasSubstr(R"("from_mode":"normal","to_mode":"forced_open"})"));
 }
 
+// ---------------------------------------------------------------------------
+// Time windows roll like gobreaker v2
+// ---------------------------------------------------------------------------
+
+BreakerSettings RollingSettings(const FakeClock* clock, trip::Rule rule) {
+  BreakerSettings s = TestSettings(clock, "rolling");
+  s.window = SlidingWindow::Time(absl::Seconds(10), 10);  // 1 s buckets
+  s.ready_to_trip = std::move(rule);
+  return s;
+}
+
+TEST(RollingCountsTest, BucketsStartWhenCountingStarts) {
+  // Half a second past a whole second: epoch-aligned buckets would drop
+  // this failure at t0 + 9.5 s.
+  FakeClock clock(kAlignedStart + absl::Milliseconds(500));
+  Breaker b(RollingSettings(&clock, NeverTrip));
+  const absl::Time t0 = clock.Now();
+  ASSERT_TRUE(RunFailure(b));
+  clock.Set(t0 + absl::Seconds(10) - kNs);
+  EXPECT_EQ(b.counts().window_failures, 1u);
+  clock.Set(t0 + absl::Seconds(10));
+  EXPECT_EQ(b.counts().window_failures, 0u);
+}
+
+TEST(RollingCountsTest, AV2RuleOverTotalFailuresSeesRolledNumbers) {
+  FakeClock clock;
+  Breaker b(RollingSettings(
+      &clock, [](const Counts& c) { return c.total_failures >= 3; }));
+  const absl::Time t0 = clock.Now();
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  clock.Set(t0 + absl::Seconds(10));  // both leave the window
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kClosed) << "1 failure in the window, not 3";
+  EXPECT_EQ(b.counts().total_failures, 1u);
+  EXPECT_EQ(b.counts().requests, 1u);
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kOpen);
+}
+
+TEST(RollingCountsTest, ALateOutcomeIsCreditedToItsAdmissionsBucket) {
+  FakeClock clock;
+  Breaker b(RollingSettings(&clock, NeverTrip));
+  const absl::Time t0 = clock.Now();
+  absl::StatusOr<Permit> p = b.Allow();
+  ASSERT_TRUE(p.ok());
+  clock.Set(t0 + absl::Seconds(5));
+  p->Done(Failure());
+  clock.Set(t0 + absl::Seconds(10) - kNs);
+  EXPECT_EQ(b.counts().window_failures, 1u);
+  clock.Set(t0 + absl::Seconds(10));
+  EXPECT_EQ(b.counts().window_failures, 0u) << "it left with its admission";
+}
+
+TEST(RollingCountsTest, ARateRuleTripsOnASuccessOnceOldSuccessesLeave) {
+  FakeClock clock;
+  Breaker b(RollingSettings(&clock, trip::FailureRate(0.5, 4)));
+  const absl::Time t0 = clock.Now();
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(RunOk(b));
+  clock.Set(t0 + absl::Seconds(5));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(RunFailure(b));
+  EXPECT_EQ(b.state(), State::kClosed) << "3 of 7";
+  clock.Set(t0 + absl::Seconds(10));  // the four successes leave
+  EXPECT_TRUE(RunOk(b));
+  EXPECT_EQ(b.state(), State::kOpen) << "3 of 4, decided on the success";
+  EXPECT_EQ(b.last_trip().calls, 4u);
+}
+
 }  // namespace
 }  // namespace degrade

@@ -176,7 +176,8 @@ class BreakerCore final : public BreakerMachine {
         // only make it trip when the window just gained the calls its
         // minimum needs, or lost old calls (see windows.hpp): only those
         // take the lock.
-        if (DEGRADE_UNLIKELY(plan_.every_outcome && (ask || ReachedMinimum()))) {
+        if (DEGRADE_UNLIKELY(plan_.every_outcome &&
+                             (ask || (!window_.active() && ReachedMinimum())))) {
           DecideAfterSuccess(t.generation);
         }
         return Report(CallOutcome::kSuccess, false, elapsed);

@@ -107,7 +107,13 @@ class BreakerMachine : private BreakerView {
         rated_half_open_(settings_.half_open_policy ==
                          HalfOpenPolicy::kRateBased),
         plan_(PlanRule(settings_)),
-        window_(settings_.window),
+        // Without a window the core counts the generation's calls itself
+        // (BreakerCore::ReachedMinimum), with no read-modify-write once the
+        // minimum is reached.
+        window_(settings_.window, 0,
+                settings_.window.kind == SlidingWindow::Kind::kNone
+                    ? kNeverDecides
+                    : plan_.calls_to_decide),
         needs_clock_(interval_nanos_ > 0 || slow_nanos_ > 0 || window_.timed()),
         precise_clock_(slow_nanos_ > 0),
         times_outcomes_(slow_nanos_ > 0),

@@ -49,7 +49,8 @@ class Recorder final : public Telemetry {
     Counts counts;
   };
 
-  explicit Recorder(bool want_calls = false) : want_calls_(want_calls) {}
+  explicit Recorder(bool want_calls = false, bool want_durations = true)
+      : want_calls_(want_calls), want_durations_(want_durations) {}
 
   std::unique_ptr<BreakerListener> AttachBreaker(const BreakerView&) override {
     return std::make_unique<Listener>(this);
@@ -77,6 +78,7 @@ class Recorder final : public Telemetry {
   struct Listener final : BreakerListener {
     explicit Listener(Recorder* r) : r(r) {}
     bool wants_calls() const override { return r->want_calls_; }
+    bool wants_durations() const override { return r->want_durations_; }
     void OnStateChange(const BreakerStateChange& c) override {
       detail::MutexLock lock(&r->mu_);
       r->changes_.push_back({c.from, c.to, c.from_mode, c.to_mode, c.cause,
@@ -98,6 +100,7 @@ class Recorder final : public Telemetry {
   };
 
   const bool want_calls_;
+  const bool want_durations_;
   mutable detail::Mutex mu_;
   std::vector<Change> changes_ ABSL_GUARDED_BY(mu_);
   std::vector<BreakerThresholdEvent> thresholds_ ABSL_GUARDED_BY(mu_);
@@ -873,6 +876,21 @@ TEST(RollingCountsTest, ARateRuleTripsOnASuccessOnceOldSuccessesLeave) {
   EXPECT_TRUE(RunOk(b));
   EXPECT_EQ(b.state(), State::kOpen) << "3 of 4, decided on the success";
   EXPECT_EQ(b.last_trip().calls, 4u);
+}
+
+TEST(CallEventsTest, DurationsAreMeasuredOnlyWhenAskedFor) {
+  FakeClock clock;
+  Recorder rec(/*want_calls=*/true, /*want_durations=*/false);
+  BreakerSettings s = TestSettings(&clock, "no-durations");
+  s.metrics = &rec;
+  Breaker b(s);  // plain settings: the inlined path reports too
+  EXPECT_TRUE(RunTaking(b, clock, absl::Milliseconds(250)));
+  EXPECT_TRUE(RunFailure(b));
+  const std::vector<BreakerCall> calls = rec.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].outcome, CallOutcome::kSuccess);
+  EXPECT_EQ(calls[0].duration, absl::ZeroDuration()) << "not asked for";
+  EXPECT_EQ(calls[1].outcome, CallOutcome::kFailure);
 }
 
 }  // namespace

@@ -54,10 +54,16 @@ inline absl::string_view StateName(State s);
 // Counts
 //
 // What the breaker has seen in the current generation. A plain value: copies
-// are snapshots.
+// are snapshots. With a time window (SlidingWindow::Time) the first four
+// fields roll with the window, as gobreaker v2's rolling counts do: they
+// cover the calls admitted in the window's span, each outcome credited to
+// the bucket of its call's admission, and the consecutive counts are
+// capped at the window's totals.
 struct Counts {
   // Calls admitted in this generation, less those whose permit was destroyed
   // without reporting. Includes calls still in flight and excluded ones.
+  // With a time window: the admissions in the window, abandoned permits
+  // included (a bucket cannot take an admission back).
   uint64_t requests = 0;
   uint64_t total_successes = 0;
   uint64_t total_failures = 0;
@@ -133,7 +139,8 @@ inline absl::string_view TripRuleName(TripReason::Rule rule);
 //
 // Which recent calls the failure and slow-call rates are computed over. The
 // window is cleared with the rest of `Counts` at every transition and closed
-// interval, so rates never mix generations.
+// interval, so rates never mix generations; a time window's buckets start
+// when the generation does (not on epoch seconds).
 struct SlidingWindow {
   enum class Kind : uint8_t { kNone, kCount, kTime };
 

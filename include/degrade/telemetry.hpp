@@ -233,9 +233,9 @@ struct BreakerCall {
   // Slower than slow_call_duration (successes and failures only).
   bool slow = false;
   // How long the call took, on the breaker's clock, for the outcomes of
-  // calls that ran (success, failure, excluded, abandoned, stale); zero for
-  // rejections. A breaker with a listener that wants every call reads the
-  // precise clock at admission and completion for this.
+  // calls that ran (success, failure, excluded, abandoned, stale), when the
+  // listener wants_durations() or the breaker tracks slow calls; zero
+  // otherwise and for rejections.
   absl::Duration duration = absl::ZeroDuration();
 };
 
@@ -279,6 +279,10 @@ class BreakerListener : public TelemetryAttachment {
   // Asked once, when the listener is attached: whether OnCall should be
   // called. It is the only per-call cost a listener can add to a breaker.
   virtual bool wants_calls() const { return false; }
+  // Asked once, with wants_calls(): whether BreakerCall::duration should be
+  // measured. It costs two reads of the precise clock per call (a breaker
+  // with a slow_call_duration reads them anyway and always fills it in).
+  virtual bool wants_durations() const { return false; }
   // Every call's outcome, on the calling thread, while the breaker may be
   // used by others: it must be quick, thread-safe, and must not call the
   // breaker.

@@ -61,8 +61,8 @@ class BreakerCore final : public BreakerMachine {
 
   // Counts one outcome; `verdict` is a result classifier's answer (kDefault:
   // decide with is_excluded / is_successful). The plain closed success
-  // (the word unchanged since admission) is inlined; a plain breaker has no
-  // per-call listener, so it reports nothing.
+  // (the word unchanged since admission) is inlined; it reports to a
+  // per-call listener like every other path.
   DEGRADE_ALWAYS_INLINE void Complete(
       const Ticket& t, const absl::Status& outcome,
       CallVerdict verdict = CallVerdict::kDefault) {
@@ -76,7 +76,7 @@ class BreakerCore final : public BreakerMachine {
               consecutive_failures_.load(std::memory_order_relaxed) != 0)) {
         consecutive_failures_.store(0, std::memory_order_relaxed);
       }
-      return;
+      return Report(CallOutcome::kSuccess, false, 0);
     }
     CompleteGeneral(t, outcome, verdict);
   }

@@ -69,6 +69,8 @@ class BreakerEvents {
     if (listener_ != nullptr &&
         SafePredicate([this] { return listener_->wants_calls(); }, false)) {
       call_listener_ = listener_.get();
+      wants_durations_ = SafePredicate(
+          [this] { return listener_->wants_durations(); }, false);
     }
   }
   void Detach() {
@@ -78,6 +80,8 @@ class BreakerEvents {
 
   // Whether a listener wants every call: the one test on the hot path.
   bool wants_calls() const { return call_listener_ != nullptr; }
+  // Whether that listener wants each call's duration too.
+  bool wants_durations() const { return wants_durations_; }
 
   // Reports one call. REQUIRES: wants_calls().
   void NotifyCall(CallOutcome outcome, bool slow = false,
@@ -197,6 +201,7 @@ class BreakerEvents {
   // object when it asked for every call, else nullptr.
   std::unique_ptr<BreakerListener> listener_;
   BreakerListener* call_listener_ = nullptr;
+  bool wants_durations_ = false;
 };
 
 }  // namespace detail

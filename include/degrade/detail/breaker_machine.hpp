@@ -128,7 +128,7 @@ class BreakerMachine : private BreakerView {
     }
     // Last: the view must be complete before a telemetry may read it.
     events_.Attach(ResolveTelemetry(settings_.metrics), *this);
-    if (events_.wants_calls()) {
+    if (events_.wants_calls() && events_.wants_durations()) {
       // Per-call events carry durations: every admission reads the clock,
       // the precise one. Set before the breaker is shared.
       needs_clock_ = precise_clock_ = times_outcomes_ = true;

@@ -709,6 +709,28 @@ TEST(RateRuleTest, TheMinimumIsCappedAtACountWindowsSize) {
   EXPECT_EQ(common.state(), State::kOpen) << "5 of 10";
 }
 
+// Found by the docs review: an AnyOf whose rate parts have different
+// minimums must be asked when the calls reach each of them.
+TEST(RateRuleTest, EachPartsMinimumIsReachedOnASuccess) {
+  for (const SlidingWindow w :
+       {SlidingWindow{}, SlidingWindow::Count(20),
+        SlidingWindow::Time(absl::Seconds(10), 10)}) {
+    FakeClock clock;
+    BreakerSettings s = TestSettings(&clock, "mixed-minimums");
+    s.window = w;
+    s.ready_to_trip = trip::AnyOf(trip::FailureRate(0.5, 10),
+                                  trip::SlowCallRate(0.8, 4));
+    Breaker b(s);
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(RunFailure(b));
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(RunOk(b));
+    EXPECT_EQ(b.state(), State::kClosed) << static_cast<int>(w.kind);
+    EXPECT_TRUE(RunOk(b));
+    EXPECT_EQ(b.state(), State::kOpen)
+        << "5 of 10 reached on the tenth call; window kind "
+        << static_cast<int>(w.kind);
+  }
+}
+
 TEST(RateRuleTest, AHealthyBreakerIsNotAskedOnEverySuccess) {
   FakeClock clock;
   Breaker b(RateSettings(&clock, nullptr, 4, trip::FailureRate(0.5, 4)));

@@ -177,7 +177,7 @@ class BreakerCore final : public BreakerMachine {
         // minimum needs, or lost old calls (see windows.hpp): only those
         // take the lock.
         if (DEGRADE_UNLIKELY(plan_.every_outcome &&
-                             (ask || (!window_.active() && ReachedMinimum())))) {
+                             (ask || (!window_.timed() && ReachedMinimum())))) {
           DecideAfterSuccess(t.generation);
         }
         return Report(CallOutcome::kSuccess, false, elapsed);
@@ -207,10 +207,14 @@ class BreakerCore final : public BreakerMachine {
     return CallOutcome::kAbandoned;
   }
 
-  // Counts this fast success toward the generation's calls, while they are
-  // below the rule's minimum; true for the call that reaches it.
+  // Counts this fast success toward the generation's calls, until they
+  // reach the largest minimum of the rule's rate parts; true for a call
+  // that brings them to or past the smallest. Past the largest, a fast
+  // success can never raise a rate over the whole generation or a count
+  // window (it adds a non-failing call, or replaces an older outcome), so
+  // it takes no lock and writes nothing shared.
   bool ReachedMinimum() {
-    if (calls_seen_.load(std::memory_order_relaxed) >= plan_.calls_to_decide) {
+    if (calls_seen_.load(std::memory_order_relaxed) >= plan_.largest_minimum) {
       return false;
     }
     return calls_seen_.fetch_add(1, std::memory_order_relaxed) + 1 >=

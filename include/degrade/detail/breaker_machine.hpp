@@ -107,13 +107,15 @@ class BreakerMachine : private BreakerView {
         rated_half_open_(settings_.half_open_policy ==
                          HalfOpenPolicy::kRateBased),
         plan_(PlanRule(settings_)),
-        // Without a window the core counts the generation's calls itself
+        // A time window decides when a fast success must ask (a bucket
+        // left, or the largest minimum not yet reached in the current
+        // bucket). Otherwise the core counts the generation's calls itself
         // (BreakerCore::ReachedMinimum), with no read-modify-write once the
-        // minimum is reached.
+        // largest minimum is reached.
         window_(settings_.window, 0,
-                settings_.window.kind == SlidingWindow::Kind::kNone
-                    ? kNeverDecides
-                    : plan_.calls_to_decide),
+                settings_.window.kind == SlidingWindow::Kind::kTime
+                    ? std::max<uint64_t>(plan_.largest_minimum, 1)
+                    : kNeverDecides),
         needs_clock_(interval_nanos_ > 0 || slow_nanos_ > 0 || window_.timed()),
         precise_clock_(slow_nanos_ > 0),
         times_outcomes_(slow_nanos_ > 0),
@@ -237,8 +239,10 @@ class BreakerMachine : private BreakerView {
   struct RulePlan {
     // Ask after every recorded outcome (a rate rule), not only failures.
     bool every_outcome = false;
-    // The window calls from which a rate part can decide.
+    // The window calls from which a rate part can decide: the smallest
+    // and the largest minimum among the rate parts (an AnyOf may mix them).
     uint64_t calls_to_decide = std::numeric_limits<uint64_t>::max();
+    uint64_t largest_minimum = 0;
     // No user code in the rule: it is decided under the lock.
     bool library = false;
     // A rate part: threshold events are tracked.
@@ -255,11 +259,28 @@ class BreakerMachine : private BreakerView {
     }
     return false;
   }
+  static uint64_t LargestMinimum(const trip::Rule& r) {
+    switch (r.kind()) {
+      case trip::Rule::Kind::kFailureRate:
+      case trip::Rule::Kind::kSlowCallRate:
+        return r.minimum_calls();
+      case trip::Rule::Kind::kAnyOf: {
+        uint64_t m = 0;
+        for (const trip::Rule& part : r.parts()) {
+          m = std::max(m, LargestMinimum(part));
+        }
+        return m;
+      }
+      default:
+        return 0;
+    }
+  }
   static RulePlan PlanRule(const BreakerSettings& s) {
     const trip::Rule& r = s.ready_to_trip;
     RulePlan p;
     p.every_outcome = r.decides_on_every_outcome();
     p.calls_to_decide = r.calls_to_decide();
+    p.largest_minimum = LargestMinimum(r);
     p.library = !HasCustomPart(r);
     const std::optional<double> failure = r.failure_rate_threshold();
     const std::optional<double> slow = r.slow_call_rate_threshold();

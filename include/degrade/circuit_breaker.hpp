@@ -8,7 +8,8 @@
 // sick feature/recall/rank service costs the caller a fast rejection (and a
 // fallback) instead of a timeout, and gets room to recover.
 //
-// The semantics are gobreaker's, so a gobreaker user finds no surprise:
+// By default the semantics are gobreaker's, so a gobreaker user finds no
+// surprise:
 //
 //            ready_to_trip(counts) is true after a failure
 //   closed --------------------------------------------------> open
@@ -25,9 +26,25 @@
 //
 // Beyond gobreaker: count- and time-based sliding windows feeding a failure
 // rate and a slow-call rate, composable trip rules (`trip::`), exponential
-// backoff of the open duration, a maximum wait in half-open, `ForceOpen()`,
-// `Disable()` and `Reset()`, and exceptions thrown by the callable counted as
-// failures and returned as a status.
+// backoff of the open duration, a maximum wait in half-open, manual control,
+// and exceptions thrown by the callable counted as failures and returned as
+// a status.
+//
+// The resilience4j half, each part off until a setting or call asks for it,
+// so that a resilience4j user's config has somewhere to go: rate rules
+// (`trip::FailureRate`, `trip::SlowCallRate`, rates as fractions) decide after
+// every outcome, successes too, with a count window capping their minimum
+// at its size; `HalfOpenPolicy::kRateBased` judges `max_requests` permitted
+// trials by their failure and slow-call rates; the half-open wait may run
+// from entering half-open and may close instead of reopening;
+// `ForceOpenFor()`/`ForceOpenUntil()` expire on the breaker's clock;
+// `Disable()` (= `MetricsOnly()`, resilience4j METRICS_ONLY) keeps counting
+// and never trips, while `Bypass()` (resilience4j DISABLED) records nothing;
+// `classify_result` sees the returned value; listeners get per-call and
+// once-per-episode threshold events, and `last_trip()` says why the breaker
+// opened. There is no timer thread: open -> half-open, like every expiry,
+// happens on the next call or `state()`. docs/circuit-breaker.md maps each
+// setting to gobreaker's and resilience4j's.
 //
 //   degrade::BreakerSettings settings;
 //   settings.name = "feature-service";

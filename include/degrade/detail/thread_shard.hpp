@@ -155,7 +155,7 @@ class ShardCounter {
  public:
   // REQUIRES: this counter belongs to the shard ThreadShardIndex() gives
   // the calling thread (a counter of another shard would lose adds).
-  void Add(uint64_t n) {
+  DEGRADE_ALWAYS_INLINE void Add(uint64_t n) {
     if (DEGRADE_LIKELY(ThreadOwnsShard())) {
       value_.store(value_.load(std::memory_order_relaxed) + n,
                    std::memory_order_relaxed);

@@ -55,6 +55,7 @@
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/reentry.hpp"
+#include "degrade/detail/rule_plan.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/splitmix.hpp"
@@ -233,65 +234,6 @@ class BreakerMachine : private BreakerView {
   static uint64_t GenOf(uint64_t w) { return BreakerWord::GenOf(w); }
   static int64_t DurationNanos(absl::Duration d) {
     return absl::ToInt64Nanoseconds(d);  // saturates
-  }
-
-  // What the trip rule needs from the state machine, worked out once.
-  struct RulePlan {
-    // Ask after every recorded outcome (a rate rule), not only failures.
-    bool every_outcome = false;
-    // The window calls from which a rate part can decide: the smallest
-    // and the largest minimum among the rate parts (an AnyOf may mix them).
-    uint64_t calls_to_decide = std::numeric_limits<uint64_t>::max();
-    uint64_t largest_minimum = 0;
-    // No user code in the rule: it is decided under the lock.
-    bool library = false;
-    // A rate part: threshold events are tracked.
-    bool has_rates = false;
-    // The rate-based half-open policy's thresholds.
-    double half_open_failure_rate = 0.5;
-    double half_open_slow_rate = 1.0;
-  };
-  static bool HasCustomPart(const trip::Rule& r) {
-    if (r.kind() == trip::Rule::Kind::kCustom) return true;
-    if (r.kind() != trip::Rule::Kind::kAnyOf) return false;
-    for (const trip::Rule& part : r.parts()) {
-      if (HasCustomPart(part)) return true;
-    }
-    return false;
-  }
-  static uint64_t LargestMinimum(const trip::Rule& r) {
-    switch (r.kind()) {
-      case trip::Rule::Kind::kFailureRate:
-      case trip::Rule::Kind::kSlowCallRate:
-        return r.minimum_calls();
-      case trip::Rule::Kind::kAnyOf: {
-        uint64_t m = 0;
-        for (const trip::Rule& part : r.parts()) {
-          m = std::max(m, LargestMinimum(part));
-        }
-        return m;
-      }
-      default:
-        return 0;
-    }
-  }
-  static RulePlan PlanRule(const BreakerSettings& s) {
-    const trip::Rule& r = s.ready_to_trip;
-    RulePlan p;
-    p.every_outcome = r.decides_on_every_outcome();
-    p.calls_to_decide = r.calls_to_decide();
-    p.largest_minimum = LargestMinimum(r);
-    p.library = !HasCustomPart(r);
-    const std::optional<double> failure = r.failure_rate_threshold();
-    const std::optional<double> slow = r.slow_call_rate_threshold();
-    p.has_rates = failure.has_value() || slow.has_value();
-    p.half_open_failure_rate = s.half_open_failure_rate > 0
-                                   ? s.half_open_failure_rate
-                                   : failure.value_or(0.5);
-    p.half_open_slow_rate = s.half_open_slow_call_rate > 0
-                                ? s.half_open_slow_call_rate
-                                : slow.value_or(1.0);
-    return p;
   }
 
   // Reports each rate threshold the window just reached (once per

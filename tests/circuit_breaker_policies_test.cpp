@@ -337,6 +337,20 @@ TEST(ForceOpenForTest, ExpiresToHalfOpenOnTheBreakersClock) {
   EXPECT_EQ(ch[2].cause, TransitionCause::kTrialsSucceeded);
 }
 
+// Review (issue 14): mode() and forced_open() read the word without
+// applying a due expiry, so a timed forced-open state that has ended still
+// reads as forced open until someone calls state() or a call arrives --
+// while the telemetry's view (observed_state) already says half-open.
+TEST(ForceOpenForTest, AnEndedTimedStateIsNotStillForcedOpen) {
+  FakeClock clock;
+  Breaker b(TestSettings(&clock, "ended"));
+  ASSERT_TRUE(b.ForceOpenFor(absl::Seconds(5)).ok());
+  clock.Advance(absl::Seconds(5) + kNs);
+  EXPECT_FALSE(b.forced_open()) << "its 5 s are over";
+  EXPECT_EQ(b.mode(), BreakerMode::kNormal);
+  EXPECT_EQ(b.state(), State::kHalfOpen);
+}
+
 TEST(ForceOpenForTest, UntilAnInstant) {
   FakeClock clock;
   Breaker b(TestSettings(&clock, "until"));
@@ -831,6 +845,60 @@ TEST(RateRuleTest, TheStateChangeLineSaysWhyItOpened) {
               HasSubstr(R"("from_mode":"normal","to_mode":"forced_open"})"));
 }
 
+// Review (issue 14): an AnyOf whose rate parts have different minimums.
+// calls_to_decide is the least of them, so the fast success that brings the
+// window to a LARGER part's minimum must still ask the rule. A resilience4j
+// user with "failure rate 50% over 8 calls, slow-call rate 80% over 2"
+// expects 4 failures and 4 successes to open on the last success (50% of
+// 8), as FiftyPercentOfACountWindowOfFourIsReachedOnASuccess does for one
+// part.
+TEST(RateRuleTest, ALargerMinimumReachedOnASuccessIsDecided) {
+  struct Case {
+    const char* name;
+    SlidingWindow window;
+  };
+  for (const Case& c :
+       {Case{"no window", SlidingWindow{}},
+        Case{"count window", SlidingWindow::Count(10)},
+        Case{"time window", SlidingWindow::Time(absl::Seconds(10), 10)}}) {
+    SCOPED_TRACE(c.name);
+    FakeClock clock;
+    BreakerSettings s = TestSettings(&clock, "two-minimums");
+    s.window = c.window;
+    s.slow_call_duration = absl::Seconds(1);
+    s.ready_to_trip = trip::AnyOf(trip::FailureRate(0.5, 8),
+                                  trip::SlowCallRate(0.8, 2));
+    Breaker b(s);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(RunFailure(b));
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(RunOk(b));
+    EXPECT_EQ(b.state(), State::kClosed) << "7 calls: under 8";
+    EXPECT_TRUE(RunOk(b));
+    EXPECT_EQ(b.state(), State::kOpen) << "4 of 8 failed, on the success";
+    EXPECT_EQ(b.last_trip().rule, TripReason::Rule::kFailureRate);
+  }
+}
+
+// Review (issue 14): "once per episode: again only after it fell below".
+// Here the rate falls below on a fast success, which does not ask the rule,
+// so the episode's end goes unseen and the next crossing is never reported.
+TEST(RateRuleTest, AnEpisodeEndedBySuccessesIsReportedAgain) {
+  FakeClock clock;
+  Recorder rec;
+  Breaker b(RateSettings(&clock, &rec, 4, trip::FailureRate(0.5, 4)));
+  b.MetricsOnly();
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunOk(b));
+  EXPECT_TRUE(RunFailure(b));
+  EXPECT_TRUE(RunOk(b));  // F S F S: 50% of 4, reported
+  ASSERT_EQ(rec.thresholds().size(), 1u);
+  EXPECT_TRUE(RunOk(b));  // S F S S: 25%, the episode is over
+  EXPECT_EQ(b.counts().window_failures, 1u);
+  EXPECT_TRUE(RunFailure(b));  // F S S F: 50% again, a new episode
+  EXPECT_EQ(b.counts().window_failures, 2u);
+  EXPECT_EQ(rec.thresholds().size(), 2u)
+      << "the second crossing of the threshold was never reported";
+}
+
 // ---------------------------------------------------------------------------
 // Time windows roll like gobreaker v2
 // ---------------------------------------------------------------------------
@@ -913,6 +981,23 @@ TEST(CallEventsTest, DurationsAreMeasuredOnlyWhenAskedFor) {
   EXPECT_EQ(calls[0].outcome, CallOutcome::kSuccess);
   EXPECT_EQ(calls[0].duration, absl::ZeroDuration()) << "not asked for";
   EXPECT_EQ(calls[1].outcome, CallOutcome::kFailure);
+}
+
+// Review (issue 14): without a window, and with a count window, a
+// requests count excludes an abandoned permit (admitted - abandoned); with a
+// time window it did not, so the same Allow()-and-drop reads differently
+// depending on the window kind.
+TEST(RollingCountsTest, AnAbandonedPermitIsNotARequest) {
+  for (bool timed : {false, true}) {
+    SCOPED_TRACE(timed ? "time window" : "no window");
+    FakeClock clock;
+    BreakerSettings s = TestSettings(&clock, "abandoned");
+    if (timed) s.window = SlidingWindow::Time(absl::Seconds(10), 10);
+    Breaker b(s);
+    { absl::StatusOr<Permit> dropped = b.Allow(); }
+    EXPECT_EQ(b.totals().abandoned, 1u);
+    EXPECT_EQ(b.counts().requests, 0u);
+  }
 }
 
 }  // namespace

@@ -176,8 +176,13 @@ class BreakerCore final : public BreakerMachine {
         // only make it trip when the window just gained the calls its
         // minimum needs, or lost old calls (see windows.hpp): only those
         // take the lock.
-        if (DEGRADE_UNLIKELY(plan_.every_outcome &&
-                             (ask || (!window_.timed() && ReachedMinimum())))) {
+        // A reported threshold episode may end on a success: while one is
+        // on, fast successes ask too, so that the fall below is seen and
+        // the next crossing reported again.
+        if (DEGRADE_UNLIKELY(
+                plan_.every_outcome &&
+                (ask || (!window_.timed() && ReachedMinimum()) ||
+                 in_episode_.load(std::memory_order_relaxed)))) {
           DecideAfterSuccess(t.generation);
         }
         return Report(CallOutcome::kSuccess, false, elapsed);
@@ -204,6 +209,7 @@ class BreakerCore final : public BreakerMachine {
       return CallOutcome::kStale;
     }
     s.abandoned.Add(1);
+    window_.RecordAbandon(t.start_nanos);
     return CallOutcome::kAbandoned;
   }
 

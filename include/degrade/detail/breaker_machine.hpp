@@ -197,8 +197,15 @@ class BreakerMachine : private BreakerView {
   void Bypass() { Manual(State::kClosed, kBypass, TransitionCause::kBypassed); }
   void Reset() { Manual(State::kClosed, kNormal, TransitionCause::kReset); }
 
+  // A timed forced-open state whose end has passed reads as normal even
+  // before anyone applies the expiry, as observed_state() reads half-open.
   BreakerMode mode() const {
-    return ModeOf(word_.load(std::memory_order_acquire));
+    const uint64_t w = word_.load(std::memory_order_acquire);
+    if (ModeOf(w) == kForcedOpen) {
+      const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
+      if (expiry != kNever && NowNanos() > expiry) return kNormal;
+    }
+    return ModeOf(w);
   }
   // When a timed forced-open state ends; InfiniteFuture() otherwise.
   absl::Time forced_open_until() {
@@ -244,6 +251,8 @@ class BreakerMachine : private BreakerView {
     const uint8_t over = settings_.ready_to_trip.RatesExceeded(c);
     const uint8_t fresh = static_cast<uint8_t>(over & ~rates_reported_);
     rates_reported_ = over;
+    // While over, a fast success may end the episode: it must be asked.
+    in_episode_.store(over != 0, std::memory_order_relaxed);
     if (fresh & 1) {
       events_.RecordThreshold(
           BreakerThreshold::kFailureRate, c.failure_rate(),
@@ -337,6 +346,7 @@ class BreakerMachine : private BreakerView {
     consecutive_failures_.store(0, std::memory_order_relaxed);
     calls_seen_.store(0, std::memory_order_relaxed);
     rates_reported_ = 0;
+    in_episode_.store(false, std::memory_order_relaxed);
     window_.Reset(now);
     interval_expiry_.store(to == State::kClosed && interval_nanos_ > 0
                                ? SatAddNanos(now, interval_nanos_)
@@ -561,6 +571,8 @@ class BreakerMachine : private BreakerView {
   // Calls recorded in this generation, counted only up to the rule's
   // minimum (then only read).
   std::atomic<uint64_t> calls_seen_{0};
+  // A rate threshold is reported and not yet seen to fall below.
+  std::atomic<bool> in_episode_{false};
 
   alignas(kCacheLine) Mutex mu_;
   // Serialises ready_to_trip calls (taken without mu_ held).

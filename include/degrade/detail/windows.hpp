@@ -212,6 +212,16 @@ class TimeWindow {
     b->requests.fetch_add(1, std::memory_order_relaxed);
   }
 
+  // Takes back the admission at `start_nanos` of a permit destroyed without
+  // a report, if its bucket is still in the window. Lock-free.
+  void RecordAbandon(int64_t start_nanos) {
+    const int64_t age = AgeOf(start_nanos);
+    Bucket& b = buckets_[Index(age)];
+    if (b.age.load(std::memory_order_acquire) == age) {
+      b.abandoned.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
   // Counts one outcome of a call admitted at `start_nanos` in that
   // admission's bucket, or drops it when the bucket now holds a newer age.
   // Returns whether the rule must be asked (see the file comment).
@@ -265,9 +275,12 @@ class TimeWindow {
         const uint64_t exclusions =
             b.exclusions.load(std::memory_order_relaxed);
         const uint64_t slow = b.slow.load(std::memory_order_relaxed);
+        const uint64_t abandoned = b.abandoned.load(std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_acquire);
         if (b.age.load(std::memory_order_relaxed) != age) continue;
-        s.requests += requests;
+        // An abandon racing the bucket's reuse may land on the new age:
+        // clamped, it costs that bucket at most one request.
+        s.requests += requests > abandoned ? requests - abandoned : 0;
         s.successes += successes;
         s.failures += failures;
         s.exclusions += exclusions;
@@ -302,6 +315,9 @@ class TimeWindow {
     std::atomic<uint64_t> failures{0};
     std::atomic<uint64_t> exclusions{0};
     std::atomic<uint64_t> slow{0};
+    // Admissions whose permit was destroyed without a report: taken off
+    // `requests` when read, as the breaker's own requests are.
+    std::atomic<uint64_t> abandoned{0};
   };
   static_assert(sizeof(Bucket) == kCacheLine, "one bucket, one cache line");
 
@@ -326,6 +342,7 @@ class TimeWindow {
     b.failures.store(0, std::memory_order_relaxed);
     b.exclusions.store(0, std::memory_order_relaxed);
     b.slow.store(0, std::memory_order_relaxed);
+    b.abandoned.store(0, std::memory_order_relaxed);
     b.age.store(age, std::memory_order_release);
   }
 
@@ -405,6 +422,10 @@ class Window {
 
   // Counts an admission at `now_nanos` in a time window (v2's Requests);
   // nothing otherwise. Lock-free; one relaxed add in the common case.
+  // Takes back an admission whose permit was abandoned (time window only).
+  void RecordAbandon(int64_t start_nanos) {
+    if (kind_ == SlidingWindow::Kind::kTime) time_->RecordAbandon(start_nanos);
+  }
   DEGRADE_ALWAYS_INLINE void RecordAdmission(int64_t now_nanos) {
     if (kind_ == SlidingWindow::Kind::kTime) time_->RecordAdmission(now_nanos);
   }

@@ -632,5 +632,40 @@ TEST(BreakerTelemetryTest, ClocksAtTheExtremesNeitherOverflowNorHideATrip) {
   EXPECT_NE(spy.breaker_view->degraded_since(), absl::InfiniteFuture());
 }
 
+// Found by TSan in CI (MetricsConcurrencyTest): the breaker offered its view
+// from a base class's constructor, and a scrape on another thread could
+// call the view while the derived constructor was still rewriting the
+// object's vtable. A telemetry that reads the view from a thread of its own
+// the moment it is offered it must race with nothing (TSan checks; the
+// reader and the constructor are otherwise unordered).
+TEST(TelemetryTest, AViewReadFromAnotherThreadAtAttachRacesWithNothing) {
+  struct Scraper final : Telemetry {
+    std::unique_ptr<BreakerListener> AttachBreaker(
+        const BreakerView& view) override {
+      reader = std::thread([&view, this] {
+        for (int i = 0; i < 200; ++i) {
+          if (view.observed_state() != State::kClosed) ++odd;
+          (void)view.totals();
+        }
+      });
+      return nullptr;
+    }
+    std::thread reader;
+    int odd = 0;
+  };
+  for (int round = 0; round < 20; ++round) {
+    Scraper scraper;
+    {
+      BreakerSettings s;
+      s.name = "scraped";
+      s.metrics = &scraper;
+      CircuitBreaker<int> b(s);
+      EXPECT_TRUE(b.Execute([] { return 1; }).ok());
+      scraper.reader.join();  // before the breaker goes
+    }
+    EXPECT_EQ(scraper.odd, 0);
+  }
+}
+
 }  // namespace
 }  // namespace degrade

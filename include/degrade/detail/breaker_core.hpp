@@ -41,7 +41,13 @@ namespace detail {
 class BreakerCore final : public BreakerMachine {
  public:
   explicit BreakerCore(BreakerSettings settings)
-      : BreakerMachine(std::move(settings)) {}
+      : BreakerMachine(std::move(settings)) {
+    AttachTelemetry();  // last: the object is complete, its vtable final
+  }
+  BreakerCore(const BreakerCore&) = delete;
+  BreakerCore& operator=(const BreakerCore&) = delete;
+  // The listener goes first, while the vtable its view calls is this one.
+  ~BreakerCore() { DetachTelemetry(); }
 
   // Admits a call (fills `t`, returns nullptr) or returns the rejection.
   // The plain closed path (closed, normal mode, nothing but counting) is

@@ -125,19 +125,8 @@ class BreakerMachine : private BreakerView {
         shards_(settings_.name),
         backoff_(timeout_, settings_.backoff_multiplier, settings_.max_timeout,
                  settings_.backoff_jitter, StableHash(settings_.name)) {
-    {
-      MutexLock lock(&mu_);
-      StartInitialLocked(NowNanos());
-    }
-    // Last: the view must be complete before a telemetry may read it.
-    events_.Attach(ResolveTelemetry(settings_.metrics), *this);
-    if (events_.wants_calls() && events_.wants_durations()) {
-      // Per-call events carry durations: every admission reads the clock,
-      // the precise one. Set before the breaker is shared.
-      needs_clock_ = precise_clock_ = times_outcomes_ = true;
-    }
-    plain_ = !has_is_successful_ && !has_is_excluded_ && slow_nanos_ == 0 &&
-             !window_.active() && !needs_clock_ && !plan_.every_outcome;
+    MutexLock lock(&mu_);
+    StartInitialLocked(NowNanos());
   }
 
   BreakerMachine(const BreakerMachine&) = delete;
@@ -229,6 +218,23 @@ class BreakerMachine : private BreakerView {
   }
 
  protected:
+  // Offers the view to the telemetry. Called last in the constructor of the
+  // final class, never here: a listener may read the view from another
+  // thread at once (a scrape), and until the most derived constructor runs
+  // the object's vtable is still being rewritten. DetachTelemetry() first
+  // in that class's destructor, for the same reason.
+  void AttachTelemetry() {
+    events_.Attach(ResolveTelemetry(settings_.metrics), *this);
+    if (events_.wants_calls() && events_.wants_durations()) {
+      // Per-call events carry durations: every admission reads the clock,
+      // the precise one. Set before the breaker is shared.
+      needs_clock_ = precise_clock_ = times_outcomes_ = true;
+    }
+    plain_ = !has_is_successful_ && !has_is_excluded_ && slow_nanos_ == 0 &&
+             !window_.active() && !needs_clock_ && !plan_.every_outcome;
+  }
+  void DetachTelemetry() { events_.Detach(); }
+
   using Mode = BreakerMode;
   static constexpr Mode kNormal = BreakerMode::kNormal;
   static constexpr Mode kForcedOpen = BreakerMode::kForcedOpen;

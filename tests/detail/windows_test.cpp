@@ -295,51 +295,20 @@ TEST(TimeWindowTest, WidthAndBucketsOfZeroAreReadAsOne) {
 
 // ---- Count window ----
 
-TEST(CountWindowTest, SuccessReachingTheMinimumAsks) {
-  // resilience4j: count window 4 at 50%, F F F S: the S is the record that
-  // lets the rule decide (75% failures), so it must ask.
-  CountWindow w(4, /*calls_to_decide=*/4);
-  EXPECT_TRUE(w.Record(kF));
-  EXPECT_TRUE(w.Record(kF));
-  EXPECT_TRUE(w.Record(kF));
-  EXPECT_TRUE(w.Record(kS));
-  // From now on a fast success replaces an older outcome: no rate rises.
-  for (int i = 0; i < 100; ++i) EXPECT_FALSE(w.Record(kS)) << i;
+// Reaching a rule's minimum on a success is the breaker's to count
+// (BreakerCore::ReachedMinimum; RateRuleTest.* in
+// circuit_breaker_policies_test): a count window asks for failures and
+// slow calls only.
+TEST(CountWindowTest, FastSuccessesNeverAskFailuresAndSlowCallsDo) {
+  CountWindow w(4);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(w.Record(kS)) << i;
   EXPECT_TRUE(w.Record(kF));
   EXPECT_TRUE(w.Record(kSlowS));
   EXPECT_FALSE(w.Record(kS));
 }
 
-TEST(CountWindowTest, AsksOnceAgainAfterAReset) {
-  CountWindow w(4, 4);
-  for (int i = 0; i < 10; ++i) w.Record(kS);
-  w.Reset();
-  EXPECT_FALSE(w.Record(kS));
-  EXPECT_FALSE(w.Record(kS));
-  EXPECT_FALSE(w.Record(kS));
-  EXPECT_TRUE(w.Record(kS)) << "the 4th call of the new generation";
-  EXPECT_FALSE(w.Record(kS));
-}
-
-TEST(CountWindowTest, MinimumAboveTheSizeAsksWhenTheWindowFills) {
-  // resilience4j uses min(minimumNumberOfCalls, slidingWindowSize): a
-  // window of 4 with a minimum of 100 decides at 4 calls.
-  CountWindow w(4, 100);
-  EXPECT_FALSE(w.Record(kS));
-  EXPECT_FALSE(w.Record(kS));
-  EXPECT_FALSE(w.Record(kS));
-  EXPECT_TRUE(w.Record(kS));
-  EXPECT_FALSE(w.Record(kS));
-}
-
-TEST(CountWindowTest, WithoutARuleSuccessesNeverAsk) {
-  CountWindow w(4);
-  for (int i = 0; i < 10; ++i) EXPECT_FALSE(w.Record(kS)) << i;
-  EXPECT_TRUE(w.Record(kF));
-}
-
 TEST(CountWindowTest, KeepsCallsFailuresAndSlowOnly) {
-  CountWindow w(4, 4);
+  CountWindow w(4);
   for (uint8_t o : {kF, kF, kSlowS, kS}) w.Record(o);
   EXPECT_FALSE(w.Record(kX)) << "an exclusion is not a call";
   EXPECT_FALSE(w.Record(static_cast<uint8_t>(kX | kOutcomeRecorded)));
@@ -370,36 +339,22 @@ TEST(WindowTest, TimeWindowStartsAtTheGivenOrigin) {
   EXPECT_EQ(w.Read(30 * kSec).requests, 0u);
 }
 
-TEST(WindowTest, CountWindowAsksAtTheMinimum) {
+TEST(WindowTest, CountWindowAsksOnFailuresOnly) {
   Window w(SlidingWindow::Count(4), 0, 4);
   w.RecordAdmission(0);  // a count window counts no admissions
   EXPECT_TRUE(w.Record(0, kF));
-  EXPECT_TRUE(w.Record(0, kF));
-  EXPECT_TRUE(w.Record(0, kF));
-  EXPECT_TRUE(w.Record(0, kS));
   EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_EQ(w.Read(0).calls, 4u);
+  EXPECT_TRUE(w.Record(0, kSlowS));
+  EXPECT_EQ(w.Read(0).calls, 3u);
   EXPECT_EQ(w.Read(0).requests, 0u);
 }
 
-TEST(WindowTest, NoWindowAsksWhenTheGenerationReachesTheMinimum) {
-  Window w(SlidingWindow{}, 0, 3);
-  EXPECT_FALSE(w.active());
-  EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_FALSE(w.Record(0, kX));
-  EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_TRUE(w.Record(0, kS)) << "third call of the generation";
-  EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_TRUE(w.Record(0, kF));
-  w.Reset(0);
-  EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_TRUE(w.Record(0, kS));
-}
-
-TEST(WindowTest, NoWindowAndNoRuleNeverAsks) {
-  Window w(SlidingWindow{}, 0, kNeverDecides);
-  for (uint8_t o : {kS, kF, kSlowS, kX}) EXPECT_FALSE(w.Record(0, o));
+TEST(WindowTest, NoWindowNeverAsks) {
+  for (uint64_t minimum : {uint64_t{3}, kNeverDecides}) {
+    Window w(SlidingWindow{}, 0, minimum);
+    EXPECT_FALSE(w.active());
+    for (uint8_t o : {kS, kF, kSlowS, kX}) EXPECT_FALSE(w.Record(0, o));
+  }
 }
 
 // ---- Concurrency ----
@@ -491,7 +446,7 @@ TEST(TimeWindowTest, ConcurrentRecordsResetsAndReadsNeverOvercount) {
 }
 
 TEST(CountWindowTest, ConcurrentRecordsResetsAndReadsNeverOvercount) {
-  CountWindow w(64, 16);
+  CountWindow w(64);
   Announced announced;
   const uint64_t rounds = RaceWritersWithReader(
       announced, [&](bool failed) { w.Record(failed ? kF : kS); },

@@ -179,12 +179,10 @@ class BreakerCore final : public BreakerMachine {
         }
         const bool ask = window_.Record(t.start_nanos, kOutcomeRecorded);
         // A rate rule decides after successes too, but a fast success can
-        // only make it trip when the window just gained the calls its
-        // minimum needs, or lost old calls (see windows.hpp): only those
-        // take the lock.
-        // A reported threshold episode may end on a success: while one is
-        // on, fast successes ask too, so that the fall below is seen and
-        // the next crossing reported again.
+        // only change its answer when the calls reach one of its minimums
+        // (ReachedMinimum), when a time window lost old calls (`ask`), or
+        // while a threshold episode is on (so that the fall below is seen
+        // and the next crossing reported): only those take the lock.
         if (DEGRADE_UNLIKELY(
                 plan_.every_outcome &&
                 (ask || (!window_.timed() && ReachedMinimum()) ||

@@ -33,13 +33,12 @@
 //   false only when it provably could not. Failures and slow calls always
 //   answer true. For a fast success:
 //
-//   * Count window of N, with M = min(calls_to_decide, N). A fast success
-//     either adds a non-failing call (window below N) or replaces an older
-//     outcome (window full), so neither rate can rise. The only change
-//     towards "open" is the "not yet" -> "decide" step, which happens exactly
-//     at the record that brings the calls to M: the one taking ticket M-1 of
-//     this generation. That record, and no other fast success, answers true:
-//     one compare on the ticket the ring already takes.
+//   * Count window, and no window: a fast success either adds a
+//     non-failing call or replaces an older outcome, so neither rate can
+//     rise; only the "not yet" -> "decide" step can open, when the calls
+//     reach a minimum. The breaker counts its generation's calls up to its
+//     rule's largest minimum itself (BreakerCore::ReachedMinimum), so for
+//     these kinds Record answers true for failures and slow calls only.
 //   * Time window. Rates can also rise when a bucket leaves (its successes
 //     go), and the call count can drop below the minimum and climb back. So
 //     a fast success answers true when (a) it rolled its bucket (the first
@@ -52,9 +51,6 @@
 //     per bucket width): an extra ask, never a missed one. The window's clock
 //     is the newest admission or record it has seen: a bucket that leaves
 //     with no admission and no record after it is noticed by the next one.
-//   * No window: the rates cover the generation; the record that brings the
-//     generation's calls to calls_to_decide answers true (a generation count
-//     kept only when there is a rule).
 //   * calls_to_decide == kNeverDecides (UINT64_MAX, no rate rule): no ask
 //     for fast successes, and Record costs what it did before the rule
 //     existed (no extra atomic read-modify-write, one more compare).
@@ -129,13 +125,8 @@ DEGRADE_ALWAYS_INLINE bool AlwaysAsks(uint8_t outcome) {
 // call). A size of 0 is read as 1. Thread-safe (see the file comment).
 class CountWindow {
  public:
-  explicit CountWindow(uint32_t size, uint64_t calls_to_decide = kNeverDecides)
-      : size_(size == 0 ? 1 : size),
-        // 0: no ticket is ever 0 after the +1, so "never".
-        decide_at_(calls_to_decide == kNeverDecides
-                       ? 0
-                       : std::clamp<uint64_t>(calls_to_decide, 1, size_)),
-        slots_(new std::atomic<uint8_t>[size_]) {
+  explicit CountWindow(uint32_t size)
+      : size_(size == 0 ? 1 : size), slots_(new std::atomic<uint8_t>[size_]) {
     Reset();
   }
 
@@ -149,7 +140,7 @@ class CountWindow {
     }
     const uint64_t ticket = next_.fetch_add(1, std::memory_order_relaxed);
     slots_[ticket % size_].store(outcome, std::memory_order_relaxed);
-    return AlwaysAsks(outcome) || ticket + 1 == decide_at_;
+    return AlwaysAsks(outcome);
   }
 
   WindowStats Read() const {
@@ -177,7 +168,6 @@ class CountWindow {
 
  private:
   const uint32_t size_;
-  const uint64_t decide_at_;
   std::unique_ptr<std::atomic<uint8_t>[]> slots_;
   std::atomic<uint64_t> next_{0};
 };
@@ -394,19 +384,16 @@ class TimeWindow {
 class Window {
  public:
   // `now_nanos` is the first origin (the first generation's start);
-  // `calls_to_decide` is the rate rule's trip::Rule::calls_to_decide(), or
-  // kNeverDecides without one (0 is read as 1).
+  // `calls_to_decide` bounds a time window's per-bucket ask: the largest
+  // minimum of the rate rule's parts, or kNeverDecides without one (0 is
+  // read as 1). Count windows and no window ignore it (the breaker counts
+  // its calls to the minimum itself).
   // REQUIRES: `w` passes ValidateBreakerSettings (see
   // NormalizeBreakerSettings).
   Window(const SlidingWindow& w, int64_t now_nanos, uint64_t calls_to_decide)
-      : kind_(w.kind),
-        skip_(w.kind == SlidingWindow::Kind::kNone &&
-              calls_to_decide == kNeverDecides),
-        decide_at_(calls_to_decide == kNeverDecides
-                       ? 0
-                       : std::max<uint64_t>(calls_to_decide, 1)) {
+      : kind_(w.kind) {
     if (kind_ == SlidingWindow::Kind::kCount) {
-      count_ = std::make_unique<CountWindow>(w.size, calls_to_decide);
+      count_ = std::make_unique<CountWindow>(w.size);
     } else if (kind_ == SlidingWindow::Kind::kTime) {
       const uint32_t buckets = w.size == 0 ? 1 : w.size;
       time_ = std::make_unique<TimeWindow>(
@@ -420,36 +407,24 @@ class Window {
   // Whether Record(), RecordAdmission() and Read() need the time.
   bool timed() const { return kind_ == SlidingWindow::Kind::kTime; }
 
-  // Counts an admission at `now_nanos` in a time window (v2's Requests);
-  // nothing otherwise. Lock-free; one relaxed add in the common case.
   // Takes back an admission whose permit was abandoned (time window only).
   void RecordAbandon(int64_t start_nanos) {
     if (kind_ == SlidingWindow::Kind::kTime) time_->RecordAbandon(start_nanos);
   }
+  // Counts an admission at `now_nanos` in a time window (v2's Requests);
+  // nothing otherwise. Lock-free; one relaxed add in the common case.
   DEGRADE_ALWAYS_INLINE void RecordAdmission(int64_t now_nanos) {
     if (kind_ == SlidingWindow::Kind::kTime) time_->RecordAdmission(now_nanos);
   }
 
-  // Records a completed call admitted at `start_nanos` (ignored by a count
-  // window and by no window). Returns whether the rate rule must be asked
-  // (see the file comment); false without a window and a rule. Lock-free;
-  // without a window and a rule, one compare.
+  // Records a completed call admitted at `start_nanos` (the time is used
+  // by a time window only). Returns whether the rate rule must be asked
+  // (see the file comment); always false without a window. Lock-free;
+  // without a window, one compare.
   DEGRADE_ALWAYS_INLINE bool Record(int64_t start_nanos, uint8_t outcome) {
-    if (DEGRADE_LIKELY(skip_)) return false;
-    switch (kind_) {
-      case SlidingWindow::Kind::kCount:
-        return count_->Record(outcome);
-      case SlidingWindow::Kind::kTime:
-        return time_->Record(start_nanos, outcome);
-      case SlidingWindow::Kind::kNone:
-        break;
-    }
-    if ((outcome & (kOutcomeRecorded | kOutcomeExcluded)) != kOutcomeRecorded) {
-      return false;
-    }
-    const uint64_t calls =
-        generation_calls_.fetch_add(1, std::memory_order_relaxed) + 1;
-    return AlwaysAsks(outcome) || calls == decide_at_;
+    if (DEGRADE_LIKELY(kind_ == SlidingWindow::Kind::kNone)) return false;
+    if (kind_ == SlidingWindow::Kind::kCount) return count_->Record(outcome);
+    return time_->Record(start_nanos, outcome);
   }
 
   // REQUIRES: active().
@@ -463,16 +438,12 @@ class Window {
   void Reset(int64_t now_nanos) {
     if (count_) count_->Reset();
     if (time_) time_->Reset(now_nanos);
-    generation_calls_.store(0, std::memory_order_relaxed);
   }
 
  private:
   const SlidingWindow::Kind kind_;
-  const bool skip_;           // no window and no rule: Record is a no-op
-  const uint64_t decide_at_;  // no window: 0 = no rule
   std::unique_ptr<CountWindow> count_;
   std::unique_ptr<TimeWindow> time_;
-  std::atomic<uint64_t> generation_calls_{0};  // no window, with a rule only
 };
 
 }  // namespace detail

@@ -117,3 +117,46 @@ TEST(StatusTest, RewordedLeavesOkAlone) {
 
 }  // namespace
 }  // namespace degrade
+
+namespace degrade {
+namespace {
+
+TEST(StatusTest, ShedErrorIsResourceExhaustedWithAHint) {
+  const absl::Status s =
+      ShedError("admission \"rank\"", "SHEDDABLE below the threshold",
+                absl::Microseconds(1500));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(IsShed(s));
+  EXPECT_FALSE(IsRejected(s));
+  EXPECT_NE(s.message().find("admission \"rank\": shed: SHEDDABLE"),
+            absl::string_view::npos)
+      << s;
+  // Rounded up to whole milliseconds: a hint never says "sooner".
+  EXPECT_EQ(ShedRetryAfter(s), absl::Milliseconds(2));
+  EXPECT_EQ(ShedRetryAfter(ShedError("q", "full", absl::ZeroDuration())),
+            absl::ZeroDuration());
+}
+
+TEST(StatusTest, ShedWithoutHintAndDoNotRetry) {
+  EXPECT_EQ(ShedRetryAfter(ShedError("q", "full")), std::nullopt);
+  for (const absl::Duration never :
+       {absl::Milliseconds(-5), absl::InfiniteDuration(),
+        -absl::InfiniteDuration()}) {
+    const auto hint = ShedRetryAfter(ShedError("q", "full", never));
+    ASSERT_TRUE(hint.has_value());
+    EXPECT_LT(*hint, absl::ZeroDuration()) << never;
+  }
+}
+
+TEST(StatusTest, ShedIsReadFromThePayloadOnly) {
+  EXPECT_FALSE(IsShed(absl::ResourceExhaustedError("shed: full")));
+  EXPECT_EQ(ShedRetryAfter(absl::ResourceExhaustedError("x")), std::nullopt);
+  absl::Status odd = ShedError("q", "full");
+  odd.SetPayload(kRetryAfterPayloadUrl, absl::Cord("soon"));
+  EXPECT_TRUE(IsShed(odd));
+  EXPECT_EQ(ShedRetryAfter(odd), std::nullopt);  // malformed: no hint
+  EXPECT_FALSE(IsShed(absl::OkStatus()));
+}
+
+}  // namespace
+}  // namespace degrade

@@ -18,9 +18,16 @@
 #ifndef DEGRADE_STATUS_HPP_
 #define DEGRADE_STATUS_HPP_
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/version.hpp"
 
@@ -59,6 +66,57 @@ inline absl::Status CallableExceptionError(absl::string_view where,
       absl::UnknownError(
           absl::StrCat(where, ": the callable threw an exception: ", what)),
       detail::kReasonException);
+}
+
+// ---- Shedding ---------------------------------------------------------------
+
+inline constexpr absl::string_view kRetryAfterPayloadUrl =
+    "type.degrade.dev/degrade.RetryAfterMs";
+
+// ShedError(where, why, retry_after)
+//
+// The status of a request refused by overload control (admission, a
+// concurrency limit, a disciplined queue): RESOURCE_EXHAUSTED, with the
+// payload IsShed() reads and, when `retry_after` is given, a hint in whole
+// milliseconds (rounded up; negative means "do not retry", which is what a
+// server that wants no retries at all sends). Retries and the gRPC adapter
+// read it with ShedRetryAfter().
+inline absl::Status ShedError(absl::string_view where, absl::string_view why,
+                              std::optional<absl::Duration> retry_after = std::nullopt) {
+  absl::Status s = detail::WithReason(
+      absl::ResourceExhaustedError(absl::StrCat(where, ": shed: ", why)),
+      detail::kReasonShed);
+  if (retry_after.has_value()) {
+    int64_t ms = -1;
+    if (*retry_after >= absl::ZeroDuration()) {
+      ms = *retry_after == absl::InfiniteDuration()
+               ? -1
+               : absl::ToInt64Milliseconds(*retry_after +
+                                           absl::Milliseconds(1) -
+                                           absl::Nanoseconds(1));
+    }
+    s.SetPayload(kRetryAfterPayloadUrl, absl::Cord(absl::StrCat(ms)));
+  }
+  return s;
+}
+
+// True when `status` is a refusal by degrade's overload control: the work
+// was not done, and it is not the backend's failure (a breaker must not
+// count it; a retry must not resend it blindly).
+inline bool IsShed(const absl::Status& status) {
+  return detail::HasReason(status, detail::kReasonShed);
+}
+
+// The retry-after hint of a shed status: nullopt when there is none (or the
+// status is not a shed), a negative duration for "do not retry", otherwise
+// how long to wait. A malformed payload reads as none.
+inline std::optional<absl::Duration> ShedRetryAfter(const absl::Status& status) {
+  if (!IsShed(status)) return std::nullopt;
+  const auto p = status.GetPayload(kRetryAfterPayloadUrl);
+  if (!p.has_value()) return std::nullopt;
+  int64_t ms = 0;
+  if (!absl::SimpleAtoi(std::string(*p), &ms)) return std::nullopt;
+  return ms < 0 ? absl::Milliseconds(-1) : absl::Milliseconds(ms);
 }
 
 DEGRADE_NAMESPACE_END

@@ -63,6 +63,7 @@
 #include "degrade/breaker_types.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/level_change.hpp"
+#include "degrade/overload_stats.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -424,6 +425,23 @@ class Telemetry {
   virtual std::unique_ptr<TelemetryAttachment> AttachHotList(
       const HotListView& hot_list) {
     (void)hot_list;
+    return nullptr;
+  }
+  // Overload control (overload_stats.hpp): views only; the components keep
+  // their own counts, so a telemetry scrapes and is never on the hot path.
+  virtual std::unique_ptr<TelemetryAttachment> AttachAdmission(
+      const AdmissionView& admission) {
+    (void)admission;
+    return nullptr;
+  }
+  virtual std::unique_ptr<TelemetryAttachment> AttachQueue(
+      const QueueView& queue) {
+    (void)queue;
+    return nullptr;
+  }
+  virtual std::unique_ptr<TelemetryAttachment> AttachLimiter(
+      const LimiterView& limiter) {
+    (void)limiter;
     return nullptr;
   }
 };

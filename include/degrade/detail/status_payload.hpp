@@ -35,6 +35,7 @@ inline absl::Status WithReason(absl::Status status, absl::string_view reason) {
 inline constexpr absl::string_view kReasonOpen = "breaker_open";
 inline constexpr absl::string_view kReasonTooMany = "too_many_requests";
 inline constexpr absl::string_view kReasonException = "callable_exception";
+inline constexpr absl::string_view kReasonShed = "shed";
 
 // `status` with `message` in place of its message, keeping its code and
 // payloads, so predicates such as IsCallableException() still hold after a

@@ -318,17 +318,48 @@ struct RunResult {
 
 namespace internal {
 
-// The arrival process: a Poisson process whose rate follows the pattern,
-// drawn by thinning one at the pattern's peak rate. It depends only on the
-// pattern and the seed.
-class Arrivals {
+// A Poisson process whose rate follows the pattern, drawn by thinning one
+// at the pattern's peak rate: each candidate takes two draws from the
+// stream (the gap, the acceptance), then the caller draws what it attaches
+// to every candidate, accepted or not, so that the stream, and with it every
+// later arrival, depends only on the pattern and the seed.
+class ThinnedPoisson {
  public:
-  Arrivals(const LoadPattern& pattern, uint64_t seed)
+  ThinnedPoisson(const LoadPattern& pattern, uint64_t seed, uint64_t salt)
       : load_(pattern, seed),
-        state_(seed ^ 0x5DEECE66Dull),
+        state_(seed ^ salt),
         end_(absl::ToDoubleSeconds(pattern.length())),
         capacity_(CapacityRps(0)),
         peak_rps_(std::max(pattern.Peak() * capacity_, 1e-9)) {}
+
+  // Advances to the next candidate; false once past the pattern's end, else
+  // `*accepted` says whether the candidate is an arrival.
+  bool NextCandidate(bool* accepted) {
+    next_ += -std::log(1.0 - NextUnit(state_)) / peak_rps_;
+    if (next_ >= end_) return false;
+    *accepted = NextUnit(state_) * peak_rps_ < load_(next_) * capacity_;
+    return true;
+  }
+  // The current candidate's offset, in seconds.
+  double at() const { return next_; }
+  // Uniform in [0, 1), from the same stream.
+  double Unit() { return NextUnit(state_); }
+
+ private:
+  const LoadCurve load_;
+  uint64_t state_;
+  const double end_;
+  const double capacity_;
+  const double peak_rps_;
+  double next_ = 0.0;  // seconds
+};
+
+// The arrival process of this simulation: a ThinnedPoisson, each arrival
+// best-effort with probability kBestEffortShare.
+class Arrivals {
+ public:
+  Arrivals(const LoadPattern& pattern, uint64_t seed)
+      : poisson_(pattern, seed, 0x5DEECE66Dull) {}
 
   struct Arrival {
     // Offset from the start; InfiniteDuration() once the pattern has ended.
@@ -339,23 +370,16 @@ class Arrivals {
   // The next arrival. A plain value rather than an optional: g++ 12 cannot
   // prove an optional pair set on every path at -O2 (-Wmaybe-uninitialized).
   Arrival Next() {
-    while (true) {
-      next_ += -std::log(1.0 - NextUnit(state_)) / peak_rps_;
-      if (next_ >= end_) return Arrival{};
-      const bool accept =
-          NextUnit(state_) * peak_rps_ < load_(next_) * capacity_;
-      const bool best_effort = NextUnit(state_) < kBestEffortShare;
-      if (accept) return Arrival{absl::Seconds(next_), best_effort};
+    bool accept = false;
+    while (poisson_.NextCandidate(&accept)) {
+      const bool best_effort = poisson_.Unit() < kBestEffortShare;
+      if (accept) return Arrival{absl::Seconds(poisson_.at()), best_effort};
     }
+    return Arrival{};
   }
 
  private:
-  const LoadCurve load_;
-  uint64_t state_;
-  const double end_;
-  const double capacity_;
-  const double peak_rps_;
-  double next_ = 0.0;  // seconds
+  ThinnedPoisson poisson_;
 };
 
 struct Request {

@@ -1,0 +1,534 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: examples/inference/overload_sim.hpp
+// -----------------------------------------------------------------------------
+//
+// simulation.hpp's batched inference server (one GPU, batches of up to 32,
+// 180 ms of core work a full batch plus the non-core features still on)
+// under four request classes (overload_traffic.hpp), run on a FakeClock in
+// four modes on the same requests:
+//
+//   kAlwaysOn      no control: every feature on, every request queued FIFO.
+//   kStatic        today's config (examples/config/inference_degradation.json):
+//                  the manager switches features off by level and level 3
+//                  refuses both sheddable classes; FIFO, unbounded.
+//   kAdmitByLevel  the same levels carrying "admit" floors
+//                  (examples/config/inference_overload.json), enforced by an
+//                  AdmissionController driven by the manager alone.
+//   kFull          the whole discipline, nothing tuned to the load:
+//                  AdmissionController (the manager's floor and DAGOR's
+//                  adaptive threshold) -> ConcurrencyLimiter -> AdmissionQueue
+//                  (CoDel, adaptive LIFO, deadline-aware), PopBatch(32).
+//
+// The limiter counts requests in flight (waiting in the queue or in a
+// batch), not batch slots: the 32 slots are fixed by the model, what must
+// adapt is how much work may wait for them, and a request's whole latency
+// (queue + batch) is what the limiter's gradient reads. Its bounds come from
+// the server's shape: at least two batches (one running, one forming: any
+// fewer and the GPU idles by construction), at most the queue's capacity.
+//
+// Every request's fate is recorded (answered, or refused/dropped with its
+// reason); overload_report.hpp turns a run into the per-class tables and
+// charts. Definitions:
+//
+//   capacity   the GPU-seconds physically available over a window: its
+//              length (one GPU), whatever the GPU's speed.
+//   goodput    the GPU-seconds spent on requests answered within their 1 s
+//              deadline, over the capacity. A batch of n requests that took
+//              d charges d/n to each of them (its overhead included: it is
+//              spent on them); a request is counted in the window its answer
+//              falls in.
+//   available  of a class: answered within the deadline / offered.
+
+#ifndef DEGRADE_EXAMPLES_INFERENCE_OVERLOAD_SIM_HPP_
+#define DEGRADE_EXAMPLES_INFERENCE_OVERLOAD_SIM_HPP_
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/degradation_config.hpp"
+#include "degrade/degradation_manager.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/signals.hpp"
+#include "inference/overload_traffic.hpp"
+#include "inference/simulation.hpp"
+
+#if __has_include("degrade/admission.hpp") &&        \
+    __has_include("degrade/admission_queue.hpp") && \
+    __has_include("degrade/concurrency_limiter.hpp")
+#define INFERENCE_OVERLOAD_HAS_DISCIPLINE 1
+#include "degrade/admission.hpp"
+#include "degrade/admission_queue.hpp"
+#include "degrade/concurrency_limiter.hpp"
+#include "degrade/status.hpp"
+#else
+#define INFERENCE_OVERLOAD_HAS_DISCIPLINE 0
+#endif
+
+namespace inference {
+namespace overload {
+
+enum class Mode { kAlwaysOn, kStatic, kAdmitByLevel, kFull };
+inline constexpr std::array<Mode, 4> kModes = {
+    Mode::kAlwaysOn, Mode::kStatic, Mode::kAdmitByLevel, Mode::kFull};
+
+inline absl::string_view ModeName(Mode m) {
+  switch (m) {
+    case Mode::kAlwaysOn:
+      return "always on";
+    case Mode::kStatic:
+      return "static config";
+    case Mode::kAdmitByLevel:
+      return "admit by level";
+    case Mode::kFull:
+      return "full discipline";
+  }
+  return "?";
+}
+
+// What became of a request.
+enum class Fate : uint8_t {
+  kAnswered,   // answered (in time or not: see latency)
+  kShed,       // refused at the door by its class (manager level or DAGOR)
+  kLimit,      // refused by the concurrency limiter
+  kCapacity,   // refused or dropped by the queue: at its hard capacity
+  kCodel,      // dropped by the queue: a standing queue (CoDel)
+  kDeadline,   // dropped by the queue: its deadline could not be met
+  kQueueShed,  // dropped by the queue: below the admission threshold
+  kUnserved,   // still waiting or in service when the run ended
+};
+inline constexpr std::size_t kNumFates = 8;
+
+inline absl::string_view FateName(Fate f) {
+  switch (f) {
+    case Fate::kAnswered:
+      return "answered";
+    case Fate::kShed:
+      return "shed";
+    case Fate::kLimit:
+      return "limit";
+    case Fate::kCapacity:
+      return "capacity";
+    case Fate::kCodel:
+      return "codel";
+    case Fate::kDeadline:
+      return "deadline";
+    case Fate::kQueueShed:
+      return "queue shed";
+    case Fate::kUnserved:
+      return "unserved";
+  }
+  return "?";
+}
+
+struct Request {
+  absl::Duration arrival;
+  absl::Duration done = absl::InfiniteDuration();  // answered or refused
+  absl::Duration gpu = absl::ZeroDuration();       // its share of its batch
+  uint8_t klass = 0;
+  uint8_t cohort = 0;
+  Fate fate = Fate::kUnserved;
+
+  absl::Duration latency() const { return done - arrival; }
+  bool good() const { return fate == Fate::kAnswered && latency() <= kDeadline; }
+};
+
+// Once per sample period, after the manager's poll.
+struct Sample {
+  absl::Duration t;
+  int level = 0;
+  int threshold = degrade::kAdmitAllRank;  // admission in force (kAdmitAllRank: none)
+  int limit = 0;                           // 0: no limiter
+  int in_flight = 0;
+  std::size_t queued = 0;
+  double speed = 1.0;
+};
+
+struct SimOptions {
+  Mode mode = Mode::kFull;
+  uint64_t seed = 1;
+  Scenario scenario = DefaultScenario();
+  degrade::DegradationConfig static_config;  // kStatic
+  degrade::DegradationConfig admit_config;   // kAdmitByLevel, kFull
+  absl::Duration sample_period = absl::Seconds(1);
+};
+
+struct RunResult {
+  Mode mode = Mode::kFull;
+  absl::Duration length;
+  std::vector<Request> requests;  // in arrival order
+  std::vector<Sample> samples;
+  std::vector<std::string> log_lines;  // the manager's
+};
+
+// The settings of the full discipline: from the server's shape (batch size,
+// batch time, deadline), never from the load.
+inline constexpr std::size_t kQueueCapacity = 16 * kBatchSize;
+inline constexpr int kMinLimit = 2 * kBatchSize;
+inline constexpr int kMaxLimit = static_cast<int>(kQueueCapacity);
+
+namespace internal {
+
+// The GPU and the signals simulation.hpp's manager reads.
+class Gpu {
+ public:
+  bool busy() const { return !batch_.empty(); }
+  absl::Duration start() const { return start_; }
+  absl::Duration end() const { return end_; }
+  const std::vector<std::size_t>& batch() const { return batch_; }
+
+  // Starts a batch at `now`; returns its duration.
+  absl::Duration Start(std::vector<std::size_t> ids, absl::Duration now,
+                       absl::Duration non_core, double speed) {
+    batch_ = std::move(ids);
+    const absl::Duration d =
+        BatchTime(static_cast<int>(batch_.size()), non_core) / speed;
+    start_ = now;
+    end_ = now + d;
+    return d;
+  }
+  void Finish(absl::Duration now) {
+    Accrue(now);
+    batch_.clear();
+    end_ = absl::InfiniteDuration();
+  }
+
+  // The share of batch slots busy since the last call (gpu_util).
+  double Utilisation(absl::Duration now) {
+    Accrue(now);
+    const double period = absl::ToDoubleSeconds(now - last_poll_);
+    const double util = period > 0.0 ? slot_seconds_ / period : 0.0;
+    slot_seconds_ = 0.0;
+    last_poll_ = now;
+    return std::min(util, 1.0);
+  }
+
+ private:
+  void Accrue(absl::Duration now) {
+    if (!batch_.empty()) {
+      slot_seconds_ += static_cast<double>(batch_.size()) / kBatchSize *
+                       absl::ToDoubleSeconds(now - std::max(start_, accrued_));
+    }
+    accrued_ = now;
+  }
+
+  std::vector<std::size_t> batch_;
+  absl::Duration start_ = absl::ZeroDuration();
+  absl::Duration end_ = absl::InfiniteDuration();
+  absl::Duration accrued_ = absl::ZeroDuration();
+  absl::Duration last_poll_ = absl::ZeroDuration();
+  double slot_seconds_ = 0.0;
+};
+
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+struct Item {
+  std::size_t id = 0;
+  std::optional<degrade::LimiterPermit> permit;
+};
+
+inline Fate FateOf(degrade::DropReason why) {
+  switch (why) {
+    case degrade::DropReason::kCapacity:
+      return Fate::kCapacity;
+    case degrade::DropReason::kCodel:
+      return Fate::kCodel;
+    case degrade::DropReason::kDeadline:
+      return Fate::kDeadline;
+    case degrade::DropReason::kShed:
+      return Fate::kQueueShed;
+  }
+  return Fate::kCapacity;
+}
+
+// Which drop counter moved between two snapshots of the queue's stats: the
+// reason of a refused Push.
+inline Fate RefusalReason(const degrade::QueueStats& before,
+                          const degrade::QueueStats& after) {
+  for (std::size_t i = 0; i < degrade::kNumDropReasons; ++i) {
+    if (after.drops[i] != before.drops[i]) {
+      return FateOf(static_cast<degrade::DropReason>(i));
+    }
+  }
+  return Fate::kCapacity;
+}
+#endif
+
+}  // namespace internal
+
+// Runs the scenario once in `options.mode`. INVALID_ARGUMENT when a config
+// or a component's settings are refused; UNIMPLEMENTED for kAdmitByLevel and
+// kFull in a tree without the overload components.
+inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
+  RunResult r;
+  r.mode = options.mode;
+  r.length = options.scenario.pattern.length();
+  const Mode mode = options.mode;
+
+  degrade::FakeClock clock;
+  const absl::Time t0 = clock.Now();
+  absl::Duration now = absl::ZeroDuration();
+  const degrade::CohortRotation cohorts = *degrade::CohortRotation::Create();
+  const std::vector<std::string> keys = UserKeys();
+
+  std::deque<std::size_t> fifo;  // the queue of every mode but kFull
+  internal::Gpu gpu;
+  degrade::LatencyTracker latency;
+  std::function<std::size_t()> queued = [&fifo] { return fifo.size(); };
+
+  std::unique_ptr<degrade::DegradationManager> manager;
+  std::array<degrade::FeatureGate, kNumNonCore> gates;  // default: always on
+  degrade::FeatureGate best_effort;
+  if (mode != Mode::kAlwaysOn) {
+    const degrade::DegradationConfig& config =
+        mode == Mode::kStatic ? options.static_config : options.admit_config;
+    degrade::ManagerOptions mo;
+    mo.name = config.name;
+    mo.clock = &clock;
+    mo.log_sink = [&r](absl::string_view line) {
+      r.log_lines.emplace_back(line);
+    };
+    auto created = degrade::DegradationManager::Create(config, mo);
+    if (!created.ok()) return created.status();
+    manager = std::move(*created);
+    for (std::size_t i = 0; i < kNumNonCore; ++i) {
+      gates[i] = manager->Feature(kNonCoreFeatures[i].name);
+    }
+    if (mode == Mode::kStatic) best_effort = manager->Feature(kBestEffortTraffic);
+    manager->AddSource("queue_length",
+                       [&queued] { return static_cast<double>(queued()); });
+    manager->AddSource("gpu_util", [&gpu, &now] { return gpu.Utilisation(now); });
+    manager->AddSource("avg_latency_ms", latency.Source());
+  }
+
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+  std::unique_ptr<degrade::AdmissionController> admission;
+  std::unique_ptr<degrade::ConcurrencyLimiter> limiter;
+  std::unique_ptr<degrade::AdmissionQueue<internal::Item>> queue;
+  std::vector<internal::Item> in_service, popped;  // after the limiter: permits die first
+  bool ended = false;
+  if (mode == Mode::kAdmitByLevel || mode == Mode::kFull) {
+    degrade::AdmissionOptions ao;
+    ao.manager = manager.get();
+    ao.adaptive = mode == Mode::kFull;
+    ao.clock = &clock;
+    auto created = degrade::AdmissionController::Create(ao);
+    if (!created.ok()) return created.status();
+    admission = std::move(*created);
+  }
+  if (mode == Mode::kFull) {
+    degrade::LimiterSettings ls;
+    ls.algorithm = degrade::LimitAlgorithm::kGradient2;
+    ls.min_limit = kMinLimit;
+    ls.initial_limit = kMinLimit;
+    ls.max_limit = kMaxLimit;
+    ls.max_healthy_latency = kDeadline;
+    ls.seed = options.seed;
+    ls.clock = &clock;
+    auto created_limiter = degrade::ConcurrencyLimiter::Create(ls);
+    if (!created_limiter.ok()) return created_limiter.status();
+    limiter = std::move(*created_limiter);
+
+    degrade::QueueSettings qs;
+    qs.capacity = kQueueCapacity;
+    qs.clock = &clock;
+    auto created_queue = degrade::AdmissionQueue<internal::Item>::Create(
+        qs, [&r, &now, &ended](internal::Item&& item, degrade::DropReason why) {
+          if (ended) return;
+          Request& q = r.requests[item.id];
+          q.fate = internal::FateOf(why);
+          q.done = now;
+          if (item.permit.has_value()) {
+            if (why == degrade::DropReason::kShed) {
+              item.permit->Ignore();
+            } else {
+              item.permit->Dropped();
+            }
+          }
+        });
+    if (!created_queue.ok()) return created_queue.status();
+    queue = std::move(*created_queue);
+    queued = [&queue] { return queue->size(); };
+  }
+#else
+  if (mode == Mode::kFull) {
+    return absl::UnimplementedError(
+        "overload simulation: this tree has no admission.hpp, "
+        "admission_queue.hpp or concurrency_limiter.hpp");
+  }
+#endif
+
+  const auto non_core = [&gates] {
+    absl::Duration d = absl::ZeroDuration();
+    for (std::size_t f = 0; f < kNumNonCore; ++f) {
+      if (gates[f].enabled()) d += kNonCoreFeatures[f].cost;
+    }
+    return d;
+  };
+
+  const auto start_batch = [&] {
+    std::vector<std::size_t> ids;
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+    if (queue != nullptr) {
+      while (in_service.empty() && queue->size() > 0) {
+        popped.clear();
+        queue->PopBatch(&popped, kBatchSize);
+        for (internal::Item& item : popped) {
+          admission->RecordQueuingDelay(now - r.requests[item.id].arrival);
+          in_service.push_back(std::move(item));
+        }
+      }
+      for (const internal::Item& item : in_service) ids.push_back(item.id);
+    }
+#endif
+    while (ids.size() < static_cast<std::size_t>(kBatchSize) && !fifo.empty()) {
+      ids.push_back(fifo.front());
+      fifo.pop_front();
+    }
+    if (ids.empty()) return;
+    const std::size_t n = ids.size();
+    const absl::Duration d = gpu.Start(
+        std::move(ids), now, non_core(),
+        SpeedAt(options.scenario.speed, now));
+    for (const std::size_t id : gpu.batch()) {
+      r.requests[id].gpu = d / static_cast<int64_t>(n);
+    }
+  };
+
+  const auto finish_batch = [&] {
+    for (const std::size_t id : gpu.batch()) {
+      Request& q = r.requests[id];
+      q.fate = Fate::kAnswered;
+      q.done = now;
+      latency.Record(q.latency());
+    }
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+    if (queue != nullptr) {
+      queue->RecordServiceTime(now - gpu.start());
+      for (internal::Item& item : in_service) {
+        item.permit->Success(r.requests[item.id].latency());
+      }
+      in_service.clear();
+    }
+#endif
+    gpu.Finish(now);
+  };
+
+  const auto arrive = [&](const Arrival& a) {
+    Request q;
+    q.arrival = now;
+    q.klass = a.klass;
+    q.cohort = cohorts.CohortOf(keys[static_cast<std::size_t>(a.user)], t0 + now);
+    const std::size_t id = r.requests.size();
+    r.requests.push_back(q);
+    const degrade::RequestClass rc{kClasses[a.klass].criticality, q.cohort};
+    const auto refuse = [&](Fate why) {
+      r.requests[id].fate = why;
+      r.requests[id].done = now;
+    };
+    if (mode == Mode::kStatic && IsSheddable(rc.criticality) &&
+        !best_effort.enabled()) {
+      return refuse(Fate::kShed);
+    }
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+    if (admission != nullptr && !admission->Admitted(rc)) {
+      return refuse(Fate::kShed);
+    }
+#else
+    // Without admission.hpp, the manager's floor at the door is exactly what
+    // an AdmissionController without its adaptive mode enforces.
+    if (mode == Mode::kAdmitByLevel &&
+        degrade::Rank(rc) >= manager->admission_threshold()) {
+      return refuse(Fate::kShed);
+    }
+#endif
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+    if (queue != nullptr) {
+      std::optional<degrade::LimiterPermit> permit = limiter->TryAcquire(rc);
+      if (!permit.has_value()) return refuse(Fate::kLimit);
+      internal::Item item{id, std::move(permit)};
+      const degrade::QueueStats before = queue->stats();
+      if (!queue->Push(std::move(item), t0 + now + kDeadline, rc).ok()) {
+        refuse(internal::RefusalReason(before, queue->stats()));
+        item.permit->Dropped();
+      }
+      return;
+    }
+#endif
+    fifo.push_back(id);
+  };
+
+  const auto sample = [&] {
+    Sample s;
+    s.t = now;
+    if (manager != nullptr) {
+      (void)manager->PollOnce();  // every source is valid for both configs
+      s.level = manager->level();
+    } else {
+      (void)gpu.Utilisation(now);
+    }
+    if (mode == Mode::kStatic && !best_effort.enabled()) {
+      s.threshold = degrade::FloorRank(degrade::Criticality::kSheddablePlus, 0);
+    }
+    if (mode == Mode::kAdmitByLevel) s.threshold = manager->admission_threshold();
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+    if (admission != nullptr) s.threshold = admission->threshold();
+    if (limiter != nullptr) {
+      s.limit = limiter->limit();
+      s.in_flight = limiter->in_flight();
+    }
+#endif
+    s.queued = queued();
+    s.speed = SpeedAt(options.scenario.speed, now);
+    r.samples.push_back(s);
+  };
+
+  ClassedArrivals arrivals(options.scenario.pattern, options.seed);
+  Arrival next_arrival = arrivals.Next();
+  absl::Duration next_sample = options.sample_period;
+  while (true) {
+    const absl::Duration t = std::min({gpu.end(), next_arrival.at, next_sample});
+    if (t >= r.length) break;
+    now = t;
+    clock.Set(t0 + now);
+    if (t == gpu.end()) {
+      finish_batch();
+    } else if (t == next_arrival.at) {
+      arrive(next_arrival);
+      next_arrival = arrivals.Next();
+    } else {
+      sample();
+      next_sample += options.sample_period;
+    }
+    if (!gpu.busy() && queued() > 0) start_batch();
+  }
+
+#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
+  ended = true;  // what the queue still holds stays kUnserved
+  in_service.clear();
+  queue.reset();
+  limiter.reset();
+  admission.reset();
+#endif
+  manager.reset();  // its sink writes into r
+  return r;
+}
+
+}  // namespace overload
+}  // namespace inference
+
+#endif  // DEGRADE_EXAMPLES_INFERENCE_OVERLOAD_SIM_HPP_

@@ -20,10 +20,11 @@
 // (inference/overload_sim.hpp): the same seed prints the same output.
 //
 //   build/dev/examples/inference_overload [--svg-dir DIR] [--seed N]
-//       [--static-config FILE] [--admit-config FILE]
+//       [--static-config FILE] [--admit-config FILE] [--discipline-config FILE]
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -37,13 +38,16 @@
 #ifndef INFERENCE_OVERLOAD_CONFIG
 #define INFERENCE_OVERLOAD_CONFIG "examples/config/inference_overload.json"
 #endif
+#ifndef INFERENCE_DISCIPLINE_CONFIG
+#define INFERENCE_DISCIPLINE_CONFIG "examples/config/inference_discipline.json"
+#endif
 
 namespace {
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--svg-dir DIR] [--seed N] [--static-config FILE] "
-               "[--admit-config FILE]\n",
+               "[--admit-config FILE] [--discipline-config FILE]\n",
                argv0);
   return 2;
 }
@@ -59,7 +63,8 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 int main(int argc, char** argv) {
   std::string svg_dir, static_path = INFERENCE_SHEDDING_CONFIG,
-                       admit_path = INFERENCE_OVERLOAD_CONFIG;
+                       admit_path = INFERENCE_OVERLOAD_CONFIG,
+                       discipline_path = INFERENCE_DISCIPLINE_CONFIG;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -70,31 +75,30 @@ int main(int argc, char** argv) {
       static_path = argv[++i];
     } else if (a == "--admit-config" && has_value) {
       admit_path = argv[++i];
+    } else if (a == "--discipline-config" && has_value) {
+      discipline_path = argv[++i];
     } else if (a == "--seed" && has_value) {
       if (!absl::SimpleAtoi(argv[++i], &seed)) return Usage(argv[0]);
     } else {
       return Usage(argv[0]);
     }
   }
-  absl::StatusOr<degrade::DegradationConfig> static_config =
-      degrade::LoadDegradationConfigFile(static_path);
-  if (!static_config.ok()) {
-    std::fprintf(stderr, "%s\n", static_config.status().ToString().c_str());
-    return 1;
-  }
-  // A tree whose config format has no "admit" yet still runs the first two
-  // modes; the report says why the others did not run.
-  absl::StatusOr<degrade::DegradationConfig> admit_config =
-      degrade::LoadDegradationConfigFile(admit_path);
-  if (!admit_config.ok()) {
-    std::fprintf(stderr, "%s: %s\n", admit_path.c_str(),
-                 admit_config.status().ToString().c_str());
+  inference::overload::SimOptions base;
+  const std::pair<const std::string*, degrade::DegradationConfig*> configs[] = {
+      {&static_path, &base.static_config},
+      {&admit_path, &base.admit_config},
+      {&discipline_path, &base.discipline_config}};
+  for (const auto& [path, config] : configs) {
+    absl::StatusOr<degrade::DegradationConfig> c =
+        degrade::LoadDegradationConfigFile(*path);
+    if (!c.ok()) {
+      std::fprintf(stderr, "%s\n", c.status().ToString().c_str());
+      return 1;
+    }
+    *config = std::move(*c);
   }
   absl::StatusOr<inference::overload::Comparison> runs =
-      inference::overload::RunComparison(
-          *static_config,
-          admit_config.ok() ? *admit_config : degrade::DegradationConfig{},
-          seed);
+      inference::overload::RunComparison(base, seed);
   if (!runs.ok()) {
     std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
     return 1;

@@ -64,12 +64,18 @@ degrade::DegradationConfig Load(const char* path) {
   return c.ok() ? *c : degrade::DegradationConfig{};
 }
 
-absl::StatusOr<ov::RunResult> RunMode(ov::Mode mode, uint64_t seed = 1) {
+ov::SimOptions Base() {
   ov::SimOptions o;
-  o.mode = mode;
-  o.seed = seed;
   o.static_config = Load(INFERENCE_SHEDDING_CONFIG);
   o.admit_config = Load(INFERENCE_OVERLOAD_CONFIG);
+  o.discipline_config = Load(INFERENCE_DISCIPLINE_CONFIG);
+  return o;
+}
+
+absl::StatusOr<ov::RunResult> RunMode(ov::Mode mode, uint64_t seed = 1) {
+  ov::SimOptions o = Base();
+  o.mode = mode;
+  o.seed = seed;
   return ov::Run(o);
 }
 
@@ -266,8 +272,7 @@ TEST(InferenceOverloadReportTest, GoodputCountsOnlyGpuTimeOfTimelyAnswers) {
 }
 
 TEST(InferenceOverloadReportTest, OneSvgChartPerClass) {
-  absl::StatusOr<ov::Comparison> c = ov::RunComparison(
-      Load(INFERENCE_SHEDDING_CONFIG), Load(INFERENCE_OVERLOAD_CONFIG), 1);
+  absl::StatusOr<ov::Comparison> c = ov::RunComparison(Base(), 1);
   ASSERT_TRUE(c.ok()) << c.status();
   std::set<std::string> names;
   for (std::size_t k = 0; k < ov::kClasses.size(); ++k) {

@@ -203,19 +203,16 @@ struct Comparison {
   bool ran(std::size_t m) const { return status[m].ok(); }
 };
 
-inline absl::StatusOr<Comparison> RunComparison(
-    const degrade::DegradationConfig& static_config,
-    const degrade::DegradationConfig& admit_config, uint64_t seed) {
+// Every mode on `base`'s configs and scenario with `seed`.
+inline absl::StatusOr<Comparison> RunComparison(const SimOptions& base,
+                                                uint64_t seed) {
   Comparison c;
   c.seed = seed;
-  c.scenario = DefaultScenario();
+  c.scenario = base.scenario;
   for (std::size_t m = 0; m < kModes.size(); ++m) {
-    SimOptions o;
+    SimOptions o = base;
     o.mode = kModes[m];
     o.seed = seed;
-    o.scenario = c.scenario;
-    o.static_config = static_config;
-    o.admit_config = admit_config;
     absl::StatusOr<RunResult> r = Run(o);
     if (r.ok()) {
       c.runs[m] = std::move(*r);

@@ -164,7 +164,8 @@ struct SimOptions {
   uint64_t seed = 1;
   Scenario scenario = DefaultScenario();
   degrade::DegradationConfig static_config;  // kStatic
-  degrade::DegradationConfig admit_config;   // kAdmitByLevel, kFull
+  degrade::DegradationConfig admit_config;   // kAdmitByLevel
+  degrade::DegradationConfig discipline_config;  // kFull
   absl::Duration sample_period = absl::Seconds(1);
 };
 
@@ -177,63 +178,30 @@ struct RunResult {
 };
 
 // The settings of the full discipline: from the server's shape (batch size,
-// batch time, deadline), never from the load.
+// batch time, deadline), never from the load. Every request in a batching
+// server waits for the batch in service: up to a whole batch with no queue
+// at all, half of one on average (90 ms with the features off, 200 ms with
+// all on). The anchors' defaults (DAGOR 20 ms, CoDel 5 ms of 100 ms) are
+// for servers that take requests one at a time; here they would read that
+// unavoidable wait as overload and shed everything but CRITICAL_PLUS
+// (measured: the first run of this simulation did exactly that).
 inline constexpr std::size_t kQueueCapacity = 16 * kBatchSize;
-inline constexpr int kMinLimit = 2 * kBatchSize;
+// The limit's floor: eight batches, about 1.4 s of work at the GPU's best
+// rate, so the limiter at its floor never refuses what could still be served
+// in time; it is the backstop when capacity collapses, and admission, which
+// knows the classes, does the shedding. Its ceiling: the queue's capacity.
+inline constexpr int kMinLimit = 8 * kBatchSize;
 inline constexpr int kMaxLimit = static_cast<int>(kQueueCapacity);
+// CoDel: a standing queue is one whose shortest wait stayed above a full
+// batch with the features off (180 ms, rounded up) for a second, a few
+// batches.
+inline constexpr absl::Duration kCodelTarget = absl::Milliseconds(200);
+inline constexpr absl::Duration kCodelInterval = absl::Seconds(1);
+// DAGOR: overloaded when the mean wait exceeds what batching alone costs
+// with the features off (half a 180 ms batch, rounded up).
+inline constexpr absl::Duration kTargetQueuingDelay = absl::Milliseconds(100);
 
 namespace internal {
-
-// The GPU and the signals simulation.hpp's manager reads.
-class Gpu {
- public:
-  bool busy() const { return !batch_.empty(); }
-  absl::Duration start() const { return start_; }
-  absl::Duration end() const { return end_; }
-  const std::vector<std::size_t>& batch() const { return batch_; }
-
-  // Starts a batch at `now`; returns its duration.
-  absl::Duration Start(std::vector<std::size_t> ids, absl::Duration now,
-                       absl::Duration non_core, double speed) {
-    batch_ = std::move(ids);
-    const absl::Duration d =
-        BatchTime(static_cast<int>(batch_.size()), non_core) / speed;
-    start_ = now;
-    end_ = now + d;
-    return d;
-  }
-  void Finish(absl::Duration now) {
-    Accrue(now);
-    batch_.clear();
-    end_ = absl::InfiniteDuration();
-  }
-
-  // The share of batch slots busy since the last call (gpu_util).
-  double Utilisation(absl::Duration now) {
-    Accrue(now);
-    const double period = absl::ToDoubleSeconds(now - last_poll_);
-    const double util = period > 0.0 ? slot_seconds_ / period : 0.0;
-    slot_seconds_ = 0.0;
-    last_poll_ = now;
-    return std::min(util, 1.0);
-  }
-
- private:
-  void Accrue(absl::Duration now) {
-    if (!batch_.empty()) {
-      slot_seconds_ += static_cast<double>(batch_.size()) / kBatchSize *
-                       absl::ToDoubleSeconds(now - std::max(start_, accrued_));
-    }
-    accrued_ = now;
-  }
-
-  std::vector<std::size_t> batch_;
-  absl::Duration start_ = absl::ZeroDuration();
-  absl::Duration end_ = absl::InfiniteDuration();
-  absl::Duration accrued_ = absl::ZeroDuration();
-  absl::Duration last_poll_ = absl::ZeroDuration();
-  double slot_seconds_ = 0.0;
-};
 
 #if INFERENCE_OVERLOAD_HAS_DISCIPLINE
 struct Item {
@@ -295,7 +263,9 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
   degrade::FeatureGate best_effort;
   if (mode != Mode::kAlwaysOn) {
     const degrade::DegradationConfig& config =
-        mode == Mode::kStatic ? options.static_config : options.admit_config;
+        mode == Mode::kStatic         ? options.static_config
+        : mode == Mode::kAdmitByLevel ? options.admit_config
+                                      : options.discipline_config;
     degrade::ManagerOptions mo;
     mo.name = config.name;
     mo.clock = &clock;
@@ -325,18 +295,39 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
     degrade::AdmissionOptions ao;
     ao.manager = manager.get();
     ao.adaptive = mode == Mode::kFull;
+    ao.target_queuing_delay = kTargetQueuingDelay;
     ao.clock = &clock;
     auto created = degrade::AdmissionController::Create(ao);
     if (!created.ok()) return created.status();
     admission = std::move(*created);
   }
+  // shed_rate: the share of the requests the admission controller refused
+  // since the last poll. The full discipline's levels follow it: features
+  // come back only once nothing is being shed for them.
+  uint64_t shed_seen = 0, admitted_seen = 0;
+  if (mode == Mode::kFull) {
+    manager->AddSource("shed_rate", [&admission, &shed_seen, &admitted_seen] {
+      const degrade::AdmissionStats st = admission->stats();
+      uint64_t shed = 0, admitted = 0;
+      for (std::size_t c = 0; c < degrade::kNumCriticalities; ++c) {
+        shed += st.shed[c];
+        admitted += st.admitted[c];
+      }
+      const uint64_t d_shed = shed - shed_seen, d_all = d_shed + admitted - admitted_seen;
+      shed_seen = shed;
+      admitted_seen = admitted;
+      return d_all == 0 ? 0.0 : static_cast<double>(d_shed) / static_cast<double>(d_all);
+    });
+  }
   if (mode == Mode::kFull) {
     degrade::LimiterSettings ls;
     ls.algorithm = degrade::LimitAlgorithm::kGradient2;
     ls.min_limit = kMinLimit;
-    ls.initial_limit = kMinLimit;
+    ls.initial_limit = kMaxLimit / 2;
     ls.max_limit = kMaxLimit;
     ls.max_healthy_latency = kDeadline;
+    // At the global limit the critical classes keep their traffic's share.
+    ls.guaranteed_share = {kClasses[0].share, kClasses[1].share, 0.0, 0.0};
     ls.seed = options.seed;
     ls.clock = &clock;
     auto created_limiter = degrade::ConcurrencyLimiter::Create(ls);
@@ -345,13 +336,21 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
 
     degrade::QueueSettings qs;
     qs.capacity = kQueueCapacity;
+    qs.codel_target = kCodelTarget;
+    qs.codel_interval = kCodelInterval;
     qs.clock = &clock;
     auto created_queue = degrade::AdmissionQueue<internal::Item>::Create(
-        qs, [&r, &now, &ended](internal::Item&& item, degrade::DropReason why) {
+        qs, [&r, &now, &ended, &admission](internal::Item&& item, degrade::DropReason why) {
           if (ended) return;
           Request& q = r.requests[item.id];
           q.fate = internal::FateOf(why);
           q.done = now;
+          // Under adaptive LIFO the served items are the newest; the ones
+          // that waited longest are these. DAGOR must see their wait too,
+          // or it would call a standing queue calm.
+          if (why != degrade::DropReason::kShed) {
+            admission->RecordQueuingDelay(now - q.arrival);
+          }
           if (item.permit.has_value()) {
             if (why == degrade::DropReason::kShed) {
               item.permit->Ignore();

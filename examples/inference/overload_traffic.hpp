@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,61 @@ inline double SpeedAt(const std::vector<SpeedChange>& schedule,
   }
   return speed;
 }
+
+namespace internal {
+
+// The GPU and the signals simulation.hpp's manager reads.
+class Gpu {
+ public:
+  bool busy() const { return !batch_.empty(); }
+  absl::Duration start() const { return start_; }
+  absl::Duration end() const { return end_; }
+  const std::vector<std::size_t>& batch() const { return batch_; }
+
+  // Starts a batch at `now`; returns its duration.
+  absl::Duration Start(std::vector<std::size_t> ids, absl::Duration now,
+                       absl::Duration non_core, double speed) {
+    batch_ = std::move(ids);
+    const absl::Duration d =
+        BatchTime(static_cast<int>(batch_.size()), non_core) / speed;
+    start_ = now;
+    end_ = now + d;
+    return d;
+  }
+  void Finish(absl::Duration now) {
+    Accrue(now);
+    batch_.clear();
+    end_ = absl::InfiniteDuration();
+  }
+
+  // The share of batch slots busy since the last call (gpu_util).
+  double Utilisation(absl::Duration now) {
+    Accrue(now);
+    const double period = absl::ToDoubleSeconds(now - last_poll_);
+    const double util = period > 0.0 ? slot_seconds_ / period : 0.0;
+    slot_seconds_ = 0.0;
+    last_poll_ = now;
+    return std::min(util, 1.0);
+  }
+
+ private:
+  void Accrue(absl::Duration now) {
+    if (!batch_.empty()) {
+      slot_seconds_ += static_cast<double>(batch_.size()) / kBatchSize *
+                       absl::ToDoubleSeconds(now - std::max(start_, accrued_));
+    }
+    accrued_ = now;
+  }
+
+  std::vector<std::size_t> batch_;
+  absl::Duration start_ = absl::ZeroDuration();
+  absl::Duration end_ = absl::InfiniteDuration();
+  absl::Duration accrued_ = absl::ZeroDuration();
+  absl::Duration last_poll_ = absl::ZeroDuration();
+  double slot_seconds_ = 0.0;
+};
+
+}  // namespace internal
 
 // ---- The scenario -----------------------------------------------------------
 
@@ -167,7 +223,7 @@ class ClassedArrivals {
   }
 
  private:
-  internal::ThinnedPoisson poisson_;
+  inference::internal::ThinnedPoisson poisson_;
 };
 
 // The users' keys, built once: a cohort lookup per request then allocates

@@ -338,6 +338,7 @@ inline svg::Chart MakeClassChart(const Comparison& c, std::size_t klass) {
                            absl::ToDoubleSeconds(start + p.length), p.name});
     start += p.length;
   }
+  chart.panels.reserve(3);  // the references below must stay valid
   svg::Panel& avail = chart.panels.emplace_back();
   avail.title = "Availability: answered within 1 s / offered (%)";
   avail.y_min = 0.0;

@@ -1,0 +1,499 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// inference_server: a batched inference-style HTTP server, run for real past
+// its capacity, with and without degrade's overload control.
+//
+// One "GPU" worker thread runs batches of up to 32 requests on a CPU-bound
+// model calibrated at start-up to ~180 ms per full batch (model.hpp), so the
+// server's capacity is about 32 / 0.18 s = 178 requests a second. HTTP
+// threads park each request until its batch is done.
+//
+//   --mode=plain       today's server: one FIFO queue, unbounded, no
+//                      admission; every request is served, however late.
+//   --mode=discipline  a ConcurrencyLimiter (Gradient2) bounds what is in
+//                      flight; an AdmissionQueue (bounded, CoDel, adaptive
+//                      LIFO, deadline-aware drop) feeds PopBatch(32) to the
+//                      model and reports every pop's sojourn to an
+//                      AdmissionController, which sheds the lowest request
+//                      classes first (DAGOR) while the queuing delay is high.
+//
+// Endpoints:
+//   GET /infer    headers: x-degrade-class: SHEDDABLE_PLUS:17 (default
+//                 CRITICAL:0; malformed -> 400), x-degrade-deadline-ms: 1000
+//                 (default 1000; malformed -> 400). 200 when served; 503
+//                 with Retry-After when shed, and x-degrade-drop naming why.
+//   GET /stats    one line of key=value counters (batches, drops, limit...)
+//   GET /healthz  "ok"
+//
+// Usage:
+//   inference_server [--mode=plain|discipline] [--port=N] [--bind=ADDR]
+//                    [--threads=N] [--batch-ms=MS] [--queue-capacity=N]
+//                    [--duration-seconds=S]
+//
+// --port=0 (the default) binds a free port. Prints `listening on
+// http://ADDR:PORT` on stdout once it accepts connections. SIGINT, SIGTERM or
+// the end of --duration-seconds stop it: every parked request is answered
+// (503) before the HTTP threads are joined, so it always exits.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+// TEMPORARY while the components land on main (issue 15's other slices).
+#if __has_include("degrade/admission.hpp") && __has_include("degrade/admission_queue.hpp") && \
+    __has_include("degrade/concurrency_limiter.hpp")
+#define INFERENCE_SERVER_DISCIPLINE 1
+#include "degrade/admission.hpp"
+#include "degrade/admission_queue.hpp"
+#include "degrade/concurrency_limiter.hpp"
+#else
+#define INFERENCE_SERVER_DISCIPLINE 0
+#endif
+#include "degrade/request_class.hpp"
+#include "degrade/status.hpp"
+#include "httplib.h"
+#include "inference_server/model.hpp"
+
+namespace {
+
+using inference_server::kBatchSize;
+
+struct Flags {
+  std::string mode = "discipline";
+  std::string bind = "127.0.0.1";
+  int port = 0;
+  int threads = 256;
+  double batch_ms = 180.0;
+  int queue_capacity = 128;
+  double duration_seconds = 0;
+};
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    const std::size_t eq = arg.find('=');
+    const absl::string_view key = arg.substr(0, eq);
+    const absl::string_view value =
+        eq == absl::string_view::npos ? absl::string_view() : arg.substr(eq + 1);
+    bool ok = eq != absl::string_view::npos;
+    if (!ok) {
+    } else if (key == "--mode") {
+      f->mode = std::string(value);
+      ok = f->mode == "plain" || f->mode == "discipline";
+    } else if (key == "--bind") {
+      f->bind = std::string(value);
+    } else if (key == "--port") {
+      ok = absl::SimpleAtoi(value, &f->port) && f->port >= 0 && f->port < 65536;
+    } else if (key == "--threads") {
+      ok = absl::SimpleAtoi(value, &f->threads) && f->threads >= 8;
+    } else if (key == "--batch-ms") {
+      ok = absl::SimpleAtod(value, &f->batch_ms) && f->batch_ms > 0 && f->batch_ms < 1e5;
+    } else if (key == "--queue-capacity") {
+      ok = absl::SimpleAtoi(value, &f->queue_capacity) && f->queue_capacity >= kBatchSize;
+    } else if (key == "--duration-seconds") {
+      ok = absl::SimpleAtod(value, &f->duration_seconds) && f->duration_seconds >= 0 &&
+           f->duration_seconds < 1e7;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "inference_server: bad argument \"%s\"\n", argv[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// One request parked in an HTTP thread until the model (or a drop) answers.
+struct Job {
+  degrade::RequestClass rc;
+  absl::Time arrival;
+#if INFERENCE_SERVER_DISCIPLINE
+  std::optional<degrade::LimiterPermit> permit;
+#endif
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int http_status = 0;
+  std::string drop;  // why it was not served; empty when served
+};
+using JobPtr = std::shared_ptr<Job>;
+
+void Complete(Job& job, int http_status, std::string drop) {
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.http_status = http_status;
+    job.drop = std::move(drop);
+    job.done = true;
+  }
+  job.cv.notify_one();
+}
+
+// What the GPU thread and /stats share. Only counters: relaxed is enough.
+struct Counters {
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> served{0};
+  std::atomic<uint64_t> busy_us{0};
+  std::atomic<uint64_t> full_batches{0};
+  std::atomic<uint64_t> full_batch_us{0};
+  std::atomic<uint64_t> refused{0};  // limiter or admission at arrival
+};
+
+// The two ways of queueing in front of the model.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Answers (by Complete) now or later; never blocks on the model.
+  virtual void Submit(const JobPtr& job, absl::Time deadline) = 0;
+  // Up to kBatchSize jobs, waiting at most `timeout` for the first.
+  virtual void NextBatch(std::vector<JobPtr>* out, absl::Duration timeout) = 0;
+  virtual void BatchDone(std::vector<JobPtr>& batch, absl::Duration took) = 0;
+  // Answers everything still queued (at shutdown).
+  virtual void Drain() = 0;
+  virtual std::string Stats() const = 0;
+};
+
+class PlainBackend final : public Backend {
+ public:
+  void Submit(const JobPtr& job, absl::Time) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fifo_.push_back(job);
+    }
+    cv_.notify_one();
+  }
+  void NextBatch(std::vector<JobPtr>* out, absl::Duration timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return !fifo_.empty(); });
+    while (!fifo_.empty() && out->size() < static_cast<std::size_t>(kBatchSize)) {
+      out->push_back(std::move(fifo_.front()));
+      fifo_.pop_front();
+    }
+  }
+  void BatchDone(std::vector<JobPtr>& batch, absl::Duration) override {
+    for (const JobPtr& job : batch) Complete(*job, 200, "");
+  }
+  void Drain() override {
+    std::deque<JobPtr> left;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      left.swap(fifo_);
+    }
+    for (const JobPtr& job : left) Complete(*job, 503, "shutdown");
+  }
+  std::string Stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return absl::StrCat(" queue=", fifo_.size());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<JobPtr> fifo_;
+};
+
+#if INFERENCE_SERVER_DISCIPLINE
+class DisciplineBackend final : public Backend {
+ public:
+  static std::unique_ptr<DisciplineBackend> Create(const Flags& flags, Counters* counters) {
+    auto b = std::unique_ptr<DisciplineBackend>(new DisciplineBackend(counters));
+    degrade::AdmissionOptions a;
+    a.name = "inference";
+    a.adaptive = true;
+    auto admission = degrade::AdmissionController::Create(a);
+    if (!admission.ok()) return Fail(admission.status());
+    b->admission_ = *std::move(admission);
+
+    degrade::QueueSettings q;
+    q.name = "inference";
+    q.capacity = static_cast<std::size_t>(flags.queue_capacity);
+    q.admission = b->admission_.get();
+    DisciplineBackend* self = b.get();
+    auto queue = degrade::AdmissionQueue<JobPtr>::Create(
+        q, [self](JobPtr&& job, degrade::DropReason why) { self->OnDrop(std::move(job), why); });
+    if (!queue.ok()) return Fail(queue.status());
+    b->queue_ = *std::move(queue);
+
+    // In flight = queued + in the batch. At least one full batch, or the GPU
+    // idles; at most the queue's capacity, so the queue never overflows with
+    // requests the limiter let in.
+    degrade::LimiterSettings l;
+    l.name = "inference";
+    l.algorithm = degrade::LimitAlgorithm::kGradient2;
+    l.min_limit = kBatchSize;
+    l.initial_limit = 2 * kBatchSize;
+    l.max_limit = flags.queue_capacity;
+    l.max_healthy_latency = absl::Seconds(1);  // the deadline
+    auto limiter = degrade::ConcurrencyLimiter::Create(l);
+    if (!limiter.ok()) return Fail(limiter.status());
+    b->limiter_ = *std::move(limiter);
+    return b;
+  }
+
+  void Submit(const JobPtr& job, absl::Time deadline) override {
+    absl::StatusOr<degrade::LimiterPermit> permit = limiter_->Acquire(job->rc);
+    if (!permit.ok()) return Refuse(*job, permit.status(), "limiter");
+    job->permit = *std::move(permit);
+    JobPtr item = job;
+    const absl::Status pushed = queue_->Push(std::move(item), deadline, job->rc);
+    if (!pushed.ok()) {
+      // Refused at the door (admission threshold, or full): not a latency
+      // signal for the limiter.
+      job->permit->Ignore();
+      Refuse(*job, pushed, "admission");
+    }
+  }
+  void NextBatch(std::vector<JobPtr>* out, absl::Duration timeout) override {
+    queue_->WaitPopBatch(out, kBatchSize, timeout);
+  }
+  void BatchDone(std::vector<JobPtr>& batch, absl::Duration took) override {
+    queue_->RecordServiceTime(took);
+    const absl::Time now = absl::Now();
+    for (const JobPtr& job : batch) {
+      job->permit->Success(now - job->arrival);
+      Complete(*job, 200, "");
+    }
+  }
+  void Drain() override {
+    std::vector<JobPtr> left;
+    while (queue_->PopBatch(&left, kBatchSize) > 0) {
+      for (const JobPtr& job : left) {
+        job->permit->Ignore();
+        Complete(*job, 503, "shutdown");
+      }
+      left.clear();
+    }
+  }
+  std::string Stats() const override {
+    const degrade::QueueStats q = queue_->stats();
+    const degrade::AdmissionStats a = admission_->stats();
+    const degrade::LimiterStats l = limiter_->stats();
+    std::string out = absl::StrCat(" queue=", q.depth, " lifo=", q.lifo ? 1 : 0,
+                                   " threshold=", a.threshold, " limit=", l.limit,
+                                   " in_flight=", l.in_flight, " no_load_ms=",
+                                   absl::ToDoubleMilliseconds(l.no_load_latency));
+    for (std::size_t r = 0; r < q.drops.size(); ++r) {
+      absl::StrAppend(&out, " drop_",
+                      degrade::DropReasonName(static_cast<degrade::DropReason>(r)), "=",
+                      q.drops[r]);
+    }
+    for (std::size_t c = 0; c < degrade::kNumCriticalities; ++c) {
+      const auto name = degrade::CriticalityName(static_cast<degrade::Criticality>(c));
+      absl::StrAppend(&out, " shed_", name, "=", a.shed[c], " limited_", name, "=",
+                      l.rejected[c]);
+    }
+    return out;
+  }
+
+ private:
+  explicit DisciplineBackend(Counters* counters) : counters_(counters) {}
+
+  static std::unique_ptr<DisciplineBackend> Fail(const absl::Status& s) {
+    std::fprintf(stderr, "inference_server: %s\n", s.ToString().c_str());
+    return nullptr;
+  }
+
+  // `why` is a ShedError; its message says which component refused.
+  void Refuse(Job& job, const absl::Status& why, const char* where) {
+    counters_->refused.fetch_add(1, std::memory_order_relaxed);
+    Complete(job, 503, degrade::IsShed(why) ? where : "error");
+  }
+
+  // Called by the queue outside its lock, from Push or a pop.
+  void OnDrop(JobPtr&& job, degrade::DropReason why) {
+    // A request that waited too long says the limit is too high; one shed by
+    // class says nothing about latency.
+    if (why == degrade::DropReason::kCodel || why == degrade::DropReason::kDeadline) {
+      job->permit->Dropped();
+    } else {
+      job->permit->Ignore();
+    }
+    Complete(*job, 503, std::string(degrade::DropReasonName(why)));
+  }
+
+  Counters* counters_;
+  // Destroyed bottom-up: the queue's items hold permits of the limiter and
+  // the queue reports to the admission controller, so both outlive it.
+  std::unique_ptr<degrade::AdmissionController> admission_;
+  std::unique_ptr<degrade::ConcurrencyLimiter> limiter_;
+  std::unique_ptr<degrade::AdmissionQueue<JobPtr>> queue_;
+};
+#endif
+
+void RunGpu(Backend& backend, const inference_server::SpinModel& model, Counters& counters,
+            const std::atomic<bool>& stopping) {
+  std::vector<JobPtr> batch;
+  batch.reserve(kBatchSize);
+  while (!stopping.load(std::memory_order_acquire)) {
+    batch.clear();
+    backend.NextBatch(&batch, absl::Milliseconds(50));
+    if (batch.empty()) continue;
+    const absl::Time t0 = absl::Now();
+    model.Run(static_cast<int>(batch.size()));
+    const absl::Duration took = absl::Now() - t0;
+    const auto us = static_cast<uint64_t>(absl::ToInt64Microseconds(took));
+    counters.batches.fetch_add(1, std::memory_order_relaxed);
+    counters.served.fetch_add(batch.size(), std::memory_order_relaxed);
+    counters.busy_us.fetch_add(us, std::memory_order_relaxed);
+    if (batch.size() == static_cast<std::size_t>(kBatchSize)) {
+      counters.full_batches.fetch_add(1, std::memory_order_relaxed);
+      counters.full_batch_us.fetch_add(us, std::memory_order_relaxed);
+    }
+    backend.BatchDone(batch, took);
+  }
+}
+
+void Answer(httplib::Response& res, int status, const std::string& drop) {
+  res.status = status;
+  if (status == 200) {
+    res.set_content("ok\n", "text/plain");
+    return;
+  }
+  // Every refusal is a shed: the client may come back after the hint.
+  res.set_header("Retry-After", "1");
+  res.set_header("x-degrade-drop", drop);
+  res.set_content(absl::StrCat("shed: ", drop, "\n"), "text/plain");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) return 2;
+
+  // Only the main thread takes SIGINT/SIGTERM (sigtimedwait below); every
+  // thread started from here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  inference_server::SpinModel model(flags.batch_ms);
+  model.Calibrate();
+
+  Counters counters;
+  std::unique_ptr<Backend> backend;
+  if (flags.mode == "plain") {
+    backend = std::make_unique<PlainBackend>();
+  } else {
+#if INFERENCE_SERVER_DISCIPLINE
+    backend = DisciplineBackend::Create(flags, &counters);
+#endif
+    if (backend == nullptr) return 1;
+  }
+
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> drained{false};
+  httplib::Server server;
+  const int threads = flags.threads;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+
+  server.Get("/infer", [&](const httplib::Request& req, httplib::Response& res) {
+    auto job = std::make_shared<Job>();
+    job->arrival = absl::Now();
+    if (req.has_header("x-degrade-class")) {
+      absl::StatusOr<degrade::RequestClass> rc =
+          degrade::DecodeRequestClass(req.get_header_value("x-degrade-class"));
+      if (!rc.ok()) {
+        res.status = 400;
+        res.set_content(absl::StrCat(rc.status().message(), "\n"), "text/plain");
+        return;
+      }
+      job->rc = *rc;
+    }
+    int deadline_ms = 1000;
+    if (req.has_header("x-degrade-deadline-ms") &&
+        (!absl::SimpleAtoi(req.get_header_value("x-degrade-deadline-ms"), &deadline_ms) ||
+         deadline_ms <= 0)) {
+      res.status = 400;
+      res.set_content("x-degrade-deadline-ms: expected a positive integer\n", "text/plain");
+      return;
+    }
+    if (stopping.load(std::memory_order_acquire)) return Answer(res, 503, "shutdown");
+    backend->Submit(job, job->arrival + absl::Milliseconds(deadline_ms));
+    std::unique_lock<std::mutex> lock(job->mu);
+    // A request that slipped in after the queue was drained at shutdown is
+    // never served: give up once the drain is over.
+    while (!job->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return job->done; })) {
+      if (drained.load(std::memory_order_acquire)) return Answer(res, 503, "shutdown");
+    }
+    Answer(res, job->http_status, job->drop);
+  });
+  server.Get("/stats", [&](const httplib::Request&, httplib::Response& res) {
+    const uint64_t full = counters.full_batches.load(std::memory_order_relaxed);
+    const double full_ms =
+        full == 0 ? 0.0
+                  : counters.full_batch_us.load(std::memory_order_relaxed) / 1000.0 / full;
+    res.set_content(
+        absl::StrCat("mode=", flags.mode,
+                     " batches=", counters.batches.load(std::memory_order_relaxed),
+                     " served=", counters.served.load(std::memory_order_relaxed),
+                     " busy_s=", counters.busy_us.load(std::memory_order_relaxed) / 1e6,
+                     " full_batch_ms=", full_ms,
+                     " refused=", counters.refused.load(std::memory_order_relaxed),
+                     backend->Stats(), "\n"),
+        "text/plain");
+  });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+
+  const int port = flags.port == 0 ? server.bind_to_any_port(flags.bind)
+                                   : (server.bind_to_port(flags.bind, flags.port) ? flags.port : -1);
+  if (port <= 0) {
+    std::fprintf(stderr, "inference_server: cannot bind %s:%d\n", flags.bind.c_str(), flags.port);
+    return 1;
+  }
+  std::thread gpu([&] { RunGpu(*backend, model, counters, stopping); });
+  std::thread http([&] { server.listen_after_bind(); });
+  // The socket listens from bind_to_*: a connection made now waits in the
+  // backlog until the accept loop starts.
+  std::printf("listening on http://%s:%d mode=%s calibrated_full_batch_ms=%.1f\n",
+              flags.bind.c_str(), port, flags.mode.c_str(), model.planned_ms(kBatchSize));
+  std::fflush(stdout);
+
+  const absl::Time end = flags.duration_seconds > 0
+                             ? absl::Now() + absl::Seconds(flags.duration_seconds)
+                             : absl::InfiniteFuture();
+  while (absl::Now() < end) {
+    const timespec wait{0, 100 * 1000 * 1000};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) break;
+  }
+
+  // New requests are refused; the model finishes its batch; whatever is
+  // still queued is answered; only then can the HTTP threads be joined.
+  stopping.store(true, std::memory_order_release);
+  gpu.join();
+  backend->Drain();
+  drained.store(true, std::memory_order_release);
+  server.stop();
+  http.join();
+  backend->Drain();  // a request that slipped in between the two
+  std::fprintf(stderr, "inference_server: stopped (%llu batches)\n",
+               static_cast<unsigned long long>(counters.batches.load()));
+  return 0;
+}

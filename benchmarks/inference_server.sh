@@ -8,6 +8,7 @@
 #
 #   benchmarks/inference_server.sh [--build-dir DIR] [--seconds S]
 #                                  [--loads "1 3"] [--modes "plain discipline"]
+#                                  [--server-args "--flag=value ..."]
 #   benchmarks/inference_server.sh --smoke --server BIN --load BIN
 #
 # Without --server/--load it configures and builds the two targets in
@@ -36,6 +37,7 @@ seconds=20
 loads="1 3"
 modes="plain discipline"
 smoke=0
+server_args=""
 # The model's full batch (32 requests) takes 180 ms: 177.8 requests a second.
 batch_ms=180
 capacity=$(awk -v b="$batch_ms" 'BEGIN { printf "%.1f", 32 * 1000 / b }')
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
     --loads) loads="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
+    --server-args) server_args="$2"; shift 2 ;;
     -h|--help) sed -n '4,25p' "$0"; exit 0 ;;
     *) echo "inference_server.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -93,9 +96,12 @@ for bin in "$server_bin" "$load_bin"; do
 done
 
 # start_server MODE: starts it in the background, sets server_pid and port.
+runs=0
 start_server() {
-  local out="$work/server.$1.out"
-  "$server_bin" --mode="$1" --port=0 --batch-ms="$batch_ms" >"$out" 2>"$work/server.$1.err" &
+  runs=$((runs + 1))
+  local out="$work/server.$runs.out" err="$work/server.$runs.err"
+  # shellcheck disable=SC2086  # server_args is a list of flags
+  "$server_bin" --mode="$1" --port=0 --batch-ms="$batch_ms" $server_args >"$out" 2>"$err" &
   server_pid=$!
   port=""
   for _ in $(seq 100); do
@@ -106,7 +112,7 @@ start_server() {
   done
   if [ -z "$port" ]; then
     echo "inference_server.sh: the server did not start:" >&2
-    cat "$work/server.$1.err" >&2
+    cat "$err" >&2
     exit 1
   fi
   sed -n 's/^listening on //p' "$out" >&2

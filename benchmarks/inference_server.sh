@@ -16,8 +16,8 @@
 # a free port (--port=0; the script reads the port it prints), sends
 # load x capacity requests a second for S seconds (20) with the class mix
 # 25% CRITICAL_PLUS, 40% CRITICAL, 20% SHEDDABLE_PLUS, 15% SHEDDABLE and a
-# 1 s deadline, reads the server's /stats, stops it, and prints each run's
-# per-class table, then a summary table.
+# 1 s deadline, stops the server (which prints its counters on stderr), and
+# prints each run's per-class table, then a summary table.
 #
 # --smoke (the ctest inference_server_smoke): 2 s at low load in discipline
 # mode; checks that requests are answered in time, that a malformed class
@@ -95,11 +95,13 @@ for bin in "$server_bin" "$load_bin"; do
   [ -x "$bin" ] || { echo "inference_server.sh: $bin is missing (is cpp-httplib installed? Debian: libcpp-httplib-dev)" >&2; exit 1; }
 done
 
-# start_server MODE: starts it in the background, sets server_pid and port.
+# start_server MODE: starts it in the background; sets server_pid, port, and
+# out and err (the files its stdout and stderr go to).
 runs=0
 start_server() {
   runs=$((runs + 1))
-  local out="$work/server.$runs.out" err="$work/server.$runs.err"
+  out="$work/server.$runs.out"
+  err="$work/server.$runs.err"
   # shellcheck disable=SC2086  # server_args is a list of flags
   "$server_bin" --mode="$1" --port=0 --batch-ms="$batch_ms" $server_args >"$out" 2>"$err" &
   server_pid=$!
@@ -145,9 +147,9 @@ for load in $loads; do
     start_server "$mode"
     "$load_bin" --port="$port" --rate="$rate" --seconds="$seconds" --label="$label" \
       | tee "$work/run.txt"
-    stats="$("$load_bin" --port="$port" --once --path=/stats | sed -n '2p')"
-    echo "server: $stats"
     stop_server
+    stats="$(sed -n 's/^inference_server: stats //p' "$err")"
+    echo "server: $stats"
     full_ms="$(sed -n 's/.*full_batch_ms=\([0-9.]*\).*/\1/p' <<<"$stats")"
     awk -v label="$label" -v cap="$capacity" -v full="${full_ms:-0}" '
       /^total / {

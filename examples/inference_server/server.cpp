@@ -22,7 +22,8 @@
 //                 CRITICAL:0; malformed -> 400), x-degrade-deadline-ms: 1000
 //                 (default 1000; malformed -> 400). 200 when served; 503
 //                 with Retry-After when shed, and x-degrade-drop naming why.
-//   GET /stats    one line of key=value counters (batches, drops, limit...)
+//   GET /stats    one line of key=value counters (batches, drops, limit...),
+//                 also printed on stderr at exit
 //   GET /healthz  "ok"
 //
 // Usage:
@@ -533,20 +534,21 @@ int main(int argc, char** argv) {
     }
     Answer(res, job->http_status, job->drop);
   });
-  server.Get("/stats", [&](const httplib::Request&, httplib::Response& res) {
+  const auto stats_line = [&] {
     const uint64_t full = counters.full_batches.load(std::memory_order_relaxed);
     const double full_ms =
         full == 0 ? 0.0
                   : counters.full_batch_us.load(std::memory_order_relaxed) / 1000.0 / full;
-    res.set_content(
-        absl::StrCat("mode=", flags.mode,
-                     " batches=", counters.batches.load(std::memory_order_relaxed),
-                     " served=", counters.served.load(std::memory_order_relaxed),
-                     " busy_s=", counters.busy_us.load(std::memory_order_relaxed) / 1e6,
-                     " full_batch_ms=", full_ms,
-                     " refused=", counters.refused.load(std::memory_order_relaxed),
-                     backend->Stats(), "\n"),
-        "text/plain");
+    return absl::StrCat("mode=", flags.mode,
+                        " batches=", counters.batches.load(std::memory_order_relaxed),
+                        " served=", counters.served.load(std::memory_order_relaxed),
+                        " busy_s=", counters.busy_us.load(std::memory_order_relaxed) / 1e6,
+                        " full_batch_ms=", full_ms,
+                        " refused=", counters.refused.load(std::memory_order_relaxed),
+                        backend->Stats());
+  };
+  server.Get("/stats", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(stats_line() + "\n", "text/plain");
   });
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
@@ -582,12 +584,14 @@ int main(int argc, char** argv) {
   // still queued is answered; only then can the HTTP threads be joined.
   stopping.store(true, std::memory_order_release);
   gpu.join();
+  // Also on stderr: an overloaded plain server answers /stats only after
+  // everything queued before it.
+  std::fprintf(stderr, "inference_server: stats %s\n", stats_line().c_str());
   backend->Drain();
   drained.store(true, std::memory_order_release);
   server.stop();
   http.join();
   backend->Drain();  // a request that slipped in between the two
-  std::fprintf(stderr, "inference_server: stopped (%llu batches)\n",
-               static_cast<unsigned long long>(counters.batches.load()));
+  std::fprintf(stderr, "inference_server: stopped\n");
   return 0;
 }

@@ -128,7 +128,7 @@ if [ "$smoke" = 1 ]; then
   "$load_bin" --port="$port" --once --class=NOT_A_CLASS:1 >"$work/bad.txt" || true
   grep -q '^status=400' "$work/bad.txt" ||
     { echo "FAIL: a malformed class was not refused with 400:" >&2; cat "$work/bad.txt" >&2; exit 1; }
-  "$load_bin" --port="$port" --once --class=SHEDDABLE:3 >"$work/good.txt" || true
+  "$load_bin" --port="$port" --once --class=CRITICAL_PLUS:0 >"$work/good.txt" || true
   grep -q '^status=200' "$work/good.txt" ||
     { echo "FAIL: a single request was not served:" >&2; cat "$work/good.txt" >&2; exit 1; }
   pid="$server_pid"

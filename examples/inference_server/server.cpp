@@ -493,6 +493,9 @@ int main(int argc, char** argv) {
   } else {
 #if INFERENCE_SERVER_DISCIPLINE
     backend = DisciplineBackend::Create(flags, &counters);
+#else
+    std::fprintf(stderr, "inference_server: built without admission.hpp, admission_queue.hpp "
+                         "and concurrency_limiter.hpp: only --mode=plain\n");
 #endif
     if (backend == nullptr) return 1;
   }

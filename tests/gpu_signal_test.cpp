@@ -39,7 +39,8 @@ using ::testing::StartsWith;
 // library's state outlives every NvmlGpuSource's dlclose().
 class FakeNvml {
  public:
-  explicit FakeNvml(const char* path) : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+  explicit FakeNvml(const char* path)
+      : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
     EXPECT_NE(handle_, nullptr) << path << ": " << dlerror();
     if (handle_ == nullptr) return;
     Resolve("fake_nvml_reset", &reset);
@@ -115,15 +116,17 @@ TEST_F(NvmlGpuSourceTest, AMissingLibraryIsUnavailableAndSaysWhyDlopenFailed) {
   EXPECT_THAT(std::string(gpu.status().message()),
               StartsWith("NVML not available: "
                          "dlopen(/nonexistent/libnvidia-ml.so.1) failed: "));
-  EXPECT_THAT(std::string(gpu.status().message()), HasSubstr("No such file"));  // dlerror
+  EXPECT_THAT(std::string(gpu.status().message()),
+              HasSubstr("No such file"));  // dlerror
 }
 
 TEST_F(NvmlGpuSourceTest, TheDefaultLibraryNameIsNvidiasAndItsAbsenceIsNamed) {
   auto gpu = NvmlGpuSource::Load(GpuSourceOptions{});
   if (gpu.ok()) GTEST_SKIP() << "this machine has a real NVML";
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(gpu.status().message()),
-              StartsWith("NVML not available: dlopen(libnvidia-ml.so.1) failed: "));
+  EXPECT_THAT(
+      std::string(gpu.status().message()),
+      StartsWith("NVML not available: dlopen(libnvidia-ml.so.1) failed: "));
 }
 
 TEST_F(NvmlGpuSourceTest, AMissingSymbolIsNamedAndNothingIsInitialised) {
@@ -135,7 +138,8 @@ TEST_F(NvmlGpuSourceTest, AMissingSymbolIsNamedAndNothingIsInitialised) {
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(gpu.status().message()),
               HasSubstr("has no symbol nvmlDeviceGetUtilizationRates"));
-  EXPECT_THAT(std::string(gpu.status().message()), HasSubstr(FAKE_NVML_PARTIAL_PATH));
+  EXPECT_THAT(std::string(gpu.status().message()),
+              HasSubstr(FAKE_NVML_PARTIAL_PATH));
   EXPECT_EQ(partial.init_calls(), 0);
 }
 
@@ -162,13 +166,15 @@ TEST_F(NvmlGpuSourceTest, FailuresAfterInitShutNvmlDownAgain) {
   nvml_.fail('h', 15);
   gpu = NvmlGpuSource::Load(Fake());
   ASSERT_FALSE(gpu.ok());
-  EXPECT_EQ(gpu.status().message(),
-            "nvmlDeviceGetHandleByIndex_v2 failed: NVML error 15 (GPU is lost)");
+  EXPECT_EQ(
+      gpu.status().message(),
+      "nvmlDeviceGetHandleByIndex_v2 failed: NVML error 15 (GPU is lost)");
   EXPECT_EQ(nvml_.shutdown_calls(), 1);
   EXPECT_EQ(nvml_.initialised(), 0);
 }
 
-TEST_F(NvmlGpuSourceTest, ADeviceIndexOutOfRangeIsInvalidArgumentNamingTheCount) {
+TEST_F(NvmlGpuSourceTest,
+       ADeviceIndexOutOfRangeIsInvalidArgumentNamingTheCount) {
   nvml_.set_device_count(2);
   auto gpu = NvmlGpuSource::Load(Fake(2));
   ASSERT_FALSE(gpu.ok());
@@ -181,7 +187,8 @@ TEST_F(NvmlGpuSourceTest, ADeviceIndexOutOfRangeIsInvalidArgumentNamingTheCount)
   nvml_.set_device_count(0);  // a driver with no GPU
   gpu = NvmlGpuSource::Load(Fake(0));
   ASSERT_FALSE(gpu.ok());
-  EXPECT_THAT(std::string(gpu.status().message()), HasSubstr("NVML reports 0 devices"));
+  EXPECT_THAT(std::string(gpu.status().message()),
+              HasSubstr("NVML reports 0 devices"));
 }
 
 TEST_F(NvmlGpuSourceTest, BadOptionsAreRefusedBeforeAnythingIsLoaded) {
@@ -195,7 +202,8 @@ TEST_F(NvmlGpuSourceTest, BadOptionsAreRefusedBeforeAnythingIsLoaded) {
   gpu = NvmlGpuSource::Load(empty);
   ASSERT_FALSE(gpu.ok());
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(gpu.status().message()), StartsWith("GpuSourceOptions.library: empty"));
+  EXPECT_THAT(std::string(gpu.status().message()),
+              StartsWith("GpuSourceOptions.library: empty"));
   EXPECT_EQ(nvml_.init_calls(), 0);
 }
 
@@ -222,14 +230,16 @@ TEST_F(NvmlGpuSourceTest, AFailingReadIsNaNThroughSourceAndLastErrorSaysWhy) {
   nvml_.fail('u', 15);
   EXPECT_TRUE(std::isnan(source()));
   EXPECT_EQ((*gpu)->last_error().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ((*gpu)->last_error().message(),
-            "nvmlDeviceGetUtilizationRates failed: NVML error 15 (GPU is lost)");
+  EXPECT_EQ(
+      (*gpu)->last_error().message(),
+      "nvmlDeviceGetUtilizationRates failed: NVML error 15 (GPU is lost)");
   EXPECT_EQ((*gpu)->Utilization().status(), (*gpu)->last_error());
   nvml_.fail('u', 0);
   nvml_.set_utilization(0, 250);  // a driver bug: refused, not clamped
   EXPECT_TRUE(std::isnan(source()));
   EXPECT_EQ((*gpu)->last_error().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_THAT(std::string((*gpu)->last_error().message()), HasSubstr("reported 250%"));
+  EXPECT_THAT(std::string((*gpu)->last_error().message()),
+              HasSubstr("reported 250%"));
   nvml_.set_utilization(0, 55);
   EXPECT_NEAR(source(), 0.55, 1e-12);
   EXPECT_TRUE((*gpu)->last_error().ok());  // a good read clears it
@@ -268,7 +278,8 @@ TEST_F(GpuSourceManagerTest, AFailingReadKeepsTheLastValueAndTheLevel) {
   (void)m->PollOnce();
   EXPECT_EQ(m->level(), 1);
   EXPECT_NEAR(*m->signal_value("gpu_util"), 0.92, 1e-12);
-  EXPECT_THAT(std::string((*gpu)->last_error().message()), HasSubstr("GPU is lost"));
+  EXPECT_THAT(std::string((*gpu)->last_error().message()),
+              HasSubstr("GPU is lost"));
 
   // It comes back idle: the level recovers as usual.
   nvml_.fail('u', 0);

@@ -16,7 +16,8 @@
 //   if (gpu.ok()) {
 //     manager.AddSource("gpu_util", (*gpu)->Source());  // 0..1
 //   } else {
-//     LOG(WARNING) << gpu.status();  // "NVML not available: dlopen(...) failed: ..."
+//     LOG(WARNING) << gpu.status();  // "NVML not available: dlopen(...)
+//     failed: ..."
 //   }
 //   // keep *gpu alive as long as the manager polls it
 //
@@ -46,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/nvml_types.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -119,23 +121,15 @@ class NvmlGpuSource {
   int device_index() const { return device_index_; }
 
  private:
-  // NVML's C types, declared here so that nothing NVIDIA is needed to
-  // build: nvmlReturn_t is an int-sized enum (0 is NVML_SUCCESS), a device
-  // is an opaque pointer, and nvmlUtilization_t two unsigned percentages.
-  using Return = int;
-  struct DeviceOpaque;
-  using Device = DeviceOpaque*;
-  struct Utilization_t {
-    unsigned int gpu;
-    unsigned int memory;
-  };
+  using Return = detail::nvml::Return;
+  using Device = detail::nvml::Device;
   struct Api {
-    Return (*init)() = nullptr;
-    Return (*shutdown)() = nullptr;
-    Return (*get_count)(unsigned int*) = nullptr;
-    Return (*get_handle)(unsigned int, Device*) = nullptr;
-    Return (*get_utilization)(Device, Utilization_t*) = nullptr;
-    const char* (*error_string)(Return) = nullptr;  // optional
+    detail::nvml::InitFn* init = nullptr;
+    detail::nvml::ShutdownFn* shutdown = nullptr;
+    detail::nvml::GetCountFn* get_count = nullptr;
+    detail::nvml::GetHandleFn* get_handle = nullptr;
+    detail::nvml::GetUtilizationFn* get_utilization = nullptr;
+    detail::nvml::ErrorStringFn* error_string = nullptr;  // optional
   };
 
   NvmlGpuSource(std::string library, int device_index, void* handle, Api api,
@@ -199,9 +193,9 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
   void* handle = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return absl::UnavailableError(absl::StrCat(
-        "NVML not available: dlopen(", options.library,
-        ") failed: ", why != nullptr ? why : "unknown error"));
+    return absl::UnavailableError(
+        absl::StrCat("NVML not available: dlopen(", options.library,
+                     ") failed: ", why != nullptr ? why : "unknown error"));
   }
   // Everything below undoes what it did before returning an error.
   std::unique_ptr<void, int (*)(void*)> library(handle, &dlclose);
@@ -228,24 +222,25 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
   }
   (void)Resolve(handle, "nvmlErrorString", &api.error_string);
 
-  if (const Return r = api.init(); r != 0) {
+  if (const Return r = api.init(); r != detail::nvml::kSuccess) {
     return CallError(api, "nvmlInit_v2", r);
   }
   std::unique_ptr<const Api, void (*)(const Api*)> initialised(
       &api, [](const Api* a) { a->shutdown(); });
   unsigned int count = 0;
-  if (const Return r = api.get_count(&count); r != 0) {
+  if (const Return r = api.get_count(&count); r != detail::nvml::kSuccess) {
     return CallError(api, "nvmlDeviceGetCount_v2", r);
   }
   const auto index = static_cast<unsigned int>(options.device_index);
   if (index >= count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GpuSourceOptions.device_index: ", options.device_index,
-        " out of range: NVML reports ", count,
-        count == 1 ? " device" : " devices"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GpuSourceOptions.device_index: ", options.device_index,
+                     " out of range: NVML reports ", count,
+                     count == 1 ? " device" : " devices"));
   }
   Device device = nullptr;
-  if (const Return r = api.get_handle(index, &device); r != 0) {
+  if (const Return r = api.get_handle(index, &device);
+      r != detail::nvml::kSuccess) {
     return CallError(api, "nvmlDeviceGetHandleByIndex_v2", r);
   }
   (void)initialised.release();
@@ -260,14 +255,15 @@ inline NvmlGpuSource::~NvmlGpuSource() {
 }
 
 inline absl::StatusOr<double> NvmlGpuSource::Utilization() const {
-  Utilization_t u{};
+  detail::nvml::Utilization u{};
   absl::Status error;
-  if (const Return r = api_.get_utilization(device_, &u); r != 0) {
+  if (const Return r = api_.get_utilization(device_, &u);
+      r != detail::nvml::kSuccess) {
     error = CallError(api_, "nvmlDeviceGetUtilizationRates", r);
   } else if (u.gpu > 100) {
-    error = absl::OutOfRangeError(absl::StrCat(
-        "nvmlDeviceGetUtilizationRates: device ", device_index_,
-        " reported ", u.gpu, "% (more than 100)"));
+    error = absl::OutOfRangeError(
+        absl::StrCat("nvmlDeviceGetUtilizationRates: device ", device_index_,
+                     " reported ", u.gpu, "% (more than 100)"));
   }
   detail::MutexLock lock(&mu_);
   if (!error.ok()) {

@@ -69,8 +69,9 @@ TEST(OverloadMetricsTest, AdmissionExportsPerCriticalityCountsAndThreshold) {
   view.st.shed = {0, 0, 7, 40};
   auto attachment = registry.AttachAdmission(view);
   ASSERT_NE(attachment, nullptr);
-  EXPECT_EQ(Family(registry.RenderPrometheus(), "degrade_admission_"),
-            R"(# HELP degrade_admission_admitted_total Requests the admission controller let through, by criticality.
+  EXPECT_EQ(
+      Family(registry.RenderPrometheus(), "degrade_admission_"),
+      R"(# HELP degrade_admission_admitted_total Requests the admission controller let through, by criticality.
 # TYPE degrade_admission_admitted_total counter
 degrade_admission_admitted_total{admission="frontend",criticality="CRITICAL"} 90
 degrade_admission_admitted_total{admission="frontend",criticality="CRITICAL_PLUS"} 100
@@ -149,7 +150,8 @@ degrade_queue_sojourn_seconds_sum{queue="gpu"} 6.503
 degrade_queue_sojourn_seconds_count{queue="gpu"} 8)");
 }
 
-TEST(OverloadMetricsTest, SojournBucketsAreCumulativeAndMatchTheMillisecondBounds) {
+TEST(OverloadMetricsTest,
+     SojournBucketsAreCumulativeAndMatchTheMillisecondBounds) {
   // Every bucket holds one more item than the last: the cumulative counts
   // are the triangular numbers, whatever the bounds' formatting.
   QueueStats st;
@@ -203,8 +205,9 @@ TEST(OverloadMetricsTest, LimiterExportsLimitInFlightPermitsAndNoLoadLatency) {
   view.st.no_load_latency = absl::Microseconds(180500);
   auto attachment = registry.AttachLimiter(view);
   ASSERT_NE(attachment, nullptr);
-  EXPECT_EQ(Family(registry.RenderPrometheus(), "degrade_limiter_"),
-            R"(# HELP degrade_limiter_acquired_total Permits granted, by criticality.
+  EXPECT_EQ(
+      Family(registry.RenderPrometheus(), "degrade_limiter_"),
+      R"(# HELP degrade_limiter_acquired_total Permits granted, by criticality.
 # TYPE degrade_limiter_acquired_total counter
 degrade_limiter_acquired_total{limiter="model",criticality="CRITICAL"} 200
 degrade_limiter_acquired_total{limiter="model",criticality="CRITICAL_PLUS"} 10
@@ -319,7 +322,8 @@ TEST(OverloadMetricsConcurrencyTest, DetachWaitsForAScrapeReadingTheView) {
   EXPECT_THAT(registry.RenderPrometheus(), Not(HasSubstr("slow")));
 }
 
-TEST(OverloadMetricsConcurrencyTest, ScrapesRaceAttachAndDetachOfManyComponents) {
+TEST(OverloadMetricsConcurrencyTest,
+     ScrapesRaceAttachAndDetachOfManyComponents) {
   MetricsRegistry registry;
   std::atomic<bool> done{false};
   std::thread scraper([&] {

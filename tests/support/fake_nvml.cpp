@@ -8,19 +8,29 @@
 // FAKE_NVML_OMIT_UTILIZATION it lacks nvmlDeviceGetUtilizationRates (a
 // library that is not, or not enough, NVML).
 //
+// The functions have exactly the types NvmlGpuSource calls them through
+// (detail/nvml_types.hpp), and this library completes the opaque device
+// type, as NVML does behind its handle.
+//
 // The state is process-wide and atomic: a test keeps its own dlopen()
 // handle on the library, so the state survives the source's dlclose().
 
 #include <atomic>
 
+#include "degrade/detail/nvml_types.hpp"
+
+namespace nvml = ::degrade::detail::nvml;
+
+struct nvml::DeviceOpaque {
+  unsigned index;
+};
+
 namespace {
 
-constexpr int kMaxDevices = 8;
+constexpr unsigned kMaxDevices = 8;
 
-struct Device {
-  int index;
-};
-Device g_devices[kMaxDevices] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+nvml::DeviceOpaque g_devices[kMaxDevices] = {{0}, {1}, {2}, {3},
+                                             {4}, {5}, {6}, {7}};
 
 std::atomic<unsigned> g_device_count{1};
 std::atomic<int> g_init_result{0};
@@ -36,21 +46,16 @@ std::atomic<int> g_initialised{0};  // init minus shutdown, as NVML counts
 
 extern "C" {
 
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
-
 // ---- NVML's functions ----
 
-__attribute__((visibility("default"))) int nvmlInit_v2() {
+__attribute__((visibility("default"))) nvml::Return nvmlInit_v2() {
   g_init_calls.fetch_add(1);
   const int r = g_init_result.load();
   if (r == 0) g_initialised.fetch_add(1);
   return r;
 }
 
-__attribute__((visibility("default"))) int nvmlShutdown() {
+__attribute__((visibility("default"))) nvml::Return nvmlShutdown() {
   g_shutdown_calls.fetch_add(1);
   // NVML_ERROR_UNINITIALIZED (1) for a shutdown without an init.
   if (g_initialised.fetch_sub(1) <= 0) {
@@ -60,7 +65,7 @@ __attribute__((visibility("default"))) int nvmlShutdown() {
   return 0;
 }
 
-__attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(
+__attribute__((visibility("default"))) nvml::Return nvmlDeviceGetCount_v2(
     unsigned int* count) {
   if (g_initialised.load() <= 0) return 1;
   const int r = g_count_result.load();
@@ -68,8 +73,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(
   return r;
 }
 
-__attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(
-    unsigned int index, Device** device) {
+__attribute__((visibility("default"))) nvml::Return
+nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvml::Device* device) {
   if (g_initialised.load() <= 0) return 1;
   if (index >= g_device_count.load()) return 2;  // NVML_ERROR_INVALID_ARGUMENT
   const int r = g_handle_result.load();
@@ -78,8 +83,9 @@ __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(
 }
 
 #ifndef FAKE_NVML_OMIT_UTILIZATION
-__attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(
-    Device* device, nvmlUtilization_t* utilization) {
+__attribute__((visibility("default"))) nvml::Return
+nvmlDeviceGetUtilizationRates(nvml::Device device,
+                              nvml::Utilization* utilization) {
   if (g_initialised.load() <= 0) return 1;
   if (device < &g_devices[0] || device >= &g_devices[kMaxDevices]) return 2;
   const int r = g_utilization_result.load();
@@ -91,7 +97,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(
 }
 #endif
 
-__attribute__((visibility("default"))) const char* nvmlErrorString(int result) {
+__attribute__((visibility("default"))) const char* nvmlErrorString(
+    nvml::Return result) {
   switch (result) {
     case 0:
       return "Success";

@@ -50,10 +50,12 @@ inline void WritePerCriticality(MetricWriter& w, absl::string_view metric,
 
 // The sojourn histogram's bounds in seconds (Prometheus' base unit), from
 // kSojournBucketsMs.
-inline const std::array<double, kSojournBucketsMs.size()>& SojournBoundsSeconds() {
+inline const std::array<double, kSojournBucketsMs.size()>&
+SojournBoundsSeconds() {
   static const std::array<double, kSojournBucketsMs.size()> bounds = [] {
     std::array<double, kSojournBucketsMs.size()> b{};
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = kSojournBucketsMs[i] / 1000.0;
+    for (std::size_t i = 0; i < b.size(); ++i)
+      b[i] = kSojournBucketsMs[i] / 1000.0;
     return b;
   }();
   return bounds;
@@ -81,8 +83,8 @@ inline void WriteAdmissionMetrics(const AdmissionStats& st,
 inline void WriteQueueMetrics(const QueueStats& st, const std::string& name,
                               MetricWriter& w) {
   const std::string label = "queue";
-  w.Gauge("degrade_queue_depth", "Items waiting in the queue.",
-          {{label, name}}, static_cast<double>(st.depth));
+  w.Gauge("degrade_queue_depth", "Items waiting in the queue.", {{label, name}},
+          static_cast<double>(st.depth));
   w.Gauge("degrade_queue_capacity", "The queue's hard capacity.",
           {{label, name}}, static_cast<double>(st.capacity));
   w.Gauge("degrade_queue_lifo",
@@ -97,13 +99,14 @@ inline void WriteQueueMetrics(const QueueStats& st, const std::string& name,
   w.Counter("degrade_queue_popped_total", "Items handed out for service.",
             {{label, name}}, static_cast<double>(st.popped));
   for (std::size_t i = 0; i < kNumDropReasons; ++i) {
-    w.Counter("degrade_queue_drops_total",
-              "Items let go without service, by reason: capacity (full), "
-              "codel (standing queue), deadline (could not be met), shed "
-              "(below the admission threshold).",
-              {{label, name},
-               {"reason", std::string(DropReasonName(static_cast<DropReason>(i)))}},
-              static_cast<double>(st.drops[i]));
+    w.Counter(
+        "degrade_queue_drops_total",
+        "Items let go without service, by reason: capacity (full), "
+        "codel (standing queue), deadline (could not be met), shed "
+        "(below the admission threshold).",
+        {{label, name},
+         {"reason", std::string(DropReasonName(static_cast<DropReason>(i)))}},
+        static_cast<double>(st.drops[i]));
   }
   w.Histogram("degrade_queue_sojourn_seconds",
               "Time the popped items waited in the queue.", {{label, name}},
@@ -130,7 +133,9 @@ inline void WriteLimiterMetrics(const LimiterStats& st, const std::string& name,
       "How granted permits ended: success (with a latency), dropped "
       "(timeout or overload: the limit decreases), ignored (no signal).";
   const std::pair<const char*, uint64_t> outcomes[] = {
-      {"success", st.succeeded}, {"dropped", st.dropped}, {"ignored", st.ignored}};
+      {"success", st.succeeded},
+      {"dropped", st.dropped},
+      {"ignored", st.ignored}};
   for (const auto& [outcome, count] : outcomes) {
     w.Counter("degrade_limiter_outcomes_total", kOutcomesHelp,
               {{label, name}, {"outcome", outcome}},

@@ -30,6 +30,7 @@
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
 #include "degrade/feature_gate.hpp"         // IWYU pragma: export
+#include "degrade/gpu_signal.hpp"           // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export

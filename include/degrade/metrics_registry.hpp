@@ -8,7 +8,8 @@
 // level change, on the dashboards and in the logs they already have.
 //
 // A `MetricsRegistry` is the `Telemetry` degrade ships (telemetry.hpp).
-// Breakers, degradation managers and hot lists attach to it when they are
+// Breakers, degradation managers, hot lists and the overload-control
+// components (admission, queue, limiter) attach to it when they are
 // built (their options' `metrics`, or the process default) and detach when
 // destroyed; `StageMetrics` and any custom component register a collector
 // with `Register()`. Nothing is copied on the hot path: the components keep
@@ -58,6 +59,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/manager_log.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/overload_metrics.hpp"
 #include "degrade/detail/reentry.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metric_writer.hpp"
@@ -227,7 +229,7 @@ class MetricsRegistry : public Telemetry {
   // The event log of the components registered here.
   EventLog& log() const { return state_->log; }
 
-  // ---- Telemetry: what breakers, managers and hot lists attach to ----
+  // ---- Telemetry: what the components attach to ----
 
   // Exports the breaker's degrade_breaker_* series and "breaker" episodes,
   // and writes a breaker_state_change line per transition.
@@ -240,6 +242,15 @@ class MetricsRegistry : public Telemetry {
   // Exports degrade_hot_list_*.
   std::unique_ptr<TelemetryAttachment> AttachHotList(
       const HotListView& hot_list) override;
+  // Export degrade_admission_*, degrade_queue_* (the sojourn a histogram)
+  // and degrade_limiter_*; registered under the kinds "admission", "queue"
+  // and "limiter", so names are made unique per kind as for breakers.
+  std::unique_ptr<TelemetryAttachment> AttachAdmission(
+      const AdmissionView& admission) override;
+  std::unique_ptr<TelemetryAttachment> AttachQueue(
+      const QueueView& queue) override;
+  std::unique_ptr<TelemetryAttachment> AttachLimiter(
+      const LimiterView& limiter) override;
 
  private:
   // A JSON number, or the exposition format's spelling of a non-finite
@@ -499,20 +510,31 @@ class RegistryManagerListener final : public ManagerListener {
   std::unique_ptr<ManagerLog> lines_;
 };
 
-class RegistryHotListAttachment final : public TelemetryAttachment {
+// A component that only exports series: its registration, collecting
+// `write(view.stats(), registered name, writer)` at each scrape. Destroying
+// it waits for a collection of this component in progress (Registration).
+template <typename View, typename Write>
+class RegistryViewAttachment final : public TelemetryAttachment {
  public:
-  RegistryHotListAttachment(MetricsRegistry& registry,
-                            const HotListView& view) {
-    const HotListView* v = &view;
-    registration_ =
-        registry.Register("hot_list", view.name(), [v](MetricWriter& w) {
-          WriteHotListMetrics(v->stats(), w.component(), w);
-        });
+  RegistryViewAttachment(MetricsRegistry& registry, absl::string_view kind,
+                         const View& view, Write write) {
+    const View* v = &view;
+    registration_ = registry.Register(
+        kind, view.name(),
+        [v, write](MetricWriter& w) { write(v->stats(), w.component(), w); });
   }
 
  private:
   MetricsRegistry::Registration registration_;
 };
+
+template <typename View, typename Write>
+std::unique_ptr<TelemetryAttachment> AttachView(MetricsRegistry& registry,
+                                                absl::string_view kind,
+                                                const View& view, Write write) {
+  return std::make_unique<RegistryViewAttachment<View, Write>>(registry, kind,
+                                                               view, write);
+}
 
 }  // namespace detail
 
@@ -528,7 +550,25 @@ inline std::unique_ptr<ManagerListener> MetricsRegistry::AttachManager(
 
 inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachHotList(
     const HotListView& hot_list) {
-  return std::make_unique<detail::RegistryHotListAttachment>(*this, hot_list);
+  return detail::AttachView(*this, "hot_list", hot_list,
+                            detail::WriteHotListMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachAdmission(
+    const AdmissionView& admission) {
+  return detail::AttachView(*this, "admission", admission,
+                            detail::WriteAdmissionMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachQueue(
+    const QueueView& queue) {
+  return detail::AttachView(*this, "queue", queue, detail::WriteQueueMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachLimiter(
+    const LimiterView& limiter) {
+  return detail::AttachView(*this, "limiter", limiter,
+                            detail::WriteLimiterMetrics);
 }
 
 DEGRADE_NAMESPACE_END

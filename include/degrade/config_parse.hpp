@@ -28,7 +28,9 @@
 //                  "enter_after", "cooldown" (durations), "critical" (array of
 //                  feature names)
 //   "levelN":      "recover" (object: signal -> number), "hold",
-//                  "enter_after" (durations)
+//                  "enter_after" (durations), "admit" (object: "min", a
+//                  criticality name, and optionally "cohorts_at_min", an
+//                  integer in [0, 128]: the admission floor, see AdmitFloor)
 //
 // Durations are strings with a unit: "60s", "500ms", "1m30s", "250us", "2h".
 // Level keys are exactly `level1` .. `levelN`, N in 1..kMaxLevels, with no

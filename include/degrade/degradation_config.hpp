@@ -39,6 +39,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/json_text.hpp"
+#include "degrade/request_class.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -51,6 +52,27 @@ inline constexpr int kMaxLevels = 8;
 
 // The name of a manager (and of its config) that was given none.
 inline constexpr absl::string_view kDefaultManagerName = "degradation";
+
+// AdmitFloor
+//
+// The least important requests a level still admits (request_class.hpp):
+// every class of a more important criticality, and of `min` itself the
+// cohorts 0 .. cohorts_at_min - 1. `{kSheddablePlus, 64}` refuses all
+// SHEDDABLE traffic and half the SHEDDABLE_PLUS users, always the same half
+// within a cohort period. A level without one keeps the floor of the level
+// below (level 0 admits everything), so floors, like `disable`, accumulate.
+struct AdmitFloor {
+  Criticality min = Criticality::kSheddable;
+  // In [0, 128]: 128 admits all of `min`, 0 none of it.
+  int cohorts_at_min = kNumCohorts;
+
+  // The admission threshold: ranks below it are admitted.
+  int threshold() const { return FloorRank(min, cohorts_at_min); }
+};
+
+inline bool operator==(const AdmitFloor& a, const AdmitFloor& b) {
+  return a.min == b.min && a.cohorts_at_min == b.cohorts_at_min;
+}
 
 // LevelSpec
 //
@@ -75,6 +97,9 @@ struct LevelSpec {
   // Per-level overrides of the config-wide values.
   std::optional<absl::Duration> hold;
   std::optional<absl::Duration> enter_after;
+  // Admission floor from this level up (see AdmitFloor); none keeps the
+  // lower level's. A floor must not admit more than a lower level's.
+  std::optional<AdmitFloor> admit;
 };
 
 // DegradationConfig
@@ -108,7 +133,7 @@ struct DegradationConfig {
 inline bool operator==(const LevelSpec& a, const LevelSpec& b) {
   return a.name == b.name && a.enter == b.enter && a.recover == b.recover &&
          a.disable == b.disable && a.hold == b.hold &&
-         a.enter_after == b.enter_after;
+         a.enter_after == b.enter_after && a.admit == b.admit;
 }
 inline bool operator!=(const LevelSpec& a, const LevelSpec& b) {
   return !(a == b);
@@ -223,6 +248,7 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
   }
   std::set<std::string> level_names;
   std::map<std::string, double> previous_enter;  // signal -> lower level's
+  int previous_floor = kAdmitAllRank;              // the lower level's threshold
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const LevelSpec& l = c.levels[i];
     const std::string path = detail::LevelPath(c, i);
@@ -292,6 +318,29 @@ inline absl::Status ValidateDegradationConfig(const DegradationConfig& c) {
       return ConfigError(c, path + ".enter_after",
                          absl::FormatDuration(*l.enter_after),
                          "must be a finite duration >= 0");
+    }
+    if (l.admit) {
+      const AdmitFloor& a = *l.admit;
+      if (static_cast<std::size_t>(a.min) >= kNumCriticalities) {
+        return ConfigError(c, path + ".admit.min",
+                           absl::StrCat(static_cast<int>(a.min)),
+                           "must be CRITICAL_PLUS, CRITICAL, SHEDDABLE_PLUS "
+                           "or SHEDDABLE");
+      }
+      if (a.cohorts_at_min < 0 || a.cohorts_at_min > kNumCohorts) {
+        return ConfigError(c, path + ".admit.cohorts_at_min",
+                           absl::StrCat(a.cohorts_at_min),
+                           "must be an integer in [0, 128]");
+      }
+      if (a.threshold() > previous_floor) {
+        return ConfigError(
+            c, path + ".admit",
+            absl::StrCat("{\"min\": \"", CriticalityName(a.min),
+                         "\", \"cohorts_at_min\": ", a.cohorts_at_min, "}"),
+            "a level must not admit more than the level below it (floors "
+            "tighten as the level rises)");
+      }
+      previous_floor = a.threshold();
     }
     for (const auto& [signal, threshold] : l.enter) {
       previous_enter[signal] = threshold;

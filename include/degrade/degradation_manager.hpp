@@ -261,6 +261,15 @@ class DegradationManager {
   // level may change the moment it returns.
   int level() const { return level_.load(std::memory_order_relaxed); }
 
+  // The admission threshold of the current level (request_class.hpp: ranks
+  // below it are admitted), from the config's `admit` floors; kAdmitAllRank
+  // at level 0 or when no level names a floor. One relaxed atomic load, for
+  // an AdmissionController (admission.hpp) to read on every request. Follows
+  // the level (staged recovery loosens it one level at a time) and reloads.
+  int admission_threshold() const {
+    return admission_threshold_.load(std::memory_order_relaxed);
+  }
+
   int num_levels() const {
     detail::MutexLock lock(&mu_);
     return static_cast<int>(compiled_.levels.size());
@@ -375,6 +384,8 @@ class DegradationManager {
     // while it is held: hand it the compiled config by pointer.
     const detail::levels::CompiledConfig* compiled = &compiled_;
     const int l = level();
+    admission_threshold_.store(detail::levels::AdmitThresholdAt(*compiled, l),
+                               std::memory_order_relaxed);
     gates_.SetAll([compiled, l](const std::string& f) {
       return !detail::levels::DisabledAt(*compiled, f, l);
     });
@@ -414,6 +425,9 @@ class DegradationManager {
   // Read on every gate check and level() call; equal to hysteresis_.level
   // whenever mu_ is free.
   std::atomic<int> level_{0};
+  // AdmitThresholdAt(compiled_, level_), republished with every gate
+  // recomputation (level changes and reloads).
+  std::atomic<int> admission_threshold_{kAdmitAllRank};
   std::atomic<uint64_t> transitions_{0};
 
   mutable detail::Mutex mu_;

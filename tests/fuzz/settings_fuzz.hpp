@@ -477,6 +477,17 @@ inline degrade::DegradationConfig ConfigFrom(ByteReader& in) {
   if (in.Bool()) c.enter_after = in.Duration();
   if (in.Bool()) c.cooldown = in.Duration();
   if (in.Bool()) c.critical.push_back(in.Name());
+  // Admission floors last, so that older corpus inputs still spell the same
+  // configs (a reader past the end yields zeros: no floors).
+  if (in.Bool()) {
+    for (degrade::LevelSpec& l : c.levels) {
+      if (!in.Bool()) continue;
+      degrade::AdmitFloor a;
+      a.min = static_cast<degrade::Criticality>(in.U8() % 5);  // 4 is invalid
+      a.cohorts_at_min = static_cast<int>(in.U8() % 131);      // 129, 130 too
+      l.admit = a;
+    }
+  }
   return c;
 }
 
@@ -503,6 +514,16 @@ inline void CheckManager(const degrade::DegradationManager& m,
   DEGRADE_FUZZ_CHECK(m.level() >= 0 && m.level() <= n, m.level(), " of ", n);
   DEGRADE_FUZZ_CHECK(m.transitions() == log.changes, m.transitions(), " vs ",
                      log.changes, " observed");
+  // The published admission threshold is the floor of the nearest level at
+  // or below the current one that names one.
+  int floor = degrade::kAdmitAllRank;
+  const auto config = m.config();
+  for (int k = 0; k < m.level() && k < static_cast<int>(config->levels.size());
+       ++k) {
+    if (config->levels[k].admit) floor = config->levels[k].admit->threshold();
+  }
+  DEGRADE_FUZZ_CHECK(m.admission_threshold() == floor, m.admission_threshold(),
+                     " published, ", floor, " expected at level ", m.level());
   for (int k = 0; k <= degrade::kMaxLevels; ++k) {
     const absl::Duration at = m.time_at_level(k);
     DEGRADE_FUZZ_CHECK(at >= absl::ZeroDuration(), "time at level ", k, " is ",

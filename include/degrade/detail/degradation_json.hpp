@@ -96,10 +96,55 @@ inline int LevelNumber(absl::string_view key, std::string* problem) {
   return n;
 }
 
+// "admit": {"min": "<CRITICALITY>", "cohorts_at_min": <0..128>}; "min" is
+// required, "cohorts_at_min" defaults to 128 (all of `min`).
+inline absl::Status ReadAdmit(absl::string_view source, absl::string_view path,
+                              const Json& j, AdmitFloor* out) {
+  if (!j.is_object()) {
+    return WrongType(source, path, j,
+                     "an object {\"min\": \"SHEDDABLE_PLUS\", "
+                     "\"cohorts_at_min\": 64}");
+  }
+  if (j.find("min") == j.end()) {
+    return ErrorWithText(source, AppendKey(path, "min"), "(missing)",
+                         "an admit object names the least important "
+                         "criticality it admits");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string p = AppendKey(path, it.key());
+    absl::Status s;
+    if (it.key() == "min") {
+      std::string name;
+      s = ReadString(source, p, it.value(), &name);
+      if (s.ok()) {
+        absl::StatusOr<Criticality> c = ParseCriticality(name);
+        if (c.ok()) {
+          out->min = *c;
+        } else {
+          s = Error(source, p, it.value(),
+                    "must be CRITICAL_PLUS, CRITICAL, SHEDDABLE_PLUS "
+                    "or SHEDDABLE");
+        }
+      }
+    } else if (it.key() == "cohorts_at_min") {
+      double v = 0;
+      s = ReadNumber(source, p, it.value(), &v);
+      if (s.ok() && !(v >= 0 && v <= kNumCohorts && v == static_cast<int>(v))) {
+        s = Error(source, p, it.value(), "must be an integer in [0, 128]");
+      }
+      if (s.ok()) out->cohorts_at_min = static_cast<int>(v);
+    } else {
+      s = UnknownKey(source, p, it.value(), "min, cohorts_at_min");
+    }
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 inline absl::Status ReadLevel(absl::string_view source, absl::string_view path,
                               const Json& j, LevelSpec* level) {
   constexpr absl::string_view kAllowed =
-      "trigger, recover, disable, hold, enter_after";
+      "trigger, recover, disable, hold, enter_after, admit";
   if (!j.is_object()) return WrongType(source, path, j, "an object");
   if (j.find("trigger") == j.end()) {
     return ErrorWithText(source, AppendKey(path, "trigger"), "(missing)",
@@ -125,6 +170,10 @@ inline absl::Status ReadLevel(absl::string_view source, absl::string_view path,
       absl::Duration d;
       s = ReadDuration(source, p, v, &d);
       if (s.ok()) level->enter_after = d;
+    } else if (key == "admit") {
+      AdmitFloor a;
+      s = ReadAdmit(source, p, v, &a);
+      if (s.ok()) level->admit = a;
     } else {
       s = UnknownKey(source, p, v, kAllowed);
     }

@@ -20,6 +20,7 @@
 #ifndef DEGRADE_DETAIL_LEVEL_COMPILER_HPP_
 #define DEGRADE_DETAIL_LEVEL_COMPILER_HPP_
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <map>
@@ -56,6 +57,9 @@ struct CompiledLevel {
   absl::Duration enter_after;
   std::set<std::string> disabled;  // cumulative over levels 1..k
   bool all_non_critical = false;   // cumulative too
+  // The admission threshold from this level's floor or the nearest lower
+  // level's (kAdmitAllRank when none names one).
+  int admit_threshold = kAdmitAllRank;
 };
 
 struct CompiledConfig {
@@ -80,6 +84,9 @@ CompiledConfig Compile(const DegradationConfig& config);
 // critical. An explicit entry wins over `critical`.
 // REQUIRES: 0 <= level <= c.levels.size().
 bool DisabledAt(const CompiledConfig& c, const std::string& feature, int level);
+
+// The admission threshold in force at `level` (0: kAdmitAllRank).
+int AdmitThresholdAt(const CompiledConfig& c, int level);
 
 // OK if `value` may be recorded for `signal`; else INVALID_ARGUMENT, after
 // `who` ("degradation manager 'm'"), naming the signal and the rule: a
@@ -107,6 +114,7 @@ inline CompiledConfig Compile(const DegradationConfig& config) {
   };
   std::set<std::string> disabled;
   bool all_non_critical = false;
+  int admit_threshold = kAdmitAllRank;
   for (const LevelSpec& spec : config.levels) {
     CompiledLevel c;
     for (const auto& [signal, threshold] : spec.enter) {
@@ -125,9 +133,17 @@ inline CompiledConfig Compile(const DegradationConfig& config) {
     }
     c.disabled = disabled;
     c.all_non_critical = all_non_critical;
+    if (spec.admit) admit_threshold = spec.admit->threshold();
+    c.admit_threshold = admit_threshold;
     out.levels.push_back(std::move(c));
   }
   return out;
+}
+
+inline int AdmitThresholdAt(const CompiledConfig& c, int level) {
+  if (level <= 0 || c.levels.empty()) return kAdmitAllRank;
+  const std::size_t i = std::min(static_cast<std::size_t>(level), c.levels.size());
+  return c.levels[i - 1].admit_threshold;
 }
 
 inline bool DisabledAt(const CompiledConfig& c, const std::string& feature,

@@ -28,9 +28,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
+#include "degrade/config_parse.hpp"
+#include "degrade/degradation_manager.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
+#include "manager_test_util.hpp"
 
 namespace degrade {
 namespace {
@@ -384,25 +387,126 @@ void SettleAndRecover(unsigned seed) {
   EXPECT_EQ(c->threshold(), kAdmitAllRank) << "after " << w << " windows";
 }
 
-// ---- Fan-out consistency (DAGOR) -------------------------------------------
+// ---- Driver (a): the manager's floors -------------------------------------------
 
-// Each user request fans out to 8 services, each with its own controller at
-// the same threshold. With the user's cohort on every sub-call, a user is
-// served whole or refused whole; with a random cohort per call, most users
-// get a partial answer. The research target: partial service >= 5x rarer.
-TEST(AdmissionControllerTest, CohortAdmissionMakesPartialFanOutsAtLeastFiveTimesRarer) {
-  FakeClock clock;
-  const int t = FloorRank(Criticality::kSheddablePlus, 64);  // level 2 of the doc
+// The research note's three floors, and a fourth level that names none.
+constexpr absl::string_view kFloors = R"({
+  "degradation": {
+    "hold": "10s",
+    "level1": {"trigger": {"queue_delay_ms": 10}, "admit": {"min": "SHEDDABLE_PLUS"}},
+    "level2": {"trigger": {"queue_delay_ms": 20},
+               "admit": {"min": "SHEDDABLE_PLUS", "cohorts_at_min": 64}},
+    "level3": {"trigger": {"queue_delay_ms": 50}, "admit": {"min": "CRITICAL"}},
+    "level4": {"trigger": {"queue_delay_ms": 100}}
+  }
+})";
+
+class AdmissionControllerManagerTest : public ManagerTestBase {
+ protected:
+  std::unique_ptr<DegradationManager> Floors() {
+    absl::StatusOr<DegradationConfig> c = ParseDegradationConfig(kFloors);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return Make(*c);
+  }
+  std::unique_ptr<AdmissionController> On(const DegradationManager& m,
+                                          bool adaptive = false) {
+    AdmissionOptions o = Adaptive(&clock_);
+    o.adaptive = adaptive;
+    o.manager = &m;
+    return ::degrade::Make(o);
+  }
+  // Which criticalities of cohort `u` pass, as a 4-character string ("YYN-").
+  static std::string Passing(AdmissionController& c, int u) {
+    std::string out;
+    for (int k = 0; k < 4; ++k) {
+      out += c.Admitted(Class(static_cast<Criticality>(k), u)) ? 'Y' : 'N';
+    }
+    return out;
+  }
+};
+
+TEST_F(AdmissionControllerManagerTest, EachLevelShedsItsFloorAndStagedRecoveryLoosensOneStepAtATime) {
+  auto m = Floors();
+  auto c = On(*m);
+  EXPECT_EQ(Passing(*c, 0), "YYYY");
+  ObserveOk(*m, "queue_delay_ms", 150);  // straight to level 4
+  ASSERT_EQ(m->level(), 4);
+  // Level 4 names no floor: level 3's applies, only CRITICAL and above.
+  EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCritical));
+  EXPECT_EQ(Passing(*c, 0), "YYNN");
+  EXPECT_EQ(Passing(*c, 127), "YYNN");
+  const absl::Status s = c->Admit(Class(Criticality::kSheddablePlus, 0));
+  EXPECT_TRUE(IsShed(s));
+  EXPECT_THAT(s.message(), HasSubstr("threshold 256 (admits through CRITICAL:127)"));
+
+  // One level per hold on the way down, the floor loosening with it.
+  struct Step {
+    int level;
+    int threshold;
+    const char* cohort0;
+    const char* cohort64;
+  };
+  const Step steps[] = {
+      {3, FloorRank(Criticality::kCritical), "YYNN", "YYNN"},
+      {2, FloorRank(Criticality::kSheddablePlus, 64), "YYYN", "YYNN"},
+      {1, FloorRank(Criticality::kSheddable, 0), "YYYN", "YYYN"},
+      {0, kAdmitAllRank, "YYYY", "YYYY"},
+  };
+  for (const Step& step : steps) {
+    ObserveOk(*m, "queue_delay_ms", 1);
+    clock_.Advance(absl::Seconds(10));
+    ObserveOk(*m, "queue_delay_ms", 1);
+    ASSERT_EQ(m->level(), step.level);
+    EXPECT_EQ(c->threshold(), step.threshold) << "level " << step.level;
+    EXPECT_EQ(c->stats().threshold, step.threshold);
+    EXPECT_EQ(Passing(*c, 0), step.cohort0) << "level " << step.level;
+    EXPECT_EQ(Passing(*c, 64), step.cohort64) << "level " << step.level;
+    EXPECT_EQ(Passing(*c, 63), step.cohort0) << "level " << step.level;
+  }
+}
+
+// Inside the range a level allows, DAGOR tightens from the floor in force
+// (not from its own admit-all), and the lower of the two always wins.
+TEST_F(AdmissionControllerManagerTest, TheAdaptiveModeMovesInsideTheFloorAndTheLowerWins) {
+  auto m = Floors();
+  auto c = On(*m, /*adaptive=*/true);
+  ASSERT_TRUE(m->ForceLevel(2, absl::Hours(1)).ok());
+  const int floor = FloorRank(Criticality::kSheddablePlus, 64);
+  ASSERT_EQ(c->threshold(), floor);
+  for (int r = 0; r < kAdmitAllRank; ++r) {
+    for (int k = 0; k < 10; ++k) c->Admitted(OfRank(r));
+  }
+  EndWindow(*c, clock_, absl::Seconds(1));
+  // 5% of the 3,200 the floor admitted: 160, 16 ranks below the floor.
+  EXPECT_EQ(c->adaptive_threshold(), floor - 16);
+  EXPECT_EQ(c->threshold(), floor - 16);
+  // The manager recovers to level 0: the adaptive threshold still holds.
+  ASSERT_TRUE(m->ForceLevel(0, absl::Hours(1)).ok());
+  EXPECT_EQ(c->threshold(), floor - 16);
+  // And back at a tighter level the manager's floor is the lower one.
+  ASSERT_TRUE(m->ForceLevel(3, absl::Hours(1)).ok());
+  EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCritical));
+}
+
+// Each user request fans out to 8 services, each with its own controller
+// following the same manager level (the same threshold). With the user's
+// cohort on every sub-call, a user is served whole or refused whole; with a
+// random cohort per call most users get a partial answer. The research
+// target: partial service at least 5x rarer with cohorts.
+TEST_F(AdmissionControllerManagerTest, CohortAdmissionMakesPartialFanOutsAtLeastFiveTimesRarer) {
+  auto m = Floors();
+  ASSERT_TRUE(m->ForceLevel(2, absl::Hours(1)).ok());  // SHEDDABLE_PLUS, cohorts < 64
   std::vector<std::unique_ptr<AdmissionController>> hops;
-  for (int h = 0; h < 8; ++h) hops.push_back(AtThreshold(t, clock));
+  for (int h = 0; h < 8; ++h) hops.push_back(On(*m));
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> any_cohort(0, kNumCohorts - 1);
   const auto rotation = CohortRotation::Create(absl::Hours(1)).value();
   constexpr int kUsers = 5000;
   int partial_cohort = 0;
   int partial_random = 0;
+  int whole_cohort = 0;
   for (int i = 0; i < kUsers; ++i) {
-    const int user_cohort = rotation.CohortOf(absl::StrCat("user-", i), clock.Now());
+    const int user_cohort = rotation.CohortOf(absl::StrCat("user-", i), clock_.Now());
     int served_cohort = 0;
     int served_random = 0;
     for (auto& hop : hops) {
@@ -411,10 +515,28 @@ TEST(AdmissionControllerTest, CohortAdmissionMakesPartialFanOutsAtLeastFiveTimes
     }
     partial_cohort += served_cohort > 0 && served_cohort < 8;
     partial_random += served_random > 0 && served_random < 8;
+    whole_cohort += served_cohort == 8;
   }
   EXPECT_GT(partial_random, kUsers / 2);
   EXPECT_LE(partial_cohort * 5, partial_random)
       << partial_cohort << " partial with cohorts, " << partial_random << " random";
+  // About half the users (cohorts below 64) are served whole.
+  EXPECT_GT(whole_cohort, kUsers * 4 / 10);
+  EXPECT_LT(whole_cohort, kUsers * 6 / 10);
+}
+
+TEST_F(AdmissionControllerManagerTest, ARefusedReloadChangesNothingServing) {
+  auto m = Floors();
+  auto c = On(*m);
+  ASSERT_TRUE(m->ForceLevel(2, absl::Hours(1)).ok());
+  const int before = c->threshold();
+  // A floor that loosens as the level rises is refused.
+  absl::StatusOr<DegradationConfig> bad = ParseDegradationConfig(kFloors);
+  ASSERT_TRUE(bad.ok());
+  bad->levels[2].admit = AdmitFloor{Criticality::kSheddable, 0};
+  EXPECT_EQ(m->Reload(*bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->threshold(), before);
+  EXPECT_EQ(Passing(*c, 0), "YYYN");
 }
 
 // ---- Bad input -----------------------------------------------------------------

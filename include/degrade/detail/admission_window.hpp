@@ -20,7 +20,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "degrade/request_class.hpp"
 #include "degrade/version.hpp"
 
@@ -81,6 +83,21 @@ inline int NextAdmissionThreshold(const RankHistogram& hist, int threshold,
     ++t;
   }
   return t;
+}
+
+// "320 (admits through SHEDDABLE_PLUS:63)": what a threshold admits, in the
+// words an operator reads in a config.
+inline std::string DescribeAdmissionThreshold(int threshold) {
+  if (threshold <= 0) return "0 (admits nothing)";
+  if (threshold >= kAdmitAllRank) {
+    return absl::StrCat(threshold, " (admits everything)");
+  }
+  const int last = threshold - 1;
+  RequestClass rc;
+  rc.criticality = static_cast<Criticality>(last / kNumCohorts);
+  rc.cohort = static_cast<uint8_t>(last % kNumCohorts);
+  return absl::StrCat(threshold, " (admits through ", EncodeRequestClass(rc),
+                      ")");
 }
 
 }  // namespace detail

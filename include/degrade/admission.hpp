@@ -91,10 +91,12 @@ struct AdmissionOptions {
   // A window whose mean queuing delay is at or above this is overloaded
   // (DAGOR's 20 ms). > 0 and finite.
   absl::Duration target_queuing_delay = absl::Milliseconds(20);
-  // A window ends when this much time has passed since it began (checked
-  // when a delay is recorded) or after `interval_requests` requests,
-  // whichever comes first (DAGOR: 1 s or 2,000). interval > 0 and finite;
-  // interval_requests >= 1.
+  // A window ends when this much time has passed since it began or after
+  // `interval_requests` requests, whichever comes first (DAGOR: 1 s or
+  // 2,000). Both are checked when a delay is recorded, so the admitting
+  // threads never take the window's lock, and a window with no delay
+  // reported never ends (no measurement, no move). interval > 0 and
+  // finite; interval_requests >= 1.
   absl::Duration interval = absl::Seconds(1);
   uint32_t interval_requests = 2000;
   // After an overloaded window the threshold drops so that about this

@@ -532,9 +532,11 @@ class ConcurrencyLimiter final {
     if (drop) {
       add |= uint64_t{1} << kDropShift;
     } else {
-      const absl::Duration d =
-          std::clamp(latency, absl::ZeroDuration(), kLongestLimiterSample);
-      add |= static_cast<uint64_t>(absl::ToInt64Microseconds(d)) << kSumShift;
+      // ToInt64Nanoseconds is inline for the durations a sample has; the
+      // division by a constant is a multiply.
+      const int64_t ns = absl::ToInt64Nanoseconds(
+          std::clamp(latency, absl::ZeroDuration(), kLongestLimiterSample));
+      add |= static_cast<uint64_t>(ns / 1000) << kSumShift;
     }
     int seen = window_max_in_flight_.load(std::memory_order_relaxed);
     while (p.in_flight_ > seen &&
@@ -554,8 +556,8 @@ class ConcurrencyLimiter final {
     win.max_in_flight = window_max_in_flight_.exchange(0, std::memory_order_relaxed);
     const uint64_t timed = win.samples - win.drops;
     if (timed > 0) {
-      win.average_latency = absl::Microseconds(
-          static_cast<double>(w >> kSumShift) / static_cast<double>(timed));
+      win.average_latency_us =
+          static_cast<double>(w >> kSumShift) / static_cast<double>(timed);
     }
     if (core_.Update(win)) {
       // Permits out now were taken at the loaded concurrency; what they

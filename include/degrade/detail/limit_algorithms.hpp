@@ -92,19 +92,23 @@ struct LimitParams {
 };
 
 // One closed window: `samples` reports, of which `drops` were drops; the
-// others' average latency; the most permits in flight when any of them was
-// taken.
+// others' average latency in microseconds (plain doubles: this runs once
+// per window on the reporting path); the most permits in flight when any
+// of them was taken.
 struct LimitWindow {
   uint32_t samples = 0;
   uint32_t drops = 0;
-  absl::Duration average_latency = absl::ZeroDuration();
+  double average_latency_us = 0;
   int max_in_flight = 0;
 };
 
 class LimitCore {
  public:
   explicit LimitCore(const LimitParams& p)
-      : p_(p), limit_(p.initial_limit), rng_(p.seed) {
+      : p_(p),
+        max_healthy_us_(absl::ToDoubleMicroseconds(p.max_healthy_latency)),
+        limit_(p.initial_limit),
+        rng_(p.seed) {
     ScheduleProbe();
   }
 
@@ -115,11 +119,10 @@ class LimitCore {
     const bool have_latency = w.samples > w.drops;
     // Whole microseconds are what the limiter records; below one, the
     // ratios below would divide by zero.
-    const double rtt =
-        std::max(absl::ToDoubleMicroseconds(w.average_latency), 1.0);
+    const double rtt = std::max(w.average_latency_us, 1.0);
     bool overloaded = w.drops > 0;
-    if (have_latency && p_.max_healthy_latency > absl::ZeroDuration() &&
-        w.average_latency > p_.max_healthy_latency) {
+    if (have_latency && max_healthy_us_ > 0 &&
+        w.average_latency_us > max_healthy_us_) {
       overloaded = true;
     }
     const bool used = 2.0 * w.max_in_flight >= limit_;
@@ -246,6 +249,7 @@ class LimitCore {
   }
 
   const LimitParams p_;
+  const double max_healthy_us_;  // 0: off
   double limit_;
   double long_rtt_ = 0;  // microseconds
   double no_load_ = 0;   // microseconds

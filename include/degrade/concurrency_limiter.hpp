@@ -68,6 +68,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/limit_algorithms.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/sample_window.hpp"
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
@@ -81,7 +82,8 @@ DEGRADE_NAMESPACE_BEGIN
 // criticality, and the total (limit plus the guarantees) must fit in 16.
 inline constexpr int kMaxConcurrencyLimit = 32000;
 // A sample's latency is recorded up to this (longer counts as this long).
-inline constexpr absl::Duration kLongestLimiterSample = absl::Seconds(256);
+inline constexpr absl::Duration kLongestLimiterSample =
+    detail::SampleWindow::kMaxSample;
 
 // LimiterSettings
 //
@@ -434,19 +436,11 @@ class ConcurrencyLimiter final {
     const ConcurrencyLimiter* const l_;
   };
 
-  // The window word: samples (12 bits), drops (12 bits), and the sum of the
-  // successes' latencies in microseconds (40 bits). A window is at most 512
-  // samples, so the counts have room for thousands of reporters racing the
-  // one closing it, and 4095 samples of kLongestLimiterSample fit the sum.
-  static constexpr int kDropShift = 12;
-  static constexpr int kSumShift = 24;
-  static constexpr uint64_t kCountMask = (uint64_t{1} << 12) - 1;
-
   explicit ConcurrencyLimiter(LimiterSettings s)
       : name_(detail::Printable(s.name)),
         algorithm_(s.algorithm),
-        window_samples_(static_cast<uint64_t>(s.window_samples)),
         aimd_timeout_(s.aimd_timeout),
+        window_(static_cast<uint32_t>(s.window_samples)),
         shard_count_(detail::ShardArraySize()),
         shards_(new Shard[shard_count_]),
         core_(Params(s)) {
@@ -528,43 +522,16 @@ class ConcurrencyLimiter final {
     if (p.epoch_ != epoch_.load(std::memory_order_acquire)) return;
     bool drop = outcome == Outcome::kDropped;
     if (algorithm_ == LimitAlgorithm::kAimd && latency > aimd_timeout_) drop = true;
-    uint64_t add = 1;
-    if (drop) {
-      add |= uint64_t{1} << kDropShift;
-    } else {
-      // ToInt64Nanoseconds is inline for the durations a sample has; the
-      // division by a constant is a multiply.
-      const int64_t ns = absl::ToInt64Nanoseconds(
-          std::clamp(latency, absl::ZeroDuration(), kLongestLimiterSample));
-      add |= static_cast<uint64_t>(ns / 1000) << kSumShift;
-    }
-    int seen = window_max_in_flight_.load(std::memory_order_relaxed);
-    while (p.in_flight_ > seen &&
-           !window_max_in_flight_.compare_exchange_weak(
-               seen, p.in_flight_, std::memory_order_relaxed)) {
-    }
-    const uint64_t before = window_.fetch_add(add, std::memory_order_acq_rel);
-    if ((before & kCountMask) + 1 == window_samples_) CloseWindow();
+    if (window_.Add(drop, latency, p.in_flight_)) CloseWindow();
   }
 
   void CloseWindow() {
     detail::MutexLock lock(&mu_);
-    const uint64_t w = window_.exchange(0, std::memory_order_acq_rel);
-    detail::LimitWindow win;
-    win.samples = static_cast<uint32_t>(w & kCountMask);
-    win.drops = static_cast<uint32_t>((w >> kDropShift) & kCountMask);
-    win.max_in_flight = window_max_in_flight_.exchange(0, std::memory_order_relaxed);
-    const uint64_t timed = win.samples - win.drops;
-    if (timed > 0) {
-      win.average_latency_us =
-          static_cast<double>(w >> kSumShift) / static_cast<double>(timed);
-    }
-    if (core_.Update(win)) {
+    if (core_.Update(window_.Take())) {
       // Permits out now were taken at the loaded concurrency; what they
       // reported since the exchange above is theirs too.
       epoch_.fetch_add(1, std::memory_order_acq_rel);
-      window_.store(0, std::memory_order_relaxed);
-      window_max_in_flight_.store(0, std::memory_order_relaxed);
+      window_.Clear();
     }
     limit_.store(core_.published_limit(), std::memory_order_relaxed);
     admission_limit_.store(core_.admission_limit(), std::memory_order_relaxed);
@@ -572,7 +539,6 @@ class ConcurrencyLimiter final {
 
   const std::string name_;
   const LimitAlgorithm algorithm_;
-  const uint64_t window_samples_;
   const absl::Duration aimd_timeout_;
   std::array<double, kNumCriticalities> share_{};
 
@@ -581,8 +547,7 @@ class ConcurrencyLimiter final {
   alignas(detail::kCacheLine) std::atomic<int> admission_limit_{1};
   std::atomic<int> limit_{1};
   std::atomic<uint32_t> epoch_{0};
-  alignas(detail::kCacheLine) std::atomic<uint64_t> window_{0};
-  std::atomic<int> window_max_in_flight_{0};
+  detail::SampleWindow window_;
 
   const std::size_t shard_count_;
   const std::unique_ptr<Shard[]> shards_;

@@ -19,6 +19,7 @@
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/config_parse.hpp"         // IWYU pragma: export
 #include "degrade/config_watcher.hpp"       // IWYU pragma: export
+#include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/default_features.hpp"     // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export

@@ -10,6 +10,7 @@
 #ifndef DEGRADE_DEGRADE_HPP_
 #define DEGRADE_DEGRADE_HPP_
 
+#include "degrade/admission_queue.hpp"      // IWYU pragma: export
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
 #include "degrade/breaker_settings.hpp"     // IWYU pragma: export
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export

@@ -23,9 +23,9 @@
 //     admits are refused at push and dropped at pop;
 //   * every drop is handed back through `on_drop` with its reason.
 //
+//   degrade::QueueSettings s;  s.capacity = 256;
 //   auto q = degrade::AdmissionQueue<Request*>::Create(
-//       {.capacity = 256},   // C++20 spelling; set the field in C++17
-//       [](Request*&& r, degrade::DropReason why) { r->Reject(why); });
+//       s, [](Request*&& r, degrade::DropReason why) { r->Reject(why); });
 //   if (absl::Status s = (*q)->Push(std::move(req), req->deadline, req->cls);
 //       !s.ok()) req->Reject(s);               // the caller keeps req
 //   std::vector<Request*> batch;                // server loop:
@@ -62,6 +62,7 @@
 #include "degrade/detail/codel.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/slot_ring.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
@@ -219,8 +220,8 @@ class AdmissionQueue final {
  private:
   struct Entry {
     T item;
-    absl::Time enqueued;
-    absl::Time deadline;
+    int64_t enqueued;  // Unix ns; time is kept in integers, see NowNanos()
+    int64_t deadline;  // Unix ns, kSatMaxNanos for none
     RequestClass rc;
   };
   struct Dropped {
@@ -249,13 +250,13 @@ class AdmissionQueue final {
   AdmissionQueue(QueueSettings s, DropFn on_drop);
 
   int Threshold() const;
-  bool CanMeet(absl::Time deadline, absl::Time now) const
+  bool CanMeet(int64_t deadline, int64_t now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One lock hold of a pop, serving at most `limit` (<= kServeChunk):
   // returns true when it stopped because its drops filled the chunk.
   bool PopChunkLocked(std::vector<T>* out, std::size_t limit,
                       int threshold, DropChunk* drops, std::size_t* dropped,
-                      std::array<absl::Duration, kServeChunk>* waits,
+                      std::array<int64_t, kServeChunk>* waits,
                       std::size_t* served) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLocked(Entry&& e, DropReason why, DropChunk* drops,
                   std::size_t* dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -265,12 +266,15 @@ class AdmissionQueue final {
                       std::optional<absl::Duration> retry_after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  static absl::Duration Age(absl::Time now, absl::Time since) {
-    if (now == absl::InfiniteFuture() || now == absl::InfinitePast() ||
-        since == absl::InfiniteFuture() || since == absl::InfinitePast()) {
-      return absl::ZeroDuration();
-    }
-    return std::max(now - since, absl::ZeroDuration());
+  // Time in Unix nanoseconds: Debian's Abseil keeps Time and Duration
+  // arithmetic out of line, which cost more than the rest of a push and pop
+  // together. The default clock is read without its virtual call.
+  int64_t NowNanos() const {
+    return real_clock_ != nullptr ? real_clock_->UnixNanos()
+                                  : absl::ToUnixNanos(clock_->Now());
+  }
+  static int64_t Age(int64_t now, int64_t since) {
+    return detail::WaitNanos(now, since);
   }
 
   const std::string name_;
@@ -281,6 +285,7 @@ class AdmissionQueue final {
   const std::function<void(absl::Duration)> on_sojourn_;
   const DropFn on_drop_;
   const Clock* const clock_;
+  const RealClock* const real_clock_;  // clock_ when it is the default
 
   mutable detail::Mutex mu_;
   detail::CondVar nonempty_;
@@ -288,12 +293,14 @@ class AdmissionQueue final {
   detail::CodelState codel_ ABSL_GUARDED_BY(mu_);
   std::array<std::size_t, kNumCriticalities> by_criticality_
       ABSL_GUARDED_BY(mu_){};
-  absl::Duration service_estimate_ ABSL_GUARDED_BY(mu_) =
-      absl::ZeroDuration();
+  int64_t service_estimate_ ABSL_GUARDED_BY(mu_) = 0;  // ns
   bool has_service_estimate_ ABSL_GUARDED_BY(mu_) = false;
-  QueueStats totals_ ABSL_GUARDED_BY(mu_);  // all but depth, lifo, overloaded
-  absl::Duration poll_sum_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  QueueStats totals_ ABSL_GUARDED_BY(mu_);  // all but depth, lifo,
+                                            // overloaded, sojourn_sum
+  int64_t sojourn_sum_ ABSL_GUARDED_BY(mu_) = 0;  // ns, saturating
+  int64_t poll_sum_ ABSL_GUARDED_BY(mu_) = 0;     // ns, saturating
   uint64_t poll_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiters_ ABSL_GUARDED_BY(mu_) = 0;  // threads in WaitPopBatch
 
   const View view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
@@ -302,31 +309,8 @@ class AdmissionQueue final {
 // ---- Implementation details -------------------------------------------------
 
 inline absl::Status ValidateQueueSettings(const QueueSettings& s) {
-  const auto bad = [&s](absl::string_view setting, const auto& value,
-                        absl::string_view rule) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("admission queue '", s.name, "': setting '", setting,
-                     "' = ", value, " is invalid: ", rule));
-  };
-  const auto d = [](absl::Duration v) { return absl::FormatDuration(v); };
-  if (s.name.empty()) return bad("name", "\"\"", "must not be empty");
-  if (s.capacity == 0 || s.capacity > kMaxQueueCapacity) {
-    return bad("capacity", s.capacity,
-               absl::StrCat("must be in [1, ", kMaxQueueCapacity,
-                            "] (a hard bound is mandatory)"));
-  }
-  if (s.codel_interval <= absl::ZeroDuration() ||
-      s.codel_interval == absl::InfiniteDuration()) {
-    return bad("codel_interval", d(s.codel_interval),
-               "must be > 0 and finite");
-  }
-  if (s.codel_target <= absl::ZeroDuration() ||
-      s.codel_target >= s.codel_interval) {
-    return bad("codel_target", d(s.codel_target),
-               absl::StrCat("must be > 0 and < codel_interval (",
-                            d(s.codel_interval), ")"));
-  }
-  return absl::OkStatus();
+  return detail::ValidateQueueShape(s.name, s.capacity, kMaxQueueCapacity,
+                                    s.codel_target, s.codel_interval);
 }
 
 template <typename T>
@@ -347,6 +331,8 @@ AdmissionQueue<T>::AdmissionQueue(QueueSettings s, DropFn on_drop)
       on_sojourn_(std::move(s.on_sojourn)),
       on_drop_(std::move(on_drop)),
       clock_(s.clock != nullptr ? s.clock : &RealClock::Instance()),
+      real_clock_(clock_ == &RealClock::Instance() ? &RealClock::Instance()
+                                                   : nullptr),
       ring_(s.capacity),
       codel_(s.codel_target, s.codel_interval) {
   totals_.capacity = capacity_;
@@ -369,9 +355,9 @@ int AdmissionQueue<T>::Threshold() const {
 }
 
 template <typename T>
-bool AdmissionQueue<T>::CanMeet(absl::Time deadline, absl::Time now) const {
-  if (!deadline_aware_ || deadline == absl::InfiniteFuture()) return true;
-  return now + service_estimate_ < deadline;  // saturates at the infinities
+bool AdmissionQueue<T>::CanMeet(int64_t deadline, int64_t now) const {
+  if (!deadline_aware_ || deadline == detail::kSatMaxNanos) return true;
+  return detail::SatAddNanos(now, service_estimate_) < deadline;
 }
 
 template <typename T>
@@ -391,19 +377,24 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
                                      RequestClass rc) {
   const int threshold = Threshold();
   std::optional<Dropped> evicted;
+  bool wake = false;
   {
     detail::MutexLock lock(&mu_);
-    const absl::Time now = clock_->Now();
+    const int64_t now = NowNanos();
     if (Rank(rc) >= threshold) {
       return Refuse(DropReason::kShed,
                     absl::StrCat("request class ", EncodeRequestClass(rc),
                                  " is below the admission threshold"),
                     std::nullopt);
     }
-    if (!CanMeet(deadline, now)) {
+    const int64_t deadline_ns = deadline == absl::InfiniteFuture()
+                                    ? detail::kSatMaxNanos
+                                    : absl::ToUnixNanos(deadline);
+    if (!CanMeet(deadline_ns, now)) {
       return Refuse(DropReason::kDeadline,
                     absl::StrCat("the deadline cannot be met (service time ",
-                                 absl::FormatDuration(service_estimate_), ")"),
+                                 absl::FormatDuration(
+                                     absl::Nanoseconds(service_estimate_)), ")"),
                     absl::Milliseconds(-1));
     }
     const std::size_t crit = static_cast<std::size_t>(Rank(rc) / kNumCohorts);
@@ -432,11 +423,14 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
         break;
       }
     }
-    ring_.push_back(Entry{std::move(item), now, deadline, rc});
+    ring_.push_back(Entry{std::move(item), now, deadline_ns, rc});
     ++by_criticality_[crit];
     ++totals_.pushed;
+    wake = waiters_ > 0;
   }
-  nonempty_.Signal();
+  // Only a blocked WaitPopBatch needs the signal, and signalling costs as
+  // much as the rest of a push.
+  if (wake) nonempty_.Signal();
   if (evicted.has_value() && on_drop_) {
     detail::CallQuietly(
         [&] { on_drop_(std::move(evicted->item), evicted->why); });
@@ -456,8 +450,8 @@ template <typename T>
 bool AdmissionQueue<T>::PopChunkLocked(
     std::vector<T>* out, std::size_t limit, int threshold,
     DropChunk* drops, std::size_t* dropped,
-    std::array<absl::Duration, kServeChunk>* waits, std::size_t* served) {
-  const absl::Time now = clock_->Now();
+    std::array<int64_t, kServeChunk>* waits, std::size_t* served) {
+  const int64_t now = NowNanos();
   if (ring_.empty()) {
     codel_.Drained(now);
     return false;
@@ -484,18 +478,20 @@ bool AdmissionQueue<T>::PopChunkLocked(
       continue;
     }
     Forget(e);
-    const absl::Duration wait = Age(now, e.enqueued);
-    const double ms = absl::ToDoubleMilliseconds(wait);
+    const int64_t wait = Age(now, e.enqueued);
     std::size_t bucket = 0;
-    while (bucket < kSojournBucketsMs.size() && ms > kSojournBucketsMs[bucket])
+    while (bucket < kSojournBucketsMs.size() &&
+           static_cast<double>(wait) > kSojournBucketsMs[bucket] * 1e6) {
       ++bucket;
+    }
     ++totals_.sojourn_buckets[bucket];
-    totals_.sojourn_sum += wait;
+    sojourn_sum_ = detail::SatAddNanos(sojourn_sum_, wait);
     ++totals_.popped;
-    poll_sum_ += wait;
+    poll_sum_ = detail::SatAddNanos(poll_sum_, wait);
     ++poll_count_;
     out->push_back(std::move(e.item));
-    (*waits)[(*served)++] = wait;
+    if (on_sojourn_) (*waits)[*served] = wait;
+    ++*served;
   }
   return false;
 }
@@ -520,7 +516,7 @@ std::size_t AdmissionQueue<T>::PopBatch(std::vector<T>* out,
   bool more = true;
   while (more) {
     DropChunk drops;
-    std::array<absl::Duration, kServeChunk> waits;
+    std::array<int64_t, kServeChunk> waits;  // written only for on_sojourn
     std::size_t dropped = 0;
     std::size_t served = 0;
     const std::size_t limit = std::min(max_batch - total, kServeChunk);
@@ -535,7 +531,7 @@ std::size_t AdmissionQueue<T>::PopBatch(std::vector<T>* out,
     total += served;
     if (on_sojourn_) {
       for (std::size_t i = 0; i < served; ++i) {
-        detail::CallQuietly(on_sojourn_, waits[i]);
+        detail::CallQuietly(on_sojourn_, absl::Nanoseconds(waits[i]));
       }
     }
     Deliver(&drops, dropped);
@@ -550,8 +546,10 @@ std::size_t AdmissionQueue<T>::WaitPopBatch(std::vector<T>* out,
   if (out == nullptr || max_batch == 0) return 0;
   {
     detail::MutexLock lock(&mu_);
+    ++waiters_;
     nonempty_.WaitFor(&mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                                          mu_) { return !ring_.empty(); });
+    --waiters_;
   }
   return PopBatch(out, max_batch);
 }
@@ -562,34 +560,36 @@ void AdmissionQueue<T>::RecordServiceTime(absl::Duration batch_time) {
       batch_time == absl::InfiniteDuration()) {
     return;
   }
+  const int64_t ns = absl::ToInt64Nanoseconds(batch_time);
   detail::MutexLock lock(&mu_);
   if (!has_service_estimate_) {
-    service_estimate_ = batch_time;
+    service_estimate_ = ns;
     has_service_estimate_ = true;
   } else {
-    service_estimate_ += (batch_time - service_estimate_) / 4;
+    // Both are in [0, INT64_MAX]: the difference and the sum cannot wrap.
+    service_estimate_ += (ns - service_estimate_) / 4;
   }
 }
 
 template <typename T>
 absl::Duration AdmissionQueue<T>::service_time_estimate() const {
   detail::MutexLock lock(&mu_);
-  return service_estimate_;
+  return absl::Nanoseconds(service_estimate_);
 }
 
 template <typename T>
 std::function<double()> AdmissionQueue<T>::QueueDelaySource() {
   return [this]() -> double {
     detail::MutexLock lock(&mu_);
-    absl::Duration delay = absl::ZeroDuration();
+    double delay_ns = 0;
     if (poll_count_ > 0) {
-      delay = poll_sum_ / static_cast<int64_t>(poll_count_);
+      delay_ns = static_cast<double>(poll_sum_) / static_cast<double>(poll_count_);
     } else if (!ring_.empty()) {
-      delay = Age(clock_->Now(), ring_.front().enqueued);
+      delay_ns = static_cast<double>(Age(NowNanos(), ring_.front().enqueued));
     }
-    poll_sum_ = absl::ZeroDuration();
+    poll_sum_ = 0;
     poll_count_ = 0;
-    return absl::ToDoubleMilliseconds(delay);
+    return delay_ns / 1e6;
   };
 }
 
@@ -603,6 +603,7 @@ template <typename T>
 QueueStats AdmissionQueue<T>::stats() const {
   detail::MutexLock lock(&mu_);
   QueueStats s = totals_;
+  s.sojourn_sum = absl::Nanoseconds(sojourn_sum_);
   s.depth = ring_.size();
   s.overloaded = codel_.overloaded();
   s.lifo = adaptive_lifo_ && s.overloaded;

@@ -11,6 +11,7 @@
 #define DEGRADE_DEGRADE_HPP_
 
 #include "degrade/admission.hpp"            // IWYU pragma: export
+#include "degrade/admission_queue.hpp"      // IWYU pragma: export
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
 #include "degrade/breaker_settings.hpp"     // IWYU pragma: export
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export

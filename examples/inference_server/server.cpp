@@ -70,16 +70,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-// TEMPORARY while the components land on main (issue 15's other slices).
-#if __has_include("degrade/admission.hpp") && __has_include("degrade/admission_queue.hpp") && \
-    __has_include("degrade/concurrency_limiter.hpp")
-#define INFERENCE_SERVER_DISCIPLINE 1
 #include "degrade/admission.hpp"
 #include "degrade/admission_queue.hpp"
 #include "degrade/concurrency_limiter.hpp"
-#else
-#define INFERENCE_SERVER_DISCIPLINE 0
-#endif
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
 #include "httplib.h"
@@ -155,9 +148,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
 struct Job {
   degrade::RequestClass rc;
   absl::Time arrival;
-#if INFERENCE_SERVER_DISCIPLINE
   std::optional<degrade::LimiterPermit> permit;
-#endif
 
   std::mutex mu;
   std::condition_variable cv;
@@ -240,7 +231,6 @@ class PlainBackend final : public Backend {
   std::deque<JobPtr> fifo_;
 };
 
-#if INFERENCE_SERVER_DISCIPLINE
 class DisciplineBackend final : public Backend {
  public:
   static std::unique_ptr<DisciplineBackend> Create(const Flags& flags, Counters* counters) {
@@ -408,7 +398,6 @@ class DisciplineBackend final : public Backend {
   std::unique_ptr<degrade::ConcurrencyLimiter> limiter_;
   std::unique_ptr<degrade::AdmissionQueue<JobPtr>> queue_;
 };
-#endif
 
 void RunGpu(Backend& backend, const inference_server::SpinModel& model, Counters& counters,
             const std::atomic<bool>& stopping) {
@@ -491,12 +480,7 @@ int main(int argc, char** argv) {
   if (flags.mode == "plain") {
     backend = std::make_unique<PlainBackend>();
   } else {
-#if INFERENCE_SERVER_DISCIPLINE
     backend = DisciplineBackend::Create(flags, &counters);
-#else
-    std::fprintf(stderr, "inference_server: built without admission.hpp, admission_queue.hpp "
-                         "and concurrency_limiter.hpp: only --mode=plain\n");
-#endif
     if (backend == nullptr) return 1;
   }
 

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
@@ -408,6 +409,42 @@ TEST(AdmissionQueueTest, AdmissionThresholdRefusesAtPushAndDropsAtPop) {
   EXPECT_EQ(f.dropped[0], std::make_pair(2, DropReason::kShed));
   EXPECT_EQ(Drops(f.queue->stats(), DropReason::kShed), 2u);
   EXPECT_THAT(waits, ElementsAre(absl::Milliseconds(3), absl::Milliseconds(3)));
+}
+
+TEST(AdmissionQueueTest, AnAdmissionControllerDrivesBothHooks) {
+  // The usual wiring: the door admits through the controller, the queue
+  // reports each served item's wait back to it, and once DAGOR's window
+  // closes overloaded the tightened threshold also refuses at the queue.
+  FakeClock door_clock;
+  AdmissionOptions o;
+  o.name = "door";
+  o.adaptive = true;
+  o.clock = &door_clock;
+  o.metrics = NoTelemetry();
+  auto ac = AdmissionController::Create(o);
+  ASSERT_TRUE(ac.ok()) << ac.status();
+  QueueSettings s;
+  s.admission = ac->get();
+  s.capacity = 128;
+  Fixture f(std::move(s));
+  int pushed = 0;
+  for (int i = 0; i < 100; ++i) {
+    const RequestClass rc{Criticality::kSheddable, static_cast<uint8_t>(i)};
+    if (!(*ac)->Admitted(rc)) continue;
+    int v = i;
+    ASSERT_TRUE(f.queue->Push(std::move(v), absl::InfiniteFuture(), rc).ok());
+    ++pushed;
+  }
+  EXPECT_EQ(pushed, 100);
+  f.clock.Advance(absl::Milliseconds(50));  // every item waits 50 ms > 20 ms
+  door_clock.Advance(absl::Seconds(1));     // DAGOR's window has passed
+  EXPECT_EQ(f.Pop(200).size(), 100u);
+  EXPECT_LT((*ac)->threshold(), kAdmitAllRank);
+  EXPECT_GE((*ac)->threshold(), FloorRank(Criticality::kCriticalPlus));
+  int v = 0;
+  const absl::Status refused = f.queue->Push(
+      std::move(v), absl::InfiniteFuture(), {Criticality::kSheddable, 127});
+  EXPECT_TRUE(IsShed(refused)) << refused;
 }
 
 TEST(AdmissionQueueTest, ThrowingHooksFailOpenAndAreSwallowed) {

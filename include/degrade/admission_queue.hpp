@@ -58,6 +58,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/detail/codel.hpp"
 #include "degrade/detail/invoke.hpp"
@@ -110,6 +111,10 @@ struct QueueSettings {
   //     swallowed.
   std::function<int()> admission_threshold;
   std::function<void(absl::Duration)> on_sojourn;
+  // The usual pairing in one setting: Create() fills whichever of the two
+  // hooks is unset from this controller (threshold(), which counts nothing,
+  // and RecordQueuingDelay()). Must outlive the queue.
+  AdmissionController* admission = nullptr;
   // The clock; null means RealClock::Instance(). Must outlive the queue.
   const Clock* clock = nullptr;
   // The telemetry the queue reports to (a QueueView); nullptr means
@@ -317,6 +322,14 @@ template <typename T>
 absl::StatusOr<std::unique_ptr<AdmissionQueue<T>>> AdmissionQueue<T>::Create(
     QueueSettings s, DropFn on_drop) {
   if (absl::Status st = ValidateQueueSettings(s); !st.ok()) return st;
+  if (AdmissionController* ac = s.admission) {
+    if (!s.admission_threshold) {
+      s.admission_threshold = [ac] { return ac->threshold(); };
+    }
+    if (!s.on_sojourn) {
+      s.on_sojourn = [ac](absl::Duration d) { ac->RecordQueuingDelay(d); };
+    }
+  }
   return std::unique_ptr<AdmissionQueue>(
       new AdmissionQueue(std::move(s), std::move(on_drop)));
 }

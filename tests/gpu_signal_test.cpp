@@ -321,3 +321,95 @@ TEST_F(NvmlGpuSourceTest, ConcurrentReadsRaceFailuresAndStayInRange) {
 
 }  // namespace
 }  // namespace degrade
+
+// ---- Review (i15-review-signals): failing tests, one per defect found ----
+//
+// Each REVIEW test below FAILS against the library at the commit it was
+// written on; the comment above it says what it shows.
+
+namespace degrade {
+namespace {
+
+// REVIEW: Load() never reads the device, so a GPU whose utilisation NVML
+// cannot report at all (NVML_ERROR_NOT_SUPPORTED = 3, e.g. a MIG-enabled
+// A100/H100, some vGPU profiles) loads "ok": the service follows the
+// documented `if (gpu.ok()) AddSource(...)` and gets a signal that is NaN
+// on every poll, forever, instead of the Load() error it would have logged.
+// A permanent "not supported" at load time should be refused by Load().
+TEST_F(NvmlGpuSourceTest, ReviewADeviceThatCannotReportUtilizationFailsLoad) {
+  nvml_.fail('u', 3);  // NVML_ERROR_NOT_SUPPORTED
+  auto gpu = NvmlGpuSource::Load(Fake());
+  EXPECT_FALSE(gpu.ok()) << "Load() accepted a device whose every "
+                            "utilisation read fails with NOT_SUPPORTED";
+  EXPECT_EQ(nvml_.initialised(), 0);  // and nothing left initialised
+}
+
+// REVIEW: the errors of the per-device calls do not say which device.
+// Utilization()'s UNAVAILABLE reads "nvmlDeviceGetUtilizationRates failed:
+// NVML error 15 (GPU is lost)" and Load()'s handle error
+// "nvmlDeviceGetHandleByIndex_v2 failed: ..." with no index, while the
+// OUT_OF_RANGE read error of the same function does name "device N". With
+// one source per GPU, a logged last_error() cannot be traced to its GPU.
+TEST_F(NvmlGpuSourceTest, ReviewPerDeviceCallErrorsNameTheDevice) {
+  nvml_.set_device_count(4);
+  auto gpu = NvmlGpuSource::Load(Fake(3));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  nvml_.fail('u', 15);
+  EXPECT_THAT(std::string((*gpu)->Utilization().status().message()),
+              HasSubstr("device 3"));
+  nvml_.fail('u', 0);
+  nvml_.fail('h', 15);
+  auto other = NvmlGpuSource::Load(Fake(2));
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("device 2"))
+      << other.status();
+}
+
+// REVIEW: an NVML call failing inside Load() does not name the library it
+// came from ("nvmlInit_v2 failed: NVML error 9 (Driver Not Loaded)"), while
+// the dlopen and missing-symbol errors do. With GpuSourceOptions.library
+// set to a non-default path (a container's mounted driver), the log line
+// does not say which NVML was tried.
+TEST_F(NvmlGpuSourceTest, ReviewAnNvmlCallFailureInLoadNamesTheLibrary) {
+  nvml_.fail('i', 9);
+  auto gpu = NvmlGpuSource::Load(Fake());
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_THAT(std::string(gpu.status().message()), HasSubstr(FAKE_NVML_PATH));
+}
+
+// REVIEW: through Source() the cause of a failed read is lost on the way to
+// the manager. The NaN makes the poll error "non-finite value" for
+// "gpu_util", and that is what the manager logs (once); "GPU is lost" is
+// only in last_error(), which nothing calls. The manager already reports a
+// throwing source's what() as the poll error, so the cause could reach its
+// log; as it stands an operator reading the log sees a NaN, not why.
+TEST_F(GpuSourceManagerTest, ReviewAPollErrorFromAFailingGpuReadSaysWhy) {
+  auto gpu = NvmlGpuSource::Load(Fake());
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  std::unique_ptr<DegradationManager> m = Make(OnGpu());
+  m->AddSource("gpu_util", (*gpu)->Source());
+  nvml_.fail('u', 15);
+  const absl::Status s = m->PollOnce();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("GPU is lost")) << s;
+  m.reset();
+}
+
+// REVIEW: a `library` with an embedded NUL is not refused: dlopen() gets
+// the text before the NUL (here the fake, which loads), while library() and
+// any error message carry the whole string, so what the source reports it
+// loaded is not what it loaded. Load() checks for an empty name; it should
+// refuse a NUL too (INVALID_ARGUMENT), as dlopen() cannot be given one.
+TEST_F(NvmlGpuSourceTest, ReviewALibraryNameWithANulIsRefused) {
+  GpuSourceOptions o = Fake();
+  o.library = std::string(FAKE_NVML_PATH) + std::string("\0.evil", 6);
+  auto gpu = NvmlGpuSource::Load(o);
+  EXPECT_FALSE(gpu.ok()) << "loaded " << std::string(FAKE_NVML_PATH)
+                         << " while library() names something else";
+  if (!gpu.ok()) {
+    EXPECT_EQ(gpu.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace degrade

@@ -12,7 +12,6 @@
 #include <dlfcn.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
@@ -103,7 +103,7 @@ TEST_F(NvmlGpuSourceTest, LoadsTheDeviceAndReadsItsGpuPercentAsAFraction) {
   nvml_.set_utilization(1, 100);
   EXPECT_NEAR(*(*gpu)->Utilization(), 1.0, 1e-12);
   nvml_.set_utilization(1, 0);
-  EXPECT_NEAR((*gpu)->Source()(), 0.0, 1e-12);
+  EXPECT_NEAR(*(*gpu)->Source()(), 0.0, 1e-12);
   EXPECT_TRUE((*gpu)->last_error().ok());
 }
 
@@ -149,7 +149,9 @@ TEST_F(NvmlGpuSourceTest, AnInitFailureNamesTheFunctionTheCodeAndItsText) {
   ASSERT_FALSE(gpu.ok());
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(gpu.status().message(),
-            "nvmlInit_v2 failed: NVML error 9 (Driver Not Loaded)");
+            absl::StrCat(FAKE_NVML_PATH,
+                         ": nvmlInit_v2 failed: NVML error 9 (Driver Not "
+                         "Loaded)"));
   EXPECT_EQ(nvml_.shutdown_calls(), 0);  // nothing to shut down
 }
 
@@ -158,7 +160,9 @@ TEST_F(NvmlGpuSourceTest, FailuresAfterInitShutNvmlDownAgain) {
   auto gpu = NvmlGpuSource::Load(Fake());
   ASSERT_FALSE(gpu.ok());
   EXPECT_EQ(gpu.status().message(),
-            "nvmlDeviceGetCount_v2 failed: NVML error 15 (GPU is lost)");
+            absl::StrCat(FAKE_NVML_PATH,
+                         ": nvmlDeviceGetCount_v2 failed: NVML error 15 (GPU "
+                         "is lost)"));
   EXPECT_EQ(nvml_.shutdown_calls(), 1);
   EXPECT_EQ(nvml_.initialised(), 0);
 
@@ -166,9 +170,10 @@ TEST_F(NvmlGpuSourceTest, FailuresAfterInitShutNvmlDownAgain) {
   nvml_.fail('h', 15);
   gpu = NvmlGpuSource::Load(Fake());
   ASSERT_FALSE(gpu.ok());
-  EXPECT_EQ(
-      gpu.status().message(),
-      "nvmlDeviceGetHandleByIndex_v2 failed: NVML error 15 (GPU is lost)");
+  EXPECT_EQ(gpu.status().message(),
+            absl::StrCat(FAKE_NVML_PATH,
+                         ": nvmlDeviceGetHandleByIndex_v2(device 0) failed: "
+                         "NVML error 15 (GPU is lost)"));
   EXPECT_EQ(nvml_.shutdown_calls(), 1);
   EXPECT_EQ(nvml_.initialised(), 0);
 }
@@ -223,25 +228,26 @@ TEST_F(NvmlGpuSourceTest, DestructionShutsNvmlDownExactlyOnce) {
   EXPECT_EQ(nvml_.initialised(), 0);
 }
 
-TEST_F(NvmlGpuSourceTest, AFailingReadIsNaNThroughSourceAndLastErrorSaysWhy) {
+TEST_F(NvmlGpuSourceTest, AFailingReadIsAnErrorThroughSourceAndLastError) {
   auto gpu = NvmlGpuSource::Load(Fake());
   ASSERT_TRUE(gpu.ok()) << gpu.status();
-  std::function<double()> source = (*gpu)->Source();
+  std::function<absl::StatusOr<double>()> source = (*gpu)->Source();
   nvml_.fail('u', 15);
-  EXPECT_TRUE(std::isnan(source()));
+  EXPECT_EQ(source().status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ((*gpu)->last_error().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(
-      (*gpu)->last_error().message(),
-      "nvmlDeviceGetUtilizationRates failed: NVML error 15 (GPU is lost)");
+  EXPECT_EQ((*gpu)->last_error().message(),
+            "nvmlDeviceGetUtilizationRates(device 0) failed: NVML error 15 "
+            "(GPU is lost)");
   EXPECT_EQ((*gpu)->Utilization().status(), (*gpu)->last_error());
   nvml_.fail('u', 0);
   nvml_.set_utilization(0, 250);  // a driver bug: refused, not clamped
-  EXPECT_TRUE(std::isnan(source()));
+  EXPECT_EQ(source().status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ((*gpu)->last_error().code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(std::string((*gpu)->last_error().message()),
               HasSubstr("reported 250%"));
   nvml_.set_utilization(0, 55);
-  EXPECT_NEAR(source(), 0.55, 1e-12);
+  ASSERT_TRUE(source().ok());
+  EXPECT_NEAR(*source(), 0.55, 1e-12);
   EXPECT_TRUE((*gpu)->last_error().ok());  // a good read clears it
 }
 
@@ -268,11 +274,11 @@ TEST_F(GpuSourceManagerTest, AFailingReadKeepsTheLastValueAndTheLevel) {
   ASSERT_TRUE(m->signal_value("gpu_util").has_value());
   EXPECT_NEAR(*m->signal_value("gpu_util"), 0.92, 1e-12);
 
-  // The GPU falls off the bus: the poll reports the refused sample, and the
+  // The GPU falls off the bus: the poll reports the failed read, and the
   // manager neither drops the level nor forgets what it last saw.
   nvml_.fail('u', 15);
   const absl::Status s = m->PollOnce();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("gpu_util"));
   clock_.Advance(absl::Minutes(5));  // past any hold
   (void)m->PollOnce();
@@ -317,6 +323,78 @@ TEST_F(NvmlGpuSourceTest, ConcurrentReadsRaceFailuresAndStayInRange) {
   done.store(true);
   for (std::thread& r : readers) r.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+
+// A MIG instance (NOT_SUPPORTED on every read) is a Load() error naming
+// the device and the library, not a signal that fails every poll.
+TEST_F(NvmlGpuSourceTest, ADeviceThatCannotReportUtilizationFailsLoad) {
+  nvml_.fail('u', 3);  // NVML_ERROR_NOT_SUPPORTED
+  auto gpu = NvmlGpuSource::Load(Fake());
+  ASSERT_FALSE(gpu.ok()) << "Load() accepted a device whose every "
+                            "utilisation read fails with NOT_SUPPORTED";
+  EXPECT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(gpu.status().message(),
+            absl::StrCat(FAKE_NVML_PATH,
+                         ": nvmlDeviceGetUtilizationRates(device 0) failed: "
+                         "NVML error 3 (Unknown Error)"));
+  EXPECT_EQ(nvml_.initialised(), 0);  // and nothing left initialised
+  EXPECT_EQ(nvml_.shutdown_calls(), 1);
+}
+
+// With one source per GPU, a per-device call's error names its device.
+TEST_F(NvmlGpuSourceTest, PerDeviceCallErrorsNameTheDevice) {
+  nvml_.set_device_count(4);
+  auto gpu = NvmlGpuSource::Load(Fake(3));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  nvml_.fail('u', 15);
+  EXPECT_THAT(std::string((*gpu)->Utilization().status().message()),
+              HasSubstr("device 3"));
+  nvml_.fail('u', 0);
+  nvml_.fail('h', 15);
+  auto other = NvmlGpuSource::Load(Fake(2));
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("device 2"))
+      << other.status();
+}
+
+// An NVML call failing in Load() names the library that was tried.
+TEST_F(NvmlGpuSourceTest, AnNvmlCallFailureInLoadNamesTheLibrary) {
+  nvml_.fail('i', 9);
+  auto gpu = NvmlGpuSource::Load(Fake());
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_THAT(std::string(gpu.status().message()), HasSubstr(FAKE_NVML_PATH));
+}
+
+// A failed read's cause reaches the manager's poll error (and its log).
+TEST_F(GpuSourceManagerTest, APollErrorFromAFailingGpuReadSaysWhy) {
+  auto gpu = NvmlGpuSource::Load(Fake());
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  std::unique_ptr<DegradationManager> m = Make(OnGpu());
+  m->AddSource("gpu_util", (*gpu)->Source());
+  nvml_.fail('u', 15);
+  const absl::Status s = m->PollOnce();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("GPU is lost")) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("source for 'gpu_util': "
+                        "nvmlDeviceGetUtilizationRates(device 0) failed"));
+  m.reset();
+}
+
+// A library name with a NUL is refused: dlopen would open another file.
+TEST_F(NvmlGpuSourceTest, ALibraryNameWithANulIsRefused) {
+  GpuSourceOptions o = Fake();
+  o.library = std::string(FAKE_NVML_PATH) + std::string("\0.evil", 6);
+  auto gpu = NvmlGpuSource::Load(o);
+  EXPECT_FALSE(gpu.ok()) << "loaded " << std::string(FAKE_NVML_PATH)
+                         << " while library() names something else";
+  if (!gpu.ok()) {
+    EXPECT_EQ(gpu.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(gpu.status().message()),
+                HasSubstr("has a NUL at offset"));
+  }
+  EXPECT_EQ(nvml_.init_calls(), 0);
 }
 
 }  // namespace

@@ -21,6 +21,10 @@
 //   }
 //   // keep *gpu alive as long as the manager polls it
 //
+// Load() reads the device once, so a GPU whose utilisation NVML cannot
+// report at all (a MIG instance, some vGPU profiles: NOT_SUPPORTED) is a
+// Load() error, not a signal that fails on every poll.
+//
 // The value is NVML's `gpu` utilisation: the percentage of the driver's
 // last sample period (1/6 s to 1 s, depending on the product) during which
 // a kernel was running, divided by 100. It says "busy", not "saturated": a
@@ -35,9 +39,9 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +49,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/nvml_types.hpp"
@@ -55,7 +60,7 @@ DEGRADE_NAMESPACE_BEGIN
 // GpuSourceOptions
 //
 // `library`: what dlopen() is given, a file name (searched the usual way)
-// or a path; must not be empty. `device_index`: the GPU in NVML's order
+// or a path; must not be empty nor contain a NUL. `device_index`: the GPU in NVML's order
 // (which follows PCI bus ids, not CUDA_VISIBLE_DEVICES); must be >= 0 and
 // below the number of devices NVML reports.
 struct GpuSourceOptions {
@@ -71,13 +76,18 @@ struct GpuSourceOptions {
 // copyable nor movable (the `Source()` functions hold `this`).
 class NvmlGpuSource {
  public:
+  // Reads the device once before returning it (see the file comment).
   // Errors, each naming what failed:
-  //   INVALID_ARGUMENT   an empty `library`; a negative `device_index`, or
-  //                      one NVML does not have ("... reports 2 devices");
+  //   INVALID_ARGUMENT   an empty `library` or one with a NUL in it (dlopen
+  //                      would open the text before the NUL); a negative
+  //                      `device_index`, or one NVML does not have
+  //                      ("... reports 2 devices");
   //   UNAVAILABLE        the library could not be opened: "NVML not
   //                      available: dlopen(<library>) failed: <dlerror>";
-  //                      or an NVML call failed (the function, the code and
-  //                      nvmlErrorString's text when the library has it);
+  //                      or an NVML call failed, the first read included:
+  //                      "<library>: <function>(device N) failed: NVML
+  //                      error <code> (<nvmlErrorString>)";
+  //   OUT_OF_RANGE       the first read reported more than 100%;
   //   FAILED_PRECONDITION  the library lacks a function: "<library> has no
   //                      symbol nvmlDeviceGetCount_v2" (not NVML, or an NVML
   //                      older than the v2 entry points, driver 319).
@@ -90,24 +100,22 @@ class NvmlGpuSource {
   ~NvmlGpuSource();
 
   // The device's utilisation in [0, 1]. UNAVAILABLE when NVML fails (the
-  // GPU fell off the bus, the driver was reloaded), OUT_OF_RANGE when it
+  // GPU fell off the bus, the driver was reloaded; the message names the
+  // function and "device N"), OUT_OF_RANGE when it
   // reports more than 100%. Thread-safe; one NVML call and a short
   // critical section (recording the outcome for last_error()), no
   // allocation unless it fails. Meant for a poll, not a request path.
   absl::StatusOr<double> Utilization() const;
 
-  // A source for `DegradationManager::AddSource`: `Utilization()`, or NaN
-  // when the read fails. A manager refuses a non-finite sample
-  // (INVALID_ARGUMENT naming the signal): it keeps the previous value, so
-  // a failing GPU read neither raises nor lowers the level, and reports
-  // the poll error, logged once until it changes. `last_error()` says why
-  // the read failed. REQUIRES: this source outlives the function (stop the
-  // manager's monitor, or destroy the manager, first).
-  std::function<double()> Source() const {
-    return [this] {
-      absl::StatusOr<double> u = Utilization();
-      return u.ok() ? *u : std::numeric_limits<double>::quiet_NaN();
-    };
+  // A source for `DegradationManager::AddSource`: `Utilization()` itself.
+  // A manager records nothing for a failed read: it keeps the previous
+  // value, so a failing GPU read neither raises nor lowers the level, and
+  // its poll error is the read's status ("... source for 'gpu_util':
+  // nvmlDeviceGetUtilizationRates(device 0) failed: ... (GPU is lost)"),
+  // logged once until it changes. REQUIRES: this source outlives the
+  // function (stop the manager's monitor, or destroy the manager, first).
+  std::function<absl::StatusOr<double>()> Source() const {
+    return [this] { return Utilization(); };
   }
 
   // The status of the most recent failed read (OK if none failed), kept
@@ -140,9 +148,15 @@ class NvmlGpuSource {
         api_(api),
         device_(device) {}
 
-  // "<function> failed: NVML error <code> (<nvmlErrorString>)".
+  // "<function> failed: NVML error <code> (<nvmlErrorString>)", or
+  // "<function>(device N) failed: ..." for a call on device `device`.
   static absl::Status CallError(const Api& api, const char* function,
-                                Return code);
+                                Return code, int device = -1);
+  // `s` with "<library>: " in front: which NVML a Load() error came from.
+  static absl::Status InLibrary(const std::string& library,
+                                const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(library, ": ", s.message()));
+  }
   // dlsym, as the function pointer type of `*out`; false when absent.
   template <typename Fn>
   static bool Resolve(void* handle, const char* symbol, Fn* out) {
@@ -168,12 +182,13 @@ class NvmlGpuSource {
 
 inline absl::Status NvmlGpuSource::CallError(const Api& api,
                                              const char* function,
-                                             Return code) {
+                                             Return code, int device) {
   const char* text =
       api.error_string != nullptr ? api.error_string(code) : nullptr;
-  return absl::UnavailableError(
-      absl::StrCat(function, " failed: NVML error ", code,
-                   text != nullptr ? absl::StrCat(" (", text, ")") : ""));
+  return absl::UnavailableError(absl::StrCat(
+      function, device >= 0 ? absl::StrCat("(device ", device, ")") : "",
+      " failed: NVML error ", code,
+      text != nullptr ? absl::StrCat(" (", text, ")") : ""));
 }
 
 inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
@@ -182,6 +197,12 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
     return absl::InvalidArgumentError(
         "GpuSourceOptions.library: empty (the NVML library to dlopen, "
         "normally libnvidia-ml.so.1)");
+  }
+  if (const std::size_t nul = options.library.find('\0');
+      nul != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GpuSourceOptions.library: \"", absl::CHexEscape(options.library),
+        "\" has a NUL at offset ", nul, " (dlopen takes a C string)"));
   }
   if (options.device_index < 0) {
     return absl::InvalidArgumentError(
@@ -223,13 +244,14 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
   (void)Resolve(handle, "nvmlErrorString", &api.error_string);
 
   if (const Return r = api.init(); r != detail::nvml::kSuccess) {
-    return CallError(api, "nvmlInit_v2", r);
+    return InLibrary(options.library, CallError(api, "nvmlInit_v2", r));
   }
   std::unique_ptr<const Api, void (*)(const Api*)> initialised(
       &api, [](const Api* a) { a->shutdown(); });
   unsigned int count = 0;
   if (const Return r = api.get_count(&count); r != detail::nvml::kSuccess) {
-    return CallError(api, "nvmlDeviceGetCount_v2", r);
+    return InLibrary(options.library,
+                     CallError(api, "nvmlDeviceGetCount_v2", r));
   }
   const auto index = static_cast<unsigned int>(options.device_index);
   if (index >= count) {
@@ -241,12 +263,19 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
   Device device = nullptr;
   if (const Return r = api.get_handle(index, &device);
       r != detail::nvml::kSuccess) {
-    return CallError(api, "nvmlDeviceGetHandleByIndex_v2", r);
+    return InLibrary(options.library,
+                     CallError(api, "nvmlDeviceGetHandleByIndex_v2", r,
+                               options.device_index));
   }
   (void)initialised.release();
   (void)library.release();
-  return std::unique_ptr<NvmlGpuSource>(new NvmlGpuSource(
+  // From here the source's destructor shuts NVML down and closes it.
+  std::unique_ptr<NvmlGpuSource> source(new NvmlGpuSource(
       std::move(options.library), options.device_index, handle, api, device));
+  if (const absl::StatusOr<double> first = source->Utilization(); !first.ok()) {
+    return InLibrary(source->library(), first.status());
+  }
+  return source;
 }
 
 inline NvmlGpuSource::~NvmlGpuSource() {
@@ -259,7 +288,7 @@ inline absl::StatusOr<double> NvmlGpuSource::Utilization() const {
   absl::Status error;
   if (const Return r = api_.get_utilization(device_, &u);
       r != detail::nvml::kSuccess) {
-    error = CallError(api_, "nvmlDeviceGetUtilizationRates", r);
+    error = CallError(api_, "nvmlDeviceGetUtilizationRates", r, device_index_);
   } else if (u.gpu > 100) {
     error = absl::OutOfRangeError(
         absl::StrCat("nvmlDeviceGetUtilizationRates: device ", device_index_,

@@ -43,6 +43,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -108,7 +109,10 @@ class MetricsRegistry : public Telemetry {
   // component's destruction waits for them) and must not destroy the
   // component. They may call this registry's Render*/Episodes: the nested
   // call leaves out the components whose collector or probe this thread is
-  // running (it would wait for its own entry lock).
+  // running (it would wait for its own entry lock). A collector that throws
+  // is stopped there: the samples it wrote before the throw stay, the rest
+  // are missing, and the scrape counts one more
+  // degrade_metrics_dropped_samples_total (the other components go on).
   Registration Register(absl::string_view kind, absl::string_view name,
                         Collector collect, EpisodeProbe probe = nullptr);
 
@@ -133,7 +137,7 @@ class MetricsRegistry : public Telemetry {
         }
         uint64_t cumulative = 0;
         for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-          cumulative += s.buckets[i];
+          cumulative = AddSaturating(cumulative, s.buckets[i]);
           const std::string le = i < s.bounds.size()
                                      ? detail::FormatMetricValue(s.bounds[i])
                                      : std::string("+Inf");
@@ -188,7 +192,7 @@ class MetricsRegistry : public Telemetry {
         out += R"(,"buckets":[)";
         uint64_t cumulative = 0;
         for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-          cumulative += s.buckets[i];
+          cumulative = AddSaturating(cumulative, s.buckets[i]);
           absl::StrAppend(&out, i == 0 ? "" : ",", R"({"le":)",
                           i < s.bounds.size() ? JsonNumber(s.bounds[i])
                                               : std::string(R"("+Inf")"),
@@ -253,6 +257,24 @@ class MetricsRegistry : public Telemetry {
       const LimiterView& limiter) override;
 
  private:
+  // A histogram's running bucket total, stuck at 2^64-1: wrapped, a later
+  // `le` would count fewer than an earlier one.
+  static uint64_t AddSaturating(uint64_t total, uint64_t bucket) {
+    return bucket > std::numeric_limits<uint64_t>::max() - total
+               ? std::numeric_limits<uint64_t>::max()
+               : total + bucket;
+  }
+
+  // Runs `collect` into `w`; false if it threw.
+  static bool Collected(const Collector& collect, MetricWriter& w) {
+    return detail::InvokeOr(
+        [&] {
+          collect(w);
+          return true;
+        },
+        [](absl::string_view) { return false; });
+  }
+
   // A JSON number, or the exposition format's spelling of a non-finite
   // value as a string (JSON has no NaN or infinity).
   static std::string JsonNumber(double v) {
@@ -324,7 +346,9 @@ class MetricsRegistry : public Telemetry {
       const detail::CallbackScope in_collector(e.get());
       if (!e->alive || !e->collect) continue;
       w.component_ = e->name;
-      detail::CallQuietly(e->collect, std::ref(w));
+      // A collector that throws loses its remaining samples; counting it as
+      // a dropped sample keeps the loss visible on the scrape itself.
+      if (!Collected(e->collect, w)) ++w.dropped_;
     }
     w.component_.clear();
     const EventLog& log = state_->log;

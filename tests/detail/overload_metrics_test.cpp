@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -344,6 +345,58 @@ TEST(OverloadMetricsConcurrencyTest,
   done.store(true);
   scraper.join();
   EXPECT_TRUE(registry.Names("queue").empty());
+}
+
+
+// A queue view whose stats() throws, as a buggy component's might.
+class ThrowingQueue final : public QueueView {
+ public:
+  const std::string& name() const override { return name_; }
+  QueueStats stats() const override {
+    throw std::runtime_error("stats() failed");
+  }
+
+ private:
+  const std::string name_ = "broken";
+};
+
+// A view whose stats() throws is contained, and counted in the dropped total.
+TEST(OverloadMetricsTest, AThrowingViewIsCountedNotSilentlyAbsent) {
+  MetricsRegistry registry;
+  ThrowingQueue bad;
+  FakeQueue good("good");
+  auto a = registry.AttachQueue(bad);
+  auto b = registry.AttachQueue(good);
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_THAT(text, HasSubstr("degrade_queue_depth{queue=\"good\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("broken")));  // contained
+  EXPECT_THAT(text,
+              Not(HasSubstr("degrade_metrics_dropped_samples_total 0\n")))
+      << "a collection that threw left no trace in the exposition";
+  EXPECT_THAT(text, HasSubstr("degrade_metrics_dropped_samples_total 1\n"));
+}
+
+// Bucket counts summing past 2^64 saturate, so le stays monotonic.
+TEST(OverloadMetricsTest, SojournBucketsNearUint64MaxStayMonotonic) {
+  MetricsRegistry registry;
+  FakeQueue view("q");
+  view.st.sojourn_buckets = {UINT64_MAX, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5};
+  auto attachment = registry.AttachQueue(view);
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_THAT(text,
+              Not(HasSubstr(
+                  "degrade_queue_sojourn_seconds_bucket{queue=\"q\",le=\"+Inf\"}"
+                  " 4\n")))
+      << "the +Inf bucket wrapped below the first bucket";
+  EXPECT_THAT(text,
+              Not(HasSubstr("degrade_queue_sojourn_seconds_count{queue=\"q\"} "
+                            "4\n")));
+  EXPECT_THAT(text, HasSubstr("degrade_queue_sojourn_seconds_bucket{queue=\"q\","
+                              "le=\"+Inf\"} 18446744073709551615\n"));
+  EXPECT_THAT(text, HasSubstr("degrade_queue_sojourn_seconds_count{queue=\"q\"} "
+                              "18446744073709551615\n"));
+  EXPECT_THAT(registry.RenderJson(),
+              HasSubstr(R"("le":"+Inf","count":18446744073709551615})"));
 }
 
 }  // namespace

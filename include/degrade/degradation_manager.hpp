@@ -223,11 +223,14 @@ class DegradationManager {
   }
 
   // Registers a source polled by the monitor (or `PollOnce()`): `source()`
-  // returns the signal's current value. Sources run outside the manager's
-  // lock. A throwing source is reported as an error for that poll.
-  // REQUIRES: whatever `source` refers to outlives the manager, or the
-  // monitor is stopped first.
-  void AddSource(std::string signal, std::function<double()> source) {
+  // returns the signal's current value (any number type), or an
+  // absl::StatusOr<double> whose error says why there is none: nothing is
+  // recorded and that status, naming the manager and signal, is the poll's
+  // error. Sources run outside the manager's lock. A throwing source is
+  // reported as an error for that poll. REQUIRES: whatever `source` refers
+  // to outlives the manager, or the monitor is stopped first.
+  void AddSource(std::string signal,
+                 std::function<absl::StatusOr<double>()> source) {
     monitor_.Add(std::move(signal), std::move(source));
   }
 

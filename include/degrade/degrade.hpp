@@ -10,6 +10,8 @@
 #ifndef DEGRADE_DEGRADE_HPP_
 #define DEGRADE_DEGRADE_HPP_
 
+#include "degrade/admission.hpp"            // IWYU pragma: export
+#include "degrade/admission_queue.hpp"      // IWYU pragma: export
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
 #include "degrade/breaker_settings.hpp"     // IWYU pragma: export
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export
@@ -18,6 +20,7 @@
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/config_parse.hpp"         // IWYU pragma: export
 #include "degrade/config_watcher.hpp"       // IWYU pragma: export
+#include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/default_features.hpp"     // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
@@ -30,6 +33,7 @@
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
 #include "degrade/feature_gate.hpp"         // IWYU pragma: export
+#include "degrade/gpu_signal.hpp"           // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export

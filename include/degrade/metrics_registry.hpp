@@ -8,7 +8,8 @@
 // level change, on the dashboards and in the logs they already have.
 //
 // A `MetricsRegistry` is the `Telemetry` degrade ships (telemetry.hpp).
-// Breakers, degradation managers and hot lists attach to it when they are
+// Breakers, degradation managers, hot lists and the overload-control
+// components (admission, queue, limiter) attach to it when they are
 // built (their options' `metrics`, or the process default) and detach when
 // destroyed; `StageMetrics` and any custom component register a collector
 // with `Register()`. Nothing is copied on the hot path: the components keep
@@ -42,6 +43,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,6 +60,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/manager_log.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/overload_metrics.hpp"
 #include "degrade/detail/reentry.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metric_writer.hpp"
@@ -106,7 +109,10 @@ class MetricsRegistry : public Telemetry {
   // component's destruction waits for them) and must not destroy the
   // component. They may call this registry's Render*/Episodes: the nested
   // call leaves out the components whose collector or probe this thread is
-  // running (it would wait for its own entry lock).
+  // running (it would wait for its own entry lock). A collector that throws
+  // is stopped there: the samples it wrote before the throw stay, the rest
+  // are missing, and the scrape counts one more
+  // degrade_metrics_dropped_samples_total (the other components go on).
   Registration Register(absl::string_view kind, absl::string_view name,
                         Collector collect, EpisodeProbe probe = nullptr);
 
@@ -131,7 +137,7 @@ class MetricsRegistry : public Telemetry {
         }
         uint64_t cumulative = 0;
         for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-          cumulative += s.buckets[i];
+          cumulative = AddSaturating(cumulative, s.buckets[i]);
           const std::string le = i < s.bounds.size()
                                      ? detail::FormatMetricValue(s.bounds[i])
                                      : std::string("+Inf");
@@ -186,7 +192,7 @@ class MetricsRegistry : public Telemetry {
         out += R"(,"buckets":[)";
         uint64_t cumulative = 0;
         for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-          cumulative += s.buckets[i];
+          cumulative = AddSaturating(cumulative, s.buckets[i]);
           absl::StrAppend(&out, i == 0 ? "" : ",", R"({"le":)",
                           i < s.bounds.size() ? JsonNumber(s.bounds[i])
                                               : std::string(R"("+Inf")"),
@@ -227,7 +233,7 @@ class MetricsRegistry : public Telemetry {
   // The event log of the components registered here.
   EventLog& log() const { return state_->log; }
 
-  // ---- Telemetry: what breakers, managers and hot lists attach to ----
+  // ---- Telemetry: what the components attach to ----
 
   // Exports the breaker's degrade_breaker_* series and "breaker" episodes,
   // and writes a breaker_state_change line per transition.
@@ -240,8 +246,35 @@ class MetricsRegistry : public Telemetry {
   // Exports degrade_hot_list_*.
   std::unique_ptr<TelemetryAttachment> AttachHotList(
       const HotListView& hot_list) override;
+  // Export degrade_admission_*, degrade_queue_* (the sojourn a histogram)
+  // and degrade_limiter_*; registered under the kinds "admission", "queue"
+  // and "limiter", so names are made unique per kind as for breakers.
+  std::unique_ptr<TelemetryAttachment> AttachAdmission(
+      const AdmissionView& admission) override;
+  std::unique_ptr<TelemetryAttachment> AttachQueue(
+      const QueueView& queue) override;
+  std::unique_ptr<TelemetryAttachment> AttachLimiter(
+      const LimiterView& limiter) override;
 
  private:
+  // A histogram's running bucket total, stuck at 2^64-1: wrapped, a later
+  // `le` would count fewer than an earlier one.
+  static uint64_t AddSaturating(uint64_t total, uint64_t bucket) {
+    return bucket > std::numeric_limits<uint64_t>::max() - total
+               ? std::numeric_limits<uint64_t>::max()
+               : total + bucket;
+  }
+
+  // Runs `collect` into `w`; false if it threw.
+  static bool Collected(const Collector& collect, MetricWriter& w) {
+    return detail::InvokeOr(
+        [&] {
+          collect(w);
+          return true;
+        },
+        [](absl::string_view) { return false; });
+  }
+
   // A JSON number, or the exposition format's spelling of a non-finite
   // value as a string (JSON has no NaN or infinity).
   static std::string JsonNumber(double v) {
@@ -313,7 +346,9 @@ class MetricsRegistry : public Telemetry {
       const detail::CallbackScope in_collector(e.get());
       if (!e->alive || !e->collect) continue;
       w.component_ = e->name;
-      detail::CallQuietly(e->collect, std::ref(w));
+      // A collector that throws loses its remaining samples; counting it as
+      // a dropped sample keeps the loss visible on the scrape itself.
+      if (!Collected(e->collect, w)) ++w.dropped_;
     }
     w.component_.clear();
     const EventLog& log = state_->log;
@@ -499,20 +534,31 @@ class RegistryManagerListener final : public ManagerListener {
   std::unique_ptr<ManagerLog> lines_;
 };
 
-class RegistryHotListAttachment final : public TelemetryAttachment {
+// A component that only exports series: its registration, collecting
+// `write(view.stats(), registered name, writer)` at each scrape. Destroying
+// it waits for a collection of this component in progress (Registration).
+template <typename View, typename Write>
+class RegistryViewAttachment final : public TelemetryAttachment {
  public:
-  RegistryHotListAttachment(MetricsRegistry& registry,
-                            const HotListView& view) {
-    const HotListView* v = &view;
-    registration_ =
-        registry.Register("hot_list", view.name(), [v](MetricWriter& w) {
-          WriteHotListMetrics(v->stats(), w.component(), w);
-        });
+  RegistryViewAttachment(MetricsRegistry& registry, absl::string_view kind,
+                         const View& view, Write write) {
+    const View* v = &view;
+    registration_ = registry.Register(
+        kind, view.name(),
+        [v, write](MetricWriter& w) { write(v->stats(), w.component(), w); });
   }
 
  private:
   MetricsRegistry::Registration registration_;
 };
+
+template <typename View, typename Write>
+std::unique_ptr<TelemetryAttachment> AttachView(MetricsRegistry& registry,
+                                                absl::string_view kind,
+                                                const View& view, Write write) {
+  return std::make_unique<RegistryViewAttachment<View, Write>>(registry, kind,
+                                                               view, write);
+}
 
 }  // namespace detail
 
@@ -528,7 +574,25 @@ inline std::unique_ptr<ManagerListener> MetricsRegistry::AttachManager(
 
 inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachHotList(
     const HotListView& hot_list) {
-  return std::make_unique<detail::RegistryHotListAttachment>(*this, hot_list);
+  return detail::AttachView(*this, "hot_list", hot_list,
+                            detail::WriteHotListMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachAdmission(
+    const AdmissionView& admission) {
+  return detail::AttachView(*this, "admission", admission,
+                            detail::WriteAdmissionMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachQueue(
+    const QueueView& queue) {
+  return detail::AttachView(*this, "queue", queue, detail::WriteQueueMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachLimiter(
+    const LimiterView& limiter) {
+  return detail::AttachView(*this, "limiter", limiter,
+                            detail::WriteLimiterMetrics);
 }
 
 DEGRADE_NAMESPACE_END

@@ -2,9 +2,11 @@
 //
 // The signal sources of a degradation manager and the thread that polls
 // them. Sources are registered from any thread and called outside every
-// lock, in the order they were added; a throwing source becomes the one
-// status shape of the library (UNKNOWN with the callable_exception payload,
-// invoke.hpp) for that poll. The monitor calls a poll function every period
+// lock, in the order they were added. A source returns a value, or a status
+// saying why it has none (gpu_signal.hpp's read error): that status, with
+// the owner and signal in front, is the poll's error. A throwing source
+// becomes the one status shape of the library (UNKNOWN with the
+// callable_exception payload, invoke.hpp) for that poll. The monitor calls a poll function every period
 // on its own thread and reports a poll's error only when it changes, so that
 // a broken source cannot flood the log.
 //
@@ -51,7 +53,9 @@ class SourceMonitor {
   SourceMonitor(std::string kind, std::string name)
       : kind_(std::move(kind)), name_(std::move(name)) {}
 
-  void Add(std::string signal, std::function<double()> fn) {
+  using SourceFn = std::function<absl::StatusOr<double>()>;
+
+  void Add(std::string signal, SourceFn fn) {
     MutexLock lock(&mu_);
     sources_.push_back({std::move(signal), std::move(fn)});
   }
@@ -83,7 +87,7 @@ class SourceMonitor {
  private:
   struct Source {
     std::string signal;
-    std::function<double()> fn;
+    SourceFn fn;
   };
 
   std::string Who() const { return absl::StrCat(kind_, " '", name_, "'"); }
@@ -107,10 +111,26 @@ inline SourceMonitor::Polled SourceMonitor::CallAll() const {
   Polled out;
   const CallbackScope in_sources(this);
   for (const Source& src : sources) {
+    // InvokeCatching names where a throw came from; a returned status
+    // gets the same prefix here.
+    bool returned_error = false;
+    auto call = [&src, &returned_error]() -> absl::StatusOr<double> {
+      absl::StatusOr<double> r = src.fn();
+      returned_error = !r.ok();
+      return r;
+    };
     absl::StatusOr<double> v = InvokeCatching<double>(
-        src.fn, kind_, name_, absl::StrCat("source for '", src.signal, "'"));
+        call, kind_, name_, absl::StrCat("source for '", src.signal, "'"));
     if (!v.ok()) {
-      if (out.first_error.ok()) out.first_error = v.status();
+      if (out.first_error.ok()) {
+        out.first_error =
+            returned_error
+                ? absl::Status(v.status().code(),
+                               absl::StrCat(Who(), ": source for '",
+                                            src.signal,
+                                            "': ", v.status().message()))
+                : v.status();
+      }
       continue;
     }
     out.samples.emplace_back(src.signal, *v);

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+#
+# inference_server.sh: examples/inference_server driven past its capacity on
+# loopback by the bundled open-loop generator (inference_load), with and
+# without degrade's overload control. A benchmark, not a test: the figures
+# depend on the machine (docs/overload/server.md has a run and says where).
+#
+#   benchmarks/inference_server.sh [--build-dir DIR] [--seconds S]
+#                                  [--loads "1 3"] [--modes "plain discipline"]
+#                                  [--server-args "--flag=value ..."]
+#   benchmarks/inference_server.sh --smoke --server BIN --load BIN
+#
+# Without --server/--load it configures and builds the two targets in
+# DIR (default build/inference-server, Release). Each run starts a server on
+# a free port (--port=0; the script reads the port it prints), sends
+# load x capacity requests a second for S seconds (20) with the class mix
+# 25% CRITICAL_PLUS, 40% CRITICAL, 20% SHEDDABLE_PLUS, 15% SHEDDABLE and a
+# 1 s deadline, stops the server (which prints its counters on stderr), and
+# prints each run's per-class table, then a summary table.
+#
+# --smoke (the ctest inference_server_smoke): 2 s at low load in discipline
+# mode; checks that requests are answered in time, that a malformed class
+# gets 400, and that the server is gone afterwards.
+#
+# Every process the script starts is stopped when it exits, also on failure
+# or Ctrl-C (the EXIT trap), and every wait is bounded.
+
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+build_dir="$root/build/inference-server"
+server_bin=""
+load_bin=""
+seconds=20
+loads="1 3"
+modes="plain discipline"
+smoke=0
+server_args=""
+# The model's full batch (32 requests) takes 180 ms: 177.8 requests a second.
+batch_ms=180
+capacity=$(awk -v b="$batch_ms" 'BEGIN { printf "%.1f", 32 * 1000 / b }')
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --server) server_bin="$2"; shift 2 ;;
+    --load) load_bin="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    --loads) loads="$2"; shift 2 ;;
+    --modes) modes="$2"; shift 2 ;;
+    --smoke) smoke=1; shift ;;
+    --server-args) server_args="$2"; shift 2 ;;
+    -h|--help) sed -n '4,25p' "$0"; exit 0 ;;
+    *) echo "inference_server.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/inference_server.XXXXXX")"
+server_pid=""
+
+stop_server() {
+  [ -n "$server_pid" ] || return 0
+  kill -TERM "$server_pid" 2>/dev/null || true
+  # The server answers what it holds and exits; give it 10 s, then kill it.
+  for _ in $(seq 100); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$server_pid" 2>/dev/null; then
+    echo "inference_server.sh: server $server_pid did not stop; killing it" >&2
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+}
+cleanup() {
+  stop_server
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ -z "$server_bin" ] || [ -z "$load_bin" ]; then
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDEGRADE_BUILD_TESTS=OFF \
+        -DDEGRADE_BUILD_BENCHMARKS=OFF >"$work/configure.log" ||
+    { cat "$work/configure.log" >&2; exit 1; }
+  cmake --build "$build_dir" -j2 --target inference_server inference_load >"$work/build.log" ||
+    { cat "$work/build.log" >&2; exit 1; }
+  server_bin="$build_dir/examples/inference_server"
+  load_bin="$build_dir/examples/inference_load"
+fi
+for bin in "$server_bin" "$load_bin"; do
+  [ -x "$bin" ] || { echo "inference_server.sh: $bin is missing (is cpp-httplib installed? Debian: libcpp-httplib-dev)" >&2; exit 1; }
+done
+
+# start_server MODE: starts it in the background; sets server_pid, port, and
+# out and err (the files its stdout and stderr go to).
+runs=0
+start_server() {
+  runs=$((runs + 1))
+  out="$work/server.$runs.out"
+  err="$work/server.$runs.err"
+  # shellcheck disable=SC2086  # server_args is a list of flags
+  "$server_bin" --mode="$1" --port=0 --batch-ms="$batch_ms" $server_args >"$out" 2>"$err" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 100); do
+    port="$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$out")"
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    echo "inference_server.sh: the server did not start:" >&2
+    cat "$err" >&2
+    exit 1
+  fi
+  sed -n 's/^listening on //p' "$out" >&2
+}
+
+if [ "$smoke" = 1 ]; then
+  start_server discipline
+  "$load_bin" --port="$port" --rate=40 --seconds=2 --label=smoke | tee "$work/smoke.txt"
+  good="$(sed -n 's/^total .* good=\([0-9]*\) .*/\1/p' "$work/smoke.txt")"
+  [ "${good:-0}" -gt 0 ] || { echo "FAIL: no request answered within its deadline" >&2; exit 1; }
+  "$load_bin" --port="$port" --once --class=NOT_A_CLASS:1 >"$work/bad.txt" || true
+  grep -q '^status=400' "$work/bad.txt" ||
+    { echo "FAIL: a malformed class was not refused with 400:" >&2; cat "$work/bad.txt" >&2; exit 1; }
+  "$load_bin" --port="$port" --once --class=CRITICAL_PLUS:0 >"$work/good.txt" || true
+  grep -q '^status=200' "$work/good.txt" ||
+    { echo "FAIL: a single request was not served:" >&2; cat "$work/good.txt" >&2; exit 1; }
+  pid="$server_pid"
+  stop_server
+  if kill -0 "$pid" 2>/dev/null; then echo "FAIL: server $pid still running" >&2; exit 1; fi
+  echo "PASS: answered $good requests in time, 400 for a malformed class, server stopped"
+  exit 0
+fi
+
+summary="$work/summary.txt"
+for load in $loads; do
+  for mode in $modes; do
+    rate=$(awk -v c="$capacity" -v l="$load" 'BEGIN { printf "%.1f", c * l }')
+    label="$mode@${load}x"
+    echo "== $label: $rate requests/s for ${seconds}s"
+    start_server "$mode"
+    "$load_bin" --port="$port" --rate="$rate" --seconds="$seconds" --label="$label" \
+      | tee "$work/run.txt"
+    stop_server
+    stats="$(sed -n 's/^inference_server: stats //p' "$err")"
+    echo "server: $stats"
+    full_ms="$(sed -n 's/.*full_batch_ms=\([0-9.]*\).*/\1/p' <<<"$stats")"
+    awk -v label="$label" -v cap="$capacity" -v full="${full_ms:-0}" '
+      /^total / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); t[kv[1]] = kv[2] }
+        printf "%-16s %8s %8.3f %8s %8s %8.1f %9.1f %9.1f\n", label, t["sent"],
+               t["goodput_rps"] / cap, t["shed"], t["timeout"], full, t["p50_ms"], t["p99_ms"]
+      }
+      /^class / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); c[kv[1]] = kv[2] }
+        line = line sprintf("  %-16s %-14s sent %6s  good %6.1f%%  shed %6.1f%%  p50 %8.1f  p99 %8.1f\n",
+                            label, c["class"], c["sent"],
+                            c["sent"] ? 100 * c["good"] / c["sent"] : 0,
+                            c["sent"] ? 100 * c["shed"] / c["sent"] : 0, c["p50_ms"], c["p99_ms"])
+      }
+      END { printf "%s", line }' "$work/run.txt" >>"$summary"
+  done
+done
+
+echo
+echo "capacity: 32 requests per ${batch_ms} ms batch = $capacity requests/s (full_batch_ms: as measured)"
+printf "%-16s %8s %8s %8s %8s %8s %9s %9s\n" run sent goodput shed timeout batch_ms p50_ms p99_ms
+cat "$summary"

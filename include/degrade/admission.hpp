@@ -1,0 +1,431 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: admission.hpp
+// -----------------------------------------------------------------------------
+//
+// Criticality-aware admission: which requests a server refuses, in order,
+// when it cannot serve them all. Every request carries a `RequestClass`
+// (request_class.hpp), folded into a rank from 0 (CRITICAL_PLUS, cohort 0)
+// to 511 (SHEDDABLE, cohort 127); the controller holds a threshold and
+// admits exactly the ranks below it. Shedding therefore goes strictly
+// lowest class first (Google SRE, chapter 21: a criticality is refused only
+// once every lower one is), and inside a criticality by cohort, so the same
+// users are refused at every hop of a fan-out (WeChat DAGOR).
+//
+// Two drivers move the threshold, and the lower one wins:
+//
+//   (a) the `DegradationManager`: each level of its config may name the
+//       lowest class it admits ("admit": {"min": "SHEDDABLE_PLUS",
+//       "cohorts_at_min": 64}); staged recovery loosens it a level at a time;
+//   (b) DAGOR's continuous mode (`adaptive`): the queue reports each item's
+//       queuing delay; after each window (1 s or 2,000 requests) whose mean
+//       delay reached the target (20 ms) the threshold drops so that about
+//       5% fewer requests pass, and after each calm window it rises so that
+//       about 1% more do.
+//
+//   degrade::AdmissionOptions o;
+//   o.name = "ranker";
+//   o.manager = &manager;  // the config's "admit" floors
+//   o.adaptive = true;     // and DAGOR inside them
+//   auto admission = degrade::AdmissionController::Create(o).value();
+//   ...
+//   absl::Status s = admission->Admit(request_class);
+//   if (!s.ok()) return s;  // RESOURCE_EXHAUSTED; IsShed(s); ShedRetryAfter(s)
+//   queue.Push(std::move(request));  // its pops call RecordQueuingDelay()
+//
+// Cost: `Admitted()` is two relaxed loads, a compare and a per-thread
+// counter (a plain load and store on a line the thread owns); in adaptive
+// mode two relaxed fetch_adds more (the window's histogram). No lock, no
+// allocation. `Admit()` allocates only to build the ShedError.
+//
+// Thread safety: `AdmissionController` is thread-safe.
+
+#ifndef DEGRADE_ADMISSION_HPP_
+#define DEGRADE_ADMISSION_HPP_
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/degradation_manager.hpp"
+#include "degrade/detail/admission_window.hpp"
+#include "degrade/detail/cache_line.hpp"
+#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/macros.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/detail/thread_shard.hpp"
+#include "degrade/overload_stats.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/status.hpp"
+#include "degrade/telemetry.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+// AdmissionOptions
+//
+// Settings for `AdmissionController::Create()`, which refuses any out of
+// range with INVALID_ARGUMENT naming the setting and the value.
+struct AdmissionOptions {
+  // Names the controller in shed statuses, errors and metrics. Non-empty.
+  std::string name = "admission";
+  // Driver (a): the manager whose current level's "admit" floor applies
+  // (DegradationManager::admission_threshold(), one relaxed load). nullptr:
+  // no floor. REQUIRES: outlives the controller.
+  const DegradationManager* manager = nullptr;
+  // Driver (b): DAGOR's continuous threshold, moved by RecordQueuingDelay().
+  // Off by default: a controller is then exactly the manager's floor.
+  bool adaptive = false;
+  // A window whose mean queuing delay is at or above this is overloaded
+  // (DAGOR's 20 ms). > 0 and finite.
+  absl::Duration target_queuing_delay = absl::Milliseconds(20);
+  // A window ends when this much time has passed since it began or after
+  // `interval_requests` requests, whichever comes first (DAGOR: 1 s or
+  // 2,000). Both are checked when a delay is recorded, so the admitting
+  // threads never take the window's lock, and a window with no delay
+  // reported never ends (no measurement, no move). interval > 0 and
+  // finite; interval_requests >= 1.
+  absl::Duration interval = absl::Seconds(1);
+  uint32_t interval_requests = 2000;
+  // After an overloaded window the threshold drops so that about this
+  // fraction fewer of the window's requests would have been admitted
+  // (DAGOR's alpha); after a calm one it rises so that about
+  // `loosen_fraction` more would have been (beta), by at least one rank.
+  // Each finite, in (0, 1].
+  double tighten_fraction = 0.05;
+  double loosen_fraction = 0.01;
+  // Adaptive mode never sheds a rank below this: the default admits every
+  // CRITICAL_PLUS request whatever the delay. In [0, kAdmitAllRank] (512:
+  // the adaptive mode never sheds; 0: it may shed everything). The
+  // manager's floor is not bound by it.
+  int min_threshold = FloorRank(Criticality::kCriticalPlus);
+  // The retry-after hint in every ShedError (ShedRetryAfter()). >= 0;
+  // InfiniteDuration() sends "do not retry".
+  absl::Duration retry_after = absl::Seconds(1);
+  // The clock that times the adaptive windows; nullptr means
+  // RealClock::Instance(). REQUIRES: outlives the controller.
+  const Clock* clock = nullptr;
+  // Where the controller reports (an AdmissionView through
+  // Telemetry::AttachAdmission). nullptr means DefaultTelemetry();
+  // NoTelemetry() means none. REQUIRES: outlives the controller.
+  Telemetry* metrics = nullptr;
+};
+
+// AdmissionController
+//
+// Admits exactly the request classes whose Rank() is below threshold(),
+// counting every decision per criticality.
+//
+// Thread-safe. `Admitted()` and `Admit()` are lock-free (relaxed atomics:
+// the threshold is a hint that other threads publish, not a guard for
+// other memory). `RecordQueuingDelay()` takes a mutex when adaptive.
+// Neither copyable nor movable (the telemetry holds its address).
+class AdmissionController final {
+ public:
+  static absl::StatusOr<std::unique_ptr<AdmissionController>> Create(
+      AdmissionOptions options);
+
+  AdmissionController(const AdmissionController&) = delete;
+  AdmissionController& operator=(const AdmissionController&) = delete;
+  ~AdmissionController();
+
+  // Whether `rc` passes the threshold now in force, counted as admitted or
+  // shed under its criticality (and, in adaptive mode, in the window's
+  // histogram). A cohort out of range counts as 127 (Rank() clamps).
+  // Hot path: no lock, no allocation.
+  DEGRADE_ALWAYS_INLINE bool Admitted(RequestClass rc);
+
+  // OK when Admitted(rc); otherwise a ShedError naming the controller, the
+  // class, and the threshold, with `retry_after` (allocates only then).
+  absl::Status Admit(RequestClass rc);
+
+  // Reports one item's queuing delay (time from enqueue to the start of
+  // its service), and closes the adaptive window when it is due. A negative
+  // delay counts as zero. Does nothing when not adaptive.
+  void RecordQueuingDelay(absl::Duration delay);
+
+  // The threshold in force: min(the manager's floor, the adaptive one).
+  // kAdmitAllRank admits everything.
+  int threshold() const {
+    return std::min(ManagerFloor(manager_), adaptive_threshold());
+  }
+
+  // The adaptive threshold alone (kAdmitAllRank when not adaptive).
+  int adaptive_threshold() const {
+    return own_threshold_.load(std::memory_order_relaxed);
+  }
+
+  // Totals since construction. Exact once every Admitted() call has
+  // returned (writers joined or synchronised with the reader).
+  AdmissionStats stats() const;
+
+  const std::string& name() const { return name_; }
+
+ private:
+  // What the telemetry reads: a member, so the controller needs no virtual
+  // functions of its own.
+  class View final : public AdmissionView {
+   public:
+    explicit View(const AdmissionController* c) : c_(c) {}
+    const std::string& name() const override { return c_->name_; }
+    AdmissionStats stats() const override { return c_->stats(); }
+
+   private:
+    const AdmissionController* const c_;
+  };
+
+  // Decisions by criticality and outcome: [2 * criticality + shed], so the
+  // hot path picks its counter without a branch.
+  struct alignas(detail::kCacheLine) Shard {
+    detail::ShardCounter counts[2 * kNumCriticalities];
+  };
+
+  AdmissionController(AdmissionOptions options, std::string name);
+
+  static int ManagerFloor(const DegradationManager* m) {
+    return m != nullptr ? m->admission_threshold() : kAdmitAllRank;
+  }
+
+  struct Decision {
+    int rank;
+    int threshold;  // the one that decided
+    bool admitted;
+  };
+  // Inlined into both entry points, and Admitted() into its caller: left
+  // to the compiler, each was a call, together about half of Admitted()'s
+  // cost (admission_benchmark).
+  DEGRADE_ALWAYS_INLINE Decision Decide(RequestClass rc);
+  // Out of line: only a refusal builds a status.
+  DEGRADE_NOINLINE absl::Status ShedStatus(Decision d) const {
+    RequestClass clamped;
+    clamped.criticality = static_cast<Criticality>(d.rank / kNumCohorts);
+    clamped.cohort = static_cast<uint8_t>(d.rank % kNumCohorts);
+    return ShedError(
+        absl::StrCat("admission \"", name_, "\""),
+        absl::StrCat(EncodeRequestClass(clamped), " (rank ", d.rank,
+                     ") is not below the threshold ",
+                     detail::DescribeAdmissionThreshold(d.threshold)),
+        retry_after_);
+  }
+  void CloseWindowLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string name_;
+  const DegradationManager* const manager_;
+  const bool adaptive_;
+  const absl::Duration target_;
+  const absl::Duration interval_;
+  const uint32_t interval_requests_;
+  const detail::AdmissionStep step_;
+  const absl::Duration retry_after_;
+  const Clock* const clock_;
+
+  alignas(detail::kCacheLine) std::atomic<int> own_threshold_{kAdmitAllRank};
+  // The current window's requests: in total, and per rank. Written by
+  // every admitting thread (adaptive mode only), emptied at the window's end.
+  alignas(detail::kCacheLine) std::atomic<uint64_t> window_requests_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> window_hist_;
+
+  mutable detail::Mutex mu_;
+  absl::Time window_start_ ABSL_GUARDED_BY(mu_);
+  absl::Duration delay_sum_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  uint64_t delays_ ABSL_GUARDED_BY(mu_) = 0;
+
+  const std::size_t shard_count_;
+  std::unique_ptr<Shard[]> shards_;
+
+  const View view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;
+};
+
+// ---- Implementation details ----
+
+namespace detail {
+
+inline absl::Status AdmissionSettingError(absl::string_view name,
+                                          absl::string_view setting,
+                                          absl::string_view value,
+                                          absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "admission \"", Printable(name), "\": ", setting, " ", value, " ", rule));
+}
+
+inline bool FiniteFraction(double f) {
+  return std::isfinite(f) && f > 0.0 && f <= 1.0;
+}
+
+inline bool PositiveFinite(absl::Duration d) {
+  return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
+}
+
+}  // namespace detail
+
+inline absl::StatusOr<std::unique_ptr<AdmissionController>>
+AdmissionController::Create(AdmissionOptions o) {
+  const std::string& n = o.name;
+  if (o.name.empty()) {
+    return absl::InvalidArgumentError(
+        "admission: name \"\" must not be empty (it names the controller in "
+        "shed statuses and metrics)");
+  }
+  if (!detail::FiniteFraction(o.tighten_fraction)) {
+    return detail::AdmissionSettingError(
+        n, "tighten_fraction", absl::StrCat(o.tighten_fraction),
+        "must be a finite number in (0, 1]");
+  }
+  if (!detail::FiniteFraction(o.loosen_fraction)) {
+    return detail::AdmissionSettingError(
+        n, "loosen_fraction", absl::StrCat(o.loosen_fraction),
+        "must be a finite number in (0, 1]");
+  }
+  if (!detail::PositiveFinite(o.target_queuing_delay)) {
+    return detail::AdmissionSettingError(
+        n, "target_queuing_delay", absl::FormatDuration(o.target_queuing_delay),
+        "must be positive and finite");
+  }
+  if (!detail::PositiveFinite(o.interval)) {
+    return detail::AdmissionSettingError(n, "interval",
+                                         absl::FormatDuration(o.interval),
+                                         "must be positive and finite");
+  }
+  if (o.interval_requests < 1) {
+    return detail::AdmissionSettingError(n, "interval_requests",
+                                         absl::StrCat(o.interval_requests),
+                                         "must be at least 1");
+  }
+  if (o.min_threshold < 0 || o.min_threshold > kAdmitAllRank) {
+    return detail::AdmissionSettingError(
+        n, "min_threshold", absl::StrCat(o.min_threshold),
+        absl::StrCat("must be in [0, ", kAdmitAllRank, "]"));
+  }
+  if (o.retry_after < absl::ZeroDuration()) {
+    return detail::AdmissionSettingError(n, "retry_after",
+                                         absl::FormatDuration(o.retry_after),
+                                         "must not be negative");
+  }
+  std::string name = detail::Printable(o.name);
+  return std::unique_ptr<AdmissionController>(
+      new AdmissionController(std::move(o), std::move(name)));
+}
+
+inline AdmissionController::AdmissionController(AdmissionOptions o,
+                                                std::string name)
+    : name_(std::move(name)),
+      manager_(o.manager),
+      adaptive_(o.adaptive),
+      target_(o.target_queuing_delay),
+      interval_(o.interval),
+      interval_requests_(o.interval_requests),
+      step_{o.tighten_fraction, o.loosen_fraction, o.min_threshold},
+      retry_after_(o.retry_after),
+      clock_(o.clock != nullptr ? o.clock : &RealClock::Instance()),
+      window_hist_(adaptive_ ? new std::atomic<uint64_t>[kAdmitAllRank]
+                             : nullptr),
+      shard_count_(detail::ShardArraySize()),
+      shards_(new Shard[shard_count_]) {
+  if (window_hist_ != nullptr) {
+    for (int r = 0; r < kAdmitAllRank; ++r) {
+      window_hist_[static_cast<std::size_t>(r)].store(0,
+                                                      std::memory_order_relaxed);
+    }
+  }
+  {
+    detail::MutexLock lock(&mu_);
+    window_start_ = clock_->Now();
+  }
+  // Last: the view must be complete before a telemetry may read it.
+  if (Telemetry* t = detail::ResolveTelemetry(o.metrics)) {
+    telemetry_ = detail::AttachQuietly([&] { return t->AttachAdmission(view_); });
+  }
+}
+
+inline AdmissionController::~AdmissionController() {
+  telemetry_.reset();  // before anything its view reads
+}
+
+DEGRADE_ALWAYS_INLINE AdmissionController::Decision
+AdmissionController::Decide(RequestClass rc) {
+  const int rank = Rank(rc);
+  const int in_force = threshold();
+  const bool admitted = rank < in_force;
+  const auto slot = (static_cast<unsigned>(rank) / kNumCohorts) * 2u +
+                    (admitted ? 0u : 1u);
+  shards_[detail::ThreadShardIndex()].counts[slot].Add(1);
+  if (adaptive_) {
+    window_hist_[static_cast<unsigned>(rank)].fetch_add(
+        1, std::memory_order_relaxed);
+    window_requests_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return {rank, in_force, admitted};
+}
+
+DEGRADE_ALWAYS_INLINE bool AdmissionController::Admitted(RequestClass rc) {
+  return Decide(rc).admitted;
+}
+
+inline absl::Status AdmissionController::Admit(RequestClass rc) {
+  const Decision d = Decide(rc);
+  if (DEGRADE_LIKELY(d.admitted)) return absl::OkStatus();
+  return ShedStatus(d);
+}
+
+inline void AdmissionController::RecordQueuingDelay(absl::Duration delay) {
+  if (!adaptive_) return;
+  const absl::Time now = clock_->Now();
+  detail::MutexLock lock(&mu_);
+  delay_sum_ += delay > absl::ZeroDuration() ? delay : absl::ZeroDuration();
+  ++delays_;
+  // A clock set backwards starts the window again rather than waiting for
+  // it to come back.
+  if (now < window_start_) window_start_ = now;
+  const bool time_up = now != window_start_ && now - window_start_ >= interval_;
+  if (time_up ||
+      window_requests_.load(std::memory_order_relaxed) >= interval_requests_) {
+    CloseWindowLocked(now);
+  }
+}
+
+inline void AdmissionController::CloseWindowLocked(absl::Time now) {
+  detail::RankHistogram hist;
+  for (std::size_t r = 0; r < hist.size(); ++r) {
+    hist[r] = window_hist_[r].exchange(0, std::memory_order_relaxed);
+  }
+  window_requests_.store(0, std::memory_order_relaxed);
+  const absl::Duration mean = delay_sum_ / static_cast<int64_t>(delays_);
+  const bool overloaded = mean >= target_;
+  const int own = adaptive_threshold();
+  const int in_force = std::min(own, ManagerFloor(manager_));
+  own_threshold_.store(
+      detail::NextAdmissionThreshold(hist, own, in_force, overloaded, step_),
+      std::memory_order_relaxed);
+  delay_sum_ = absl::ZeroDuration();
+  delays_ = 0;
+  window_start_ = now;
+}
+
+inline AdmissionStats AdmissionController::stats() const {
+  AdmissionStats st;
+  st.threshold = threshold();
+  for (std::size_t i = 0; i < shard_count_; ++i) {
+    for (std::size_t c = 0; c < kNumCriticalities; ++c) {
+      st.admitted[c] += shards_[i].counts[2 * c].Load();
+      st.shed[c] += shards_[i].counts[2 * c + 1].Load();
+    }
+  }
+  return st;
+}
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_ADMISSION_HPP_

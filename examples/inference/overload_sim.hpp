@@ -24,9 +24,9 @@
 // The limiter counts requests in flight (waiting in the queue or in a
 // batch), not batch slots: the 32 slots are fixed by the model, what must
 // adapt is how much work may wait for them, and a request's whole latency
-// (queue + batch) is what the limiter's gradient reads. Its bounds come from
-// the server's shape: at least two batches (one running, one forming: any
-// fewer and the GPU idles by construction), at most the queue's capacity.
+// (queue + batch) is what decides whether it was answered in time. Its
+// bounds come from the server's shape (DisciplineSettings): at least the
+// batches that can all be answered within the deadline, at most the queue.
 //
 // Every request's fate is recorded (answered, or refused/dropped with its
 // reason); overload_report.hpp turns a run into the per-class tables and
@@ -68,17 +68,10 @@
 #include "inference/overload_traffic.hpp"
 #include "inference/simulation.hpp"
 
-#if __has_include("degrade/admission.hpp") &&        \
-    __has_include("degrade/admission_queue.hpp") && \
-    __has_include("degrade/concurrency_limiter.hpp")
-#define INFERENCE_OVERLOAD_HAS_DISCIPLINE 1
 #include "degrade/admission.hpp"
 #include "degrade/admission_queue.hpp"
 #include "degrade/concurrency_limiter.hpp"
 #include "degrade/status.hpp"
-#else
-#define INFERENCE_OVERLOAD_HAS_DISCIPLINE 0
-#endif
 
 namespace inference {
 namespace overload {
@@ -159,6 +152,57 @@ struct Sample {
   double speed = 1.0;
 };
 
+// The settings of the full discipline: from the server's shape (batch size,
+// batch time, deadline, the classes' order), never from the load. The
+// defaults are the ones docs/overload/sim.md explains; the fields exist so
+// a test or an experiment can run the same scenario with one changed.
+struct DisciplineSettings {
+  // Sixteen full batches: nearly three deadlines of work at the GPU's best
+  // rate, so once admission has converged the queue never fills.
+  std::size_t queue_capacity = 16 * kBatchSize;
+  // AIMD, counting requests in flight (see the file comment). Gradient2
+  // and Vegas read any latency above the unloaded one as queueing; on a
+  // batching server latency rises by a whole batch as soon as a second
+  // batch's worth is in flight, so both sit at their floor under any load
+  // (measured: both pinned at min_limit for every floor tried). AIMD moves
+  // on what does mean overload here: drops (CoDel, deadline) and answers
+  // slower than the deadline.
+  degrade::LimitAlgorithm algorithm = degrade::LimitAlgorithm::kAimd;
+  // The floor: five batches, the most in flight that can all still be
+  // answered within the deadline at the best batch time (5 x 180 ms =
+  // 900 ms < 1 s). The ceiling: the queue's capacity.
+  int min_limit = 5 * kBatchSize;
+  int max_limit = 16 * kBatchSize;
+  // At the global limit the critical classes still enter (half the limit
+  // each, the sheddable classes none): the limiter cannot order the classes
+  // below its limit, so at it it must never refuse a critical request to
+  // make room for a sheddable one.
+  std::array<double, degrade::kNumCriticalities> guaranteed_share = {0.5, 0.5, 0.0, 0.0};
+  // CoDel's slough timeout (2 x target, 900 ms) is past the deadline less
+  // one full batch (1 s - 180 ms): it only ever drops what could no longer
+  // be answered in time, and never before the deadline-aware drop would.
+  // Its remaining job is to switch the queue to LIFO while one stands.
+  absl::Duration codel_target = absl::Milliseconds(450);
+  absl::Duration codel_interval = absl::Seconds(1);
+  // DAGOR. A saturated batching server with no standing queue shows a mean
+  // wait of half a batch (90 ms with the features off); one standing batch
+  // adds a whole one (270 ms). The target, two thirds of a batch (120 ms),
+  // sits just above the first. DAGOR's 1 s windows, but a tighten step of
+  // 2% instead of 5%: the delay is read when a request leaves the queue, up
+  // to a deadline (one window) after it was admitted, so every step acts on
+  // a window-old measurement and DAGOR's 5% overshoots into CRITICAL. The
+  // loosen step is the smallest there is, one rank per calm window.
+  absl::Duration target_queuing_delay = absl::Milliseconds(120);
+  absl::Duration dagor_interval = absl::Seconds(1);
+  double tighten_fraction = 0.02;
+  double loosen_fraction = 0.001;
+  // The queue re-checks each item's class against the admission threshold
+  // at push and pop (kShed). Off: measured, it made CRITICAL worse (99.49%
+  // against 99.56% on seed 1), because a dip of the threshold into CRITICAL
+  // then also drops queued CRITICAL requests that would have been served.
+  bool queue_enforces_admission = false;
+};
+
 struct SimOptions {
   Mode mode = Mode::kFull;
   uint64_t seed = 1;
@@ -167,6 +211,7 @@ struct SimOptions {
   degrade::DegradationConfig admit_config;   // kAdmitByLevel
   degrade::DegradationConfig discipline_config;  // kFull
   absl::Duration sample_period = absl::Seconds(1);
+  DisciplineSettings discipline;  // kFull
 };
 
 struct RunResult {
@@ -177,33 +222,8 @@ struct RunResult {
   std::vector<std::string> log_lines;  // the manager's
 };
 
-// The settings of the full discipline: from the server's shape (batch size,
-// batch time, deadline), never from the load. Every request in a batching
-// server waits for the batch in service: up to a whole batch with no queue
-// at all, half of one on average (90 ms with the features off, 200 ms with
-// all on). The anchors' defaults (DAGOR 20 ms, CoDel 5 ms of 100 ms) are
-// for servers that take requests one at a time; here they would read that
-// unavoidable wait as overload and shed everything but CRITICAL_PLUS
-// (measured: the first run of this simulation did exactly that).
-inline constexpr std::size_t kQueueCapacity = 16 * kBatchSize;
-// The limit's floor: eight batches, about 1.4 s of work at the GPU's best
-// rate, so the limiter at its floor never refuses what could still be served
-// in time; it is the backstop when capacity collapses, and admission, which
-// knows the classes, does the shedding. Its ceiling: the queue's capacity.
-inline constexpr int kMinLimit = 8 * kBatchSize;
-inline constexpr int kMaxLimit = static_cast<int>(kQueueCapacity);
-// CoDel: a standing queue is one whose shortest wait stayed above a full
-// batch with the features off (180 ms, rounded up) for a second, a few
-// batches.
-inline constexpr absl::Duration kCodelTarget = absl::Milliseconds(200);
-inline constexpr absl::Duration kCodelInterval = absl::Seconds(1);
-// DAGOR: overloaded when the mean wait exceeds what batching alone costs
-// with the features off (half a 180 ms batch, rounded up).
-inline constexpr absl::Duration kTargetQueuingDelay = absl::Milliseconds(100);
-
 namespace internal {
 
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
 struct Item {
   std::size_t id = 0;
   std::optional<degrade::LimiterPermit> permit;
@@ -234,18 +254,17 @@ inline Fate RefusalReason(const degrade::QueueStats& before,
   }
   return Fate::kCapacity;
 }
-#endif
 
 }  // namespace internal
 
 // Runs the scenario once in `options.mode`. INVALID_ARGUMENT when a config
-// or a component's settings are refused; UNIMPLEMENTED for kAdmitByLevel and
-// kFull in a tree without the overload components.
+// or a component's settings are refused.
 inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
   RunResult r;
   r.mode = options.mode;
   r.length = options.scenario.pattern.length();
   const Mode mode = options.mode;
+  const DisciplineSettings& ds = options.discipline;
 
   degrade::FakeClock clock;
   const absl::Time t0 = clock.Now();
@@ -285,7 +304,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
     manager->AddSource("avg_latency_ms", latency.Source());
   }
 
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
   std::unique_ptr<degrade::AdmissionController> admission;
   std::unique_ptr<degrade::ConcurrencyLimiter> limiter;
   std::unique_ptr<degrade::AdmissionQueue<internal::Item>> queue;
@@ -295,7 +313,12 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
     degrade::AdmissionOptions ao;
     ao.manager = manager.get();
     ao.adaptive = mode == Mode::kFull;
-    ao.target_queuing_delay = kTargetQueuingDelay;
+    if (mode == Mode::kFull) {
+      ao.target_queuing_delay = ds.target_queuing_delay;
+      ao.interval = ds.dagor_interval;
+      ao.tighten_fraction = ds.tighten_fraction;
+      ao.loosen_fraction = ds.loosen_fraction;
+    }
     ao.clock = &clock;
     auto created = degrade::AdmissionController::Create(ao);
     if (!created.ok()) return created.status();
@@ -321,13 +344,13 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
   }
   if (mode == Mode::kFull) {
     degrade::LimiterSettings ls;
-    ls.algorithm = degrade::LimitAlgorithm::kGradient2;
-    ls.min_limit = kMinLimit;
-    ls.initial_limit = kMaxLimit / 2;
-    ls.max_limit = kMaxLimit;
+    ls.algorithm = ds.algorithm;
+    ls.min_limit = ds.min_limit;
+    ls.initial_limit = ds.min_limit;
+    ls.max_limit = ds.max_limit;
     ls.max_healthy_latency = kDeadline;
-    // At the global limit the critical classes keep their traffic's share.
-    ls.guaranteed_share = {kClasses[0].share, kClasses[1].share, 0.0, 0.0};
+    ls.aimd_timeout = kDeadline;
+    ls.guaranteed_share = ds.guaranteed_share;
     ls.seed = options.seed;
     ls.clock = &clock;
     auto created_limiter = degrade::ConcurrencyLimiter::Create(ls);
@@ -335,9 +358,14 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
     limiter = std::move(*created_limiter);
 
     degrade::QueueSettings qs;
-    qs.capacity = kQueueCapacity;
-    qs.codel_target = kCodelTarget;
-    qs.codel_interval = kCodelInterval;
+    qs.capacity = ds.queue_capacity;
+    qs.codel_target = ds.codel_target;
+    qs.codel_interval = ds.codel_interval;
+    if (ds.queue_enforces_admission) {
+      // Only the threshold: the simulation reports the sojourns itself, the
+      // dropped ones included (see on_drop).
+      qs.admission_threshold = [&admission] { return admission->threshold(); };
+    }
     qs.clock = &clock;
     auto created_queue = degrade::AdmissionQueue<internal::Item>::Create(
         qs, [&r, &now, &ended, &admission](internal::Item&& item, degrade::DropReason why) {
@@ -363,13 +391,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
     queue = std::move(*created_queue);
     queued = [&queue] { return queue->size(); };
   }
-#else
-  if (mode == Mode::kFull) {
-    return absl::UnimplementedError(
-        "overload simulation: this tree has no admission.hpp, "
-        "admission_queue.hpp or concurrency_limiter.hpp");
-  }
-#endif
 
   const auto non_core = [&gates] {
     absl::Duration d = absl::ZeroDuration();
@@ -381,7 +402,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
 
   const auto start_batch = [&] {
     std::vector<std::size_t> ids;
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
     if (queue != nullptr) {
       while (in_service.empty() && queue->size() > 0) {
         popped.clear();
@@ -393,7 +413,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
       }
       for (const internal::Item& item : in_service) ids.push_back(item.id);
     }
-#endif
     while (ids.size() < static_cast<std::size_t>(kBatchSize) && !fifo.empty()) {
       ids.push_back(fifo.front());
       fifo.pop_front();
@@ -415,7 +434,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
       q.done = now;
       latency.Record(q.latency());
     }
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
     if (queue != nullptr) {
       queue->RecordServiceTime(now - gpu.start());
       for (internal::Item& item : in_service) {
@@ -423,7 +441,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
       }
       in_service.clear();
     }
-#endif
     gpu.Finish(now);
   };
 
@@ -443,19 +460,9 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
         !best_effort.enabled()) {
       return refuse(Fate::kShed);
     }
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
     if (admission != nullptr && !admission->Admitted(rc)) {
       return refuse(Fate::kShed);
     }
-#else
-    // Without admission.hpp, the manager's floor at the door is exactly what
-    // an AdmissionController without its adaptive mode enforces.
-    if (mode == Mode::kAdmitByLevel &&
-        degrade::Rank(rc) >= manager->admission_threshold()) {
-      return refuse(Fate::kShed);
-    }
-#endif
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
     if (queue != nullptr) {
       std::optional<degrade::LimiterPermit> permit = limiter->TryAcquire(rc);
       if (!permit.has_value()) return refuse(Fate::kLimit);
@@ -467,7 +474,6 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
       }
       return;
     }
-#endif
     fifo.push_back(id);
   };
 
@@ -484,13 +490,11 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
       s.threshold = degrade::FloorRank(degrade::Criticality::kSheddablePlus, 0);
     }
     if (mode == Mode::kAdmitByLevel) s.threshold = manager->admission_threshold();
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
     if (admission != nullptr) s.threshold = admission->threshold();
     if (limiter != nullptr) {
       s.limit = limiter->limit();
       s.in_flight = limiter->in_flight();
     }
-#endif
     s.queued = queued();
     s.speed = SpeedAt(options.scenario.speed, now);
     r.samples.push_back(s);
@@ -516,13 +520,11 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
     if (!gpu.busy() && queued() > 0) start_batch();
   }
 
-#if INFERENCE_OVERLOAD_HAS_DISCIPLINE
   ended = true;  // what the queue still holds stays kUnserved
   in_service.clear();
   queue.reset();
   limiter.reset();
   admission.reset();
-#endif
   manager.reset();  // its sink writes into r
   return r;
 }

@@ -118,6 +118,25 @@ def collect(data):
     return results
 
 
+def medians_and_allocs(data, name_re, value):
+    """For the scripts comparing rows of one benchmark: returns ({name:
+    median of value(b)}, {name: mean allocs_per_call}), a row's name being
+    name_re's first group of its run name (rows it does not match are
+    skipped). Without aggregates, each row is its own median and mean."""
+    med, allocs = {}, {}
+    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
+    for b in data["benchmarks"]:
+        m = name_re.match(b.get("run_name", b["name"]))
+        if not m:
+            continue
+        agg = b.get("aggregate_name") if have_aggregates else "median"
+        if agg == "median":
+            med[m.group(1)] = value(b)
+        if agg == "mean" or not have_aggregates:
+            allocs[m.group(1)] = b.get("allocs_per_call", float("nan"))
+    return med, allocs
+
+
 def fmt_fraction(f):
     return f"<= {f.numerator}/{f.denominator}" if f is not None else "-"
 

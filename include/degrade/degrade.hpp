@@ -11,6 +11,7 @@
 #define DEGRADE_DEGRADE_HPP_
 
 #include "degrade/admission.hpp"            // IWYU pragma: export
+#include "degrade/admission_queue.hpp"      // IWYU pragma: export
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
 #include "degrade/breaker_settings.hpp"     // IWYU pragma: export
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export
@@ -19,6 +20,7 @@
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/config_parse.hpp"         // IWYU pragma: export
 #include "degrade/config_watcher.hpp"       // IWYU pragma: export
+#include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/default_features.hpp"     // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export

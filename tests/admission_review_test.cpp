@@ -9,11 +9,13 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
+#include "degrade/admission_queue.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/config_parse.hpp"
 #include "degrade/degradation_manager.hpp"
@@ -114,6 +116,74 @@ TEST(AdmissionReviewTest, SustainedOverloadOfCriticalTrafficDoesNotRefuseItForev
     clock.Advance(absl::Seconds(1));
   }
   EXPECT_GT(admitted, 0) << "threshold stuck at " << c->threshold();
+}
+
+// REVIEW: the stuck threshold end to end, wired exactly as admission.hpp's
+// and admission_queue.hpp's docs say (Admit() before Push(); the queue's
+// on_sojourn feeds RecordQueuingDelay; its admission_threshold reads the
+// controller). One backlog of unlabelled requests that waited a second
+// closes an overloaded window; from then on every request is refused at
+// Admit(), the queue stays empty, on_sojourn is never called, and the
+// service answers nothing for the rest of the run, although its queue is
+// empty and its server idle.
+TEST(AdmissionReviewTest, QueuePlusAdaptiveAdmissionServesAgainOnceTheBacklogIsGone) {
+  FakeClock clock;
+  auto c = MakeController(Adaptive(&clock));
+  QueueSettings qs;
+  qs.name = "review";
+  qs.capacity = 10000;
+  qs.codel_target = absl::Seconds(5);  // CoDel out of the way: this is about admission
+  qs.codel_interval = absl::Seconds(10);
+  qs.deadline_aware = false;
+  qs.admission_threshold = [&c] { return c->threshold(); };
+  qs.on_sojourn = [&c](absl::Duration d) { c->RecordQueuingDelay(d); };
+  qs.clock = &clock;
+  qs.metrics = NoTelemetry();
+  auto q = AdmissionQueue<int>::Create(std::move(qs)).value();
+  std::vector<int> batch;
+  batch.reserve(64);
+  // A burst the server takes a second to reach.
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(c->Admit(RequestClass{}).ok());
+    ASSERT_TRUE(q->Push(int{i}).ok());
+  }
+  clock.Advance(absl::Seconds(1));
+  while (q->PopBatch(&batch, 64) > 0) batch.clear();
+  // Ten minutes at 100 requests a second, well inside capacity: each second
+  // the server drains whatever was queued (instantly: zero queuing delay).
+  uint64_t served_last_minute = 0;
+  for (int s = 0; s < 600; ++s) {
+    for (int i = 0; i < 100; ++i) {
+      if (c->Admit(RequestClass{}).ok()) (void)q->Push(int{i});
+    }
+    batch.clear();
+    while (q->PopBatch(&batch, 64) > 0) {
+      if (s >= 540) served_last_minute += batch.size();
+      batch.clear();
+    }
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_GT(served_last_minute, 0u)
+      << "threshold " << c->threshold() << " ten minutes after the burst";
+}
+
+// REVIEW: DecodeRequestClass() reads RPC metadata, i.e. text a client
+// controls, and quotes it raw into the INVALID_ARGUMENT message
+// (request_class.hpp:177-180, and ParseCriticality's message nested inside
+// it, :101-103): a newline, a NUL or an ANSI escape in the header reaches
+// whoever logs the status (log-line forgery), and the 64-byte cut can split
+// a UTF-8 sequence. Elsewhere the library passes such text through
+// detail::Printable() (the controller's own name, config errors).
+TEST(AdmissionReviewTest, DecodeRequestClassDoesNotEchoControlBytesIntoItsError) {
+  static constexpr char kHostile[] = "CRITICAL\n2026-12-01 ERROR forged line\x1b[2J\0:1";
+  const std::string hostile(kHostile, sizeof(kHostile) - 1);
+  absl::StatusOr<RequestClass> got = DecodeRequestClass(hostile);
+  ASSERT_FALSE(got.ok());
+  for (const char ch : got.status().message()) {
+    const auto u = static_cast<unsigned char>(ch);
+    EXPECT_FALSE(u < 0x20 || u == 0x7f)
+        << "raw control byte " << static_cast<int>(u) << " in: " << got.status().message();
+  }
 }
 
 constexpr absl::string_view kTightFloor = R"({

@@ -1,9 +1,10 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // AdmissionController under threads (label `concurrency`, run under TSan):
-// four threads admit while a fifth closes adaptive windows that move the
-// threshold and a sixth scrapes stats(). Every decision is counted exactly
-// once, under its criticality, and the threshold never leaves its range.
+// four threads admit (and close a window by try-lock each 5,000 requests)
+// while a fifth closes adaptive windows that move the threshold and a sixth
+// scrapes stats(). Every decision is counted exactly once, under its
+// criticality, and the threshold never leaves its range.
 
 #include <gtest/gtest.h>
 

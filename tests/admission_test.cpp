@@ -2,9 +2,11 @@
 //
 // AdmissionController: the threshold's meaning (ranks below it pass, so
 // shedding is strictly lowest class first), DAGOR's adaptive windows on a
-// FakeClock (the alpha/beta steps, both window ends, the floor, a synthetic
-// queue it must settle on), the fan-out consistency that cohorts buy, every
-// bad setting, clocks at the extremes, and telemetry.
+// FakeClock (the alpha/beta steps, both window ends, windows that end with
+// nothing admitted, a rank shed in part, the floor, a synthetic queue it
+// must settle on and a real one it must recover through), the fan-out
+// consistency that cohorts buy, every bad setting, clocks at the extremes,
+// and telemetry.
 
 #include "degrade/admission.hpp"
 
@@ -27,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "degrade/admission_queue.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/config_parse.hpp"
 #include "degrade/degradation_manager.hpp"
@@ -263,6 +266,139 @@ TEST(AdmissionControllerTest, AWindowWithoutRequestsChangesNothing) {
   }
 }
 
+TEST(AdmissionControllerTest, AWindowNobodyReportsADelayForEndsByTheClockAndIsCalm) {
+  FakeClock clock;
+  auto c = AtThreshold(300, clock);
+  // Nothing is admitted at 300, so no delay comes. The clock is read every
+  // 64 requests: not yet due, nothing moves.
+  for (int k = 0; k < 64; ++k) EXPECT_FALSE(c->Admitted(OfRank(300)));
+  EXPECT_EQ(c->threshold(), 300);
+  clock.Advance(absl::Seconds(1));
+  for (int k = 0; k < 64; ++k) c->Admitted(OfRank(300));
+  EXPECT_GT(c->threshold(), 300) << "a window without delays is calm and loosens";
+}
+
+TEST(AdmissionControllerTest, UnlabelledTrafficIsShedAboutAlphaNotAll) {
+  FakeClock clock;
+  auto c = Make(Adaptive(&clock));
+  const RequestClass unlabelled;  // CRITICAL:0
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(c->Admitted(unlabelled));
+  EndWindow(*c, clock, absl::Milliseconds(50));
+  // The boundary is CRITICAL:0 itself, admitted in part.
+  EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCritical, 1));
+  int admitted = 0;
+  for (int i = 0; i < 1000; ++i) admitted += c->Admitted(unlabelled) ? 1 : 0;
+  EXPECT_GE(admitted, 930);
+  EXPECT_LE(admitted, 970);
+  absl::Status refused;
+  for (int i = 0; i < 100 && refused.ok(); ++i) refused = c->Admit(unlabelled);
+  EXPECT_TRUE(IsShed(refused));
+  EXPECT_THAT(refused.message(), HasSubstr("CRITICAL:0 (rank 128) is the boundary"));
+  EXPECT_THAT(refused.message(), HasSubstr("admitted only in part (94%)"));
+}
+
+// Unlabelled traffic (all CRITICAL:0) after one overloaded window: the
+// window's end no longer waits for a delay that cannot come once nothing is
+// admitted, so ten calm minutes later CRITICAL:0 is admitted again.
+TEST(AdmissionControllerTest, AdaptiveModeThatShedsEverythingRecoversOnceTheQueueIsEmpty) {
+  FakeClock clock;
+  auto c = Make(Adaptive(&clock));
+  const RequestClass unlabelled;  // CRITICAL:0, what most callers send
+  // One overloaded second: 1000 requests admitted, each waited 50 ms.
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(c->Admitted(unlabelled));
+  clock.Advance(absl::Seconds(1));
+  c->RecordQueuingDelay(absl::Milliseconds(50));
+  const int after_one_window = c->threshold();
+  // The next ten minutes: the same 1000 requests a second arrive. Whatever
+  // is admitted goes through the queue, which is now idle: 0 ms each.
+  int admitted_last_second = 0;
+  for (int s = 0; s < 600; ++s) {
+    admitted_last_second = 0;
+    for (int i = 0; i < 1000; ++i) {
+      if (c->Admitted(unlabelled)) {
+        ++admitted_last_second;
+        c->RecordQueuingDelay(absl::ZeroDuration());
+      }
+    }
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_GT(admitted_last_second, 0)
+      << "after one overloaded window the threshold went to " << after_one_window
+      << " and ten calm minutes later CRITICAL:0 is still refused 100% (threshold "
+      << c->threshold() << ")";
+}
+
+// Walked down to min_threshold by CRITICAL-only traffic, the controller
+// refuses everything sent; windows still end by the clock and loosen.
+TEST(AdmissionControllerTest, SustainedOverloadOfCriticalTrafficDoesNotRefuseItForever) {
+  FakeClock clock;
+  auto c = Make(Adaptive(&clock));
+  for (int w = 0; w < 500 && c->threshold() > FloorRank(Criticality::kCriticalPlus); ++w) {
+    for (int u = 0; u < kNumCohorts; ++u) {
+      for (int k = 0; k < 10; ++k) c->Admitted(Class(Criticality::kCritical, u));
+    }
+    clock.Advance(absl::Seconds(1));
+    c->RecordQueuingDelay(absl::Seconds(2));
+  }
+  ASSERT_EQ(c->threshold(), FloorRank(Criticality::kCriticalPlus));
+  // The overload is over; the same traffic keeps arriving for ten minutes and
+  // whatever is admitted sees an empty queue.
+  int admitted = 0;
+  for (int s = 0; s < 600; ++s) {
+    for (int u = 0; u < kNumCohorts; ++u) {
+      if (c->Admitted(Class(Criticality::kCritical, u))) {
+        ++admitted;
+        c->RecordQueuingDelay(absl::ZeroDuration());
+      }
+    }
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_GT(admitted, 0) << "threshold stuck at " << c->threshold();
+}
+
+// The same through a real queue wired as the docs say: after one backlog
+// the service answers again once its queue is empty.
+TEST(AdmissionControllerTest, QueuePlusAdaptiveAdmissionServesAgainOnceTheBacklogIsGone) {
+  FakeClock clock;
+  auto c = Make(Adaptive(&clock));
+  QueueSettings qs;
+  qs.name = "ranker";
+  qs.capacity = 10000;
+  qs.codel_target = absl::Seconds(5);  // CoDel out of the way: this is about admission
+  qs.codel_interval = absl::Seconds(10);
+  qs.deadline_aware = false;
+  qs.admission_threshold = [&c] { return c->threshold(); };
+  qs.on_sojourn = [&c](absl::Duration d) { c->RecordQueuingDelay(d); };
+  qs.clock = &clock;
+  qs.metrics = NoTelemetry();
+  auto q = AdmissionQueue<int>::Create(std::move(qs)).value();
+  std::vector<int> batch;
+  batch.reserve(64);
+  // A burst the server takes a second to reach.
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(c->Admit(RequestClass{}).ok());
+    ASSERT_TRUE(q->Push(int{i}).ok());
+  }
+  clock.Advance(absl::Seconds(1));
+  while (q->PopBatch(&batch, 64) > 0) batch.clear();
+  // Ten minutes at 100 requests a second, well inside capacity: each second
+  // the server drains whatever was queued (instantly: zero queuing delay).
+  uint64_t served_last_minute = 0;
+  for (int s = 0; s < 600; ++s) {
+    for (int i = 0; i < 100; ++i) {
+      if (c->Admit(RequestClass{}).ok()) (void)q->Push(int{i});
+    }
+    batch.clear();
+    while (q->PopBatch(&batch, 64) > 0) {
+      if (s >= 540) served_last_minute += batch.size();
+      batch.clear();
+    }
+    clock.Advance(absl::Seconds(1));
+  }
+  EXPECT_GT(served_last_minute, 0u)
+      << "threshold " << c->threshold() << " ten minutes after the burst";
+}
+
 TEST(AdmissionControllerTest, SustainedOverloadStopsAtMinThresholdAndCalmReturnsToAdmitAll) {
   FakeClock clock;
   auto c = Make(Adaptive(&clock));
@@ -413,6 +549,7 @@ class AdmissionControllerManagerTest : public ManagerTestBase {
     AdmissionOptions o = Adaptive(&clock_);
     o.adaptive = adaptive;
     o.manager = &m;
+    o.interval_requests = 1'000'000;  // windows end by the clock only
     return ::degrade::Make(o);
   }
   // Which criticalities of cohort `u` pass, as a 4-character string ("YYN-").
@@ -486,6 +623,40 @@ TEST_F(AdmissionControllerManagerTest, TheAdaptiveModeMovesInsideTheFloorAndTheL
   // And back at a tighter level the manager's floor is the lower one.
   ASSERT_TRUE(m->ForceLevel(3, absl::Hours(1)).ok());
   EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCritical));
+}
+
+constexpr absl::string_view kTightFloor = R"({
+  "degradation": {
+    "hold": "10s",
+    "level1": {"trigger": {"queue_delay_ms": 10},
+               "admit": {"min": "CRITICAL_PLUS", "cohorts_at_min": 0}}
+  }
+})";
+
+// A manager floor below min_threshold does not drag the adaptive
+// threshold under it (nor leave it there after the manager recovers).
+TEST_F(AdmissionControllerManagerTest, AManagerFloorBelowMinThresholdDoesNotDragTheAdaptiveThresholdUnderIt) {
+  absl::StatusOr<DegradationConfig> config = ParseDegradationConfig(kTightFloor);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto m = Make(*config);
+  AdmissionOptions o = Adaptive(&clock_);
+  o.manager = m.get();
+  auto c = ::degrade::Make(o);
+  ASSERT_EQ(c->threshold(), kAdmitAllRank);
+  // Some requests admitted while the server was still at level 0...
+  for (int u = 0; u < kNumCohorts; ++u) c->Admitted(Class(Criticality::kCriticalPlus, u));
+  // ... then the operator sheds everything for a moment, and the queue still
+  // holds the overloaded items admitted before.
+  ASSERT_TRUE(m->ForceLevel(1, absl::Hours(1)).ok());
+  ASSERT_EQ(c->threshold(), 0);
+  clock_.Advance(absl::Seconds(1));
+  c->RecordQueuingDelay(absl::Milliseconds(100));
+  // The manager recovers.
+  ASSERT_TRUE(m->ForceLevel(0, absl::Hours(1)).ok());
+  EXPECT_GE(c->adaptive_threshold(), FloorRank(Criticality::kCriticalPlus))
+      << "the adaptive threshold went below min_threshold";
+  EXPECT_TRUE(c->Admitted(Class(Criticality::kCriticalPlus, 0)))
+      << "CRITICAL_PLUS refused by the adaptive mode at level 0";
 }
 
 // Each user request fans out to 8 services, each with its own controller
@@ -681,30 +852,69 @@ TEST(AdmissionControllerTest, AThrowingAttachLeavesTheControllerServingUnobserve
 // ---- The pure step ---------------------------------------------------------------
 
 TEST(AdmissionControllerTest, TheWindowStepWalksPastRanksNobodySent) {
+  constexpr int K = detail::kLevelSteps;
   detail::RankHistogram h{};
-  h[100] = 50;
-  h[300] = 50;
-  h[450] = 50;
+  h[100] = 1000;  // below min_threshold: never shed
+  h[200] = 10;
+  h[300] = 10;
+  h[450] = 10;
   detail::AdmissionStep step;
+  step.tighten_fraction = 0.01;
+  step.loosen_fraction = 0.01;
   step.min_threshold = 128;
-  // Overloaded from 512: the first rank with requests below it is 450.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 512, 512, true, step), 450);
-  // From 450: the next one down is 300.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 450, 450, true, step), 300);
-  // From 300: nothing between 128 and 300, so the floor.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 300, 300, true, step), 128);
+  // Overloaded from 512: 1% of 1030 is 11 requests, so 450's and 300's.
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 512 * K, 512 * K, true, step), 300 * K);
+  // From 300: 200's 10 are not yet 11, and nothing else until the floor.
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 300 * K, 300 * K, true, step), 128 * K);
   // At the floor it stays.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 128, 128, true, step), 128);
-  // Calm from 300: walks up past 300's requests (one rank is enough).
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 300, 300, false, step), 301);
-  // Calm from 301: nobody sent 301..449, so up to and including 450.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 301, 301, false, step), 451);
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 128 * K, 128 * K, true, step), 128 * K);
+  // Calm from 300: 300's 10, then past 301..449 to 450's.
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 300 * K, 300 * K, false, step), 451 * K);
+  // Calm from 301: 450's 10 are not yet 11; nobody sent 451..511.
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 301 * K, 301 * K, false, step), 512 * K);
   // A manager floor below the adaptive threshold: tightening starts there.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 512, 320, true, step), 300);
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 512 * K, 320 * K, true, step), 200 * K);
   // Loosening starts from the adaptive threshold itself.
-  EXPECT_EQ(detail::NextAdmissionThreshold(h, 460, 320, false, step), 512);
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 460 * K, 320 * K, false, step), 512 * K);
   // An empty window changes nothing.
-  EXPECT_EQ(detail::NextAdmissionThreshold(detail::RankHistogram{}, 300, 300, true, step), 300);
+  EXPECT_EQ(detail::NextAdmissionLevel(detail::RankHistogram{}, 300 * K, 300 * K, true, step),
+            300 * K);
+}
+
+// All traffic in one rank (unlabelled: CRITICAL:0). Shedding that rank
+// whole would be 100% for "5% fewer"; the step sheds about 5% of it.
+TEST(AdmissionControllerTest, TheWindowStepShedsAPartOfARankWorthMoreThanTwiceTheStep) {
+  constexpr int K = detail::kLevelSteps;
+  detail::RankHistogram h{};
+  h[128] = 1000;
+  const detail::AdmissionStep step{0.05, 0.01, 128};
+  // 5% of 1000 is 50: keep 950/1000 of the rank, rounded down to 1024ths.
+  const int once = detail::NextAdmissionLevel(h, 512 * K, 512 * K, true, step);
+  EXPECT_EQ(detail::LevelThreshold(once), 129);
+  EXPECT_NEAR(detail::LevelPart(once) / double{K}, 0.95, 0.002);
+  // Again: 5% of what is admitted now (about 949).
+  const int twice = detail::NextAdmissionLevel(h, once, once, true, step);
+  EXPECT_NEAR(detail::LevelPart(twice) / double{K}, 0.95 * 0.95, 0.004);
+  // Calm: about 1% of the rank back (1% of 900 admitted is 9 requests, but a
+  // part restored is at least loosen_fraction of the rank).
+  const int calm = detail::NextAdmissionLevel(h, twice, twice, false, step);
+  EXPECT_NEAR((detail::LevelPart(calm) - detail::LevelPart(twice)) / double{K}, 0.01, 0.002);
+  // A rank refused whole comes back by loosen_fraction of it, not by one
+  // request (which would take 1000 windows).
+  const int back = detail::NextAdmissionLevel(h, 128 * K, 128 * K, false, step);
+  EXPECT_EQ(detail::LevelThreshold(back), 129);
+  EXPECT_NEAR(detail::LevelPart(back) / double{K}, 0.01, 0.002);
+}
+
+// min_threshold bounds the adaptive level whatever the manager's floor.
+TEST(AdmissionControllerTest, TheWindowStepNeverGoesBelowMinThreshold) {
+  constexpr int K = detail::kLevelSteps;
+  detail::RankHistogram h{};
+  for (int r = 0; r < kAdmitAllRank; ++r) h[static_cast<std::size_t>(r)] = 1;
+  const detail::AdmissionStep step{1.0, 0.01, 128};
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 512 * K, 0, true, step), 128 * K);
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 512 * K, 64 * K, true, step), 128 * K);
+  EXPECT_EQ(detail::NextAdmissionLevel(h, 512 * K, 512 * K, true, step), 128 * K);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 
@@ -95,6 +97,29 @@ TEST(RequestClassTest, MalformedMetadataIsInvalidArgumentNeverAClass) {
   EXPECT_LT(big.message().size(), 200u);
   EXPECT_TRUE(DecodeRequestClass("CRITICAL:0").ok());
   EXPECT_TRUE(DecodeRequestClass("SHEDDABLE:127").ok());
+}
+
+// Client text in the error is escaped: no raw control byte reaches a log.
+TEST(RequestClassTest, DecodeRequestClassDoesNotEchoControlBytesIntoItsError) {
+  static constexpr char kHostile[] = "CRITICAL\n2026-12-01 ERROR forged line\x1b[2J\0:1";
+  const std::string hostile(kHostile, sizeof(kHostile) - 1);
+  absl::StatusOr<RequestClass> got = DecodeRequestClass(hostile);
+  ASSERT_FALSE(got.ok());
+  for (const char ch : got.status().message()) {
+    const auto u = static_cast<unsigned char>(ch);
+    EXPECT_FALSE(u < 0x20 || u == 0x7f)
+        << "raw control byte " << static_cast<int>(u) << " in: " << got.status().message();
+  }
+}
+
+// The 64-byte quote never ends inside a UTF-8 sequence.
+TEST(RequestClassTest, DecodeRequestClassCutsItsQuoteAtACharacterBoundary) {
+  const std::string text = std::string(63, 'A') + "\xC3\xA9" + "B:1";  // "é" at 63..64
+  absl::StatusOr<RequestClass> got = DecodeRequestClass(text);
+  ASSERT_FALSE(got.ok());
+  const absl::string_view m = got.status().message();
+  EXPECT_EQ(m.find('\xC3'), absl::string_view::npos) << "a lead byte without its continuation";
+  EXPECT_NE(m.find(std::string(63, 'A') + "..."), absl::string_view::npos) << m;
 }
 
 TEST(RequestClassTest, CohortIsStableInAPeriodAndReshufflesAtTheNext) {

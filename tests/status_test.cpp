@@ -7,12 +7,14 @@
 
 #include "degrade/status.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "degrade/detail/status_payload.hpp"
 #include "gtest/gtest.h"
 
@@ -146,6 +148,21 @@ TEST(StatusTest, ShedWithoutHintAndDoNotRetry) {
     ASSERT_TRUE(hint.has_value());
     EXPECT_LT(*hint, absl::ZeroDuration()) << never;
   }
+}
+
+// Any positive hint rounds up to a whole millisecond, sub-nanosecond too.
+TEST(StatusTest, ShedRetryAfterRoundsUpSubNanosecondDurations) {
+  const absl::Duration a = absl::Milliseconds(1) + absl::Nanoseconds(0.5);
+  ASSERT_GT(a, absl::Milliseconds(1));
+  std::optional<absl::Duration> got = ShedRetryAfter(ShedError("x", "y", a));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_GE(*got, a) << "rounded down to " << absl::FormatDuration(*got);
+
+  const absl::Duration b = absl::Nanoseconds(0.25);
+  ASSERT_GT(b, absl::ZeroDuration());
+  got = ShedRetryAfter(ShedError("x", "y", b));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_GE(*got, b) << "a positive hint became " << absl::FormatDuration(*got);
 }
 
 TEST(StatusTest, ShedIsReadFromThePayloadOnly) {

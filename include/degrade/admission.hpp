@@ -22,7 +22,9 @@
 //       queuing delay; after each window (1 s or 2,000 requests) whose mean
 //       delay reached the target (20 ms) the threshold drops so that about
 //       5% fewer requests pass, and after each calm window it rises so that
-//       about 1% more do.
+//       about 1% more do. When one rank carries more than twice the step
+//       (all unlabelled traffic is CRITICAL:0), only a part of that rank is
+//       shed, so a step never turns "5% fewer" into "all of them".
 //
 //   degrade::AdmissionOptions o;
 //   o.name = "ranker";
@@ -34,10 +36,13 @@
 //   if (!s.ok()) return s;  // RESOURCE_EXHAUSTED; IsShed(s); ShedRetryAfter(s)
 //   queue.Push(std::move(request));  // its pops call RecordQueuingDelay()
 //
-// Cost: `Admitted()` is two relaxed loads, a compare and a per-thread
-// counter (a plain load and store on a line the thread owns); in adaptive
-// mode two relaxed fetch_adds more (the window's histogram). No lock, no
-// allocation. `Admit()` allocates only to build the ShedError.
+// Cost: `Admitted()` is a relaxed load (the manager's floor), a compare and
+// a per-thread counter (a plain load and store on a line the thread owns);
+// in adaptive mode a relaxed load and two relaxed fetch_adds more (the
+// level, the window's histogram), and one call in 64 reads the clock to see
+// whether the window is over. No lock, no allocation: the call that ends a
+// window closes it if it wins a try-lock.
+// `Admit()` allocates only to build the ShedError.
 //
 // Thread safety: `AdmissionController` is thread-safe.
 
@@ -85,31 +90,43 @@ struct AdmissionOptions {
   // (DegradationManager::admission_threshold(), one relaxed load). nullptr:
   // no floor. REQUIRES: outlives the controller.
   const DegradationManager* manager = nullptr;
-  // Driver (b): DAGOR's continuous threshold, moved by RecordQueuingDelay().
-  // Off by default: a controller is then exactly the manager's floor.
+  // Driver (b): DAGOR's continuous threshold, moved by the queuing delays
+  // that RecordQueuingDelay() reports. Off by default: a controller is then
+  // exactly the manager's floor.
   bool adaptive = false;
   // A window whose mean queuing delay is at or above this is overloaded
-  // (DAGOR's 20 ms). > 0 and finite.
+  // (DAGOR's 20 ms). The delay meant is each item's wait in the queue
+  // (enqueue to start of service, or to its drop): a queue serving newest
+  // first (adaptive LIFO) that reports only what it serves shows short
+  // waits while CoDel drops its old items, and the controller loosens.
+  // > 0 and finite.
   absl::Duration target_queuing_delay = absl::Milliseconds(20);
   // A window ends when this much time has passed since it began or after
   // `interval_requests` requests, whichever comes first (DAGOR: 1 s or
-  // 2,000). Both are checked when a delay is recorded, so the admitting
-  // threads never take the window's lock, and a window with no delay
-  // reported never ends (no measurement, no move). interval > 0 and
-  // finite; interval_requests >= 1.
+  // 2,000). Checked when a delay is recorded, by the request that reaches
+  // `interval_requests`, and every 64th request for the time, so a window
+  // also ends when nothing reports a delay (within 64 requests of its end).
+  // A window with no delay reported is calm: nothing left the queue, so
+  // nothing waited in it; a service that sheds everything recovers.
+  // interval > 0 and finite; interval_requests >= 1.
   absl::Duration interval = absl::Seconds(1);
   uint32_t interval_requests = 2000;
   // After an overloaded window the threshold drops so that about this
   // fraction fewer of the window's requests would have been admitted
   // (DAGOR's alpha); after a calm one it rises so that about
-  // `loosen_fraction` more would have been (beta), by at least one rank.
+  // `loosen_fraction` more would have been (beta), by at least one request.
+  // A rank worth more than twice the step is shed or restored in part (a
+  // share of its requests, in 1/1024, chosen per request by a counter);
+  // a part restored is at least loosen_fraction of that rank, so a rank
+  // refused whole comes back within about 1/loosen_fraction calm windows.
   // Each finite, in (0, 1].
   double tighten_fraction = 0.05;
   double loosen_fraction = 0.01;
   // Adaptive mode never sheds a rank below this: the default admits every
   // CRITICAL_PLUS request whatever the delay. In [0, kAdmitAllRank] (512:
   // the adaptive mode never sheds; 0: it may shed everything). The
-  // manager's floor is not bound by it.
+  // manager's floor is not bound by it, and does not pull the adaptive
+  // threshold below it either.
   int min_threshold = FloorRank(Criticality::kCriticalPlus);
   // The retry-after hint in every ShedError (ShedRetryAfter()). >= 0;
   // InfiniteDuration() sends "do not retry".
@@ -130,7 +147,8 @@ struct AdmissionOptions {
 //
 // Thread-safe. `Admitted()` and `Admit()` are lock-free (relaxed atomics:
 // the threshold is a hint that other threads publish, not a guard for
-// other memory). `RecordQueuingDelay()` takes a mutex when adaptive.
+// other memory; the call that ends a window try-locks and never waits).
+// `RecordQueuingDelay()` takes a mutex when adaptive.
 // Neither copyable nor movable (the telemetry holds its address).
 class AdmissionController final {
  public:
@@ -143,28 +161,32 @@ class AdmissionController final {
 
   // Whether `rc` passes the threshold now in force, counted as admitted or
   // shed under its criticality (and, in adaptive mode, in the window's
-  // histogram). A cohort out of range counts as 127 (Rank() clamps).
+  // histogram). A cohort out of range counts as 127 (Rank() clamps). In
+  // adaptive mode rank threshold() - 1 may be admitted only in part.
   // Hot path: no lock, no allocation.
   DEGRADE_ALWAYS_INLINE bool Admitted(RequestClass rc);
 
   // OK when Admitted(rc); otherwise a ShedError naming the controller, the
   // class, and the threshold, with `retry_after` (allocates only then).
-  absl::Status Admit(RequestClass rc);
+  DEGRADE_ALWAYS_INLINE absl::Status Admit(RequestClass rc);
 
   // Reports one item's queuing delay (time from enqueue to the start of
   // its service), and closes the adaptive window when it is due. A negative
-  // delay counts as zero. Does nothing when not adaptive.
+  // delay counts as zero. Does nothing when not adaptive. An item dropped
+  // from the queue (CoDel, deadline) may be reported with its wait too: it
+  // did wait, and it tells the controller the queue is not calm.
   void RecordQueuingDelay(absl::Duration delay);
 
   // The threshold in force: min(the manager's floor, the adaptive one).
-  // kAdmitAllRank admits everything.
+  // Every rank at or above it is refused; kAdmitAllRank admits everything.
   int threshold() const {
     return std::min(ManagerFloor(manager_), adaptive_threshold());
   }
 
-  // The adaptive threshold alone (kAdmitAllRank when not adaptive).
+  // The adaptive threshold alone (kAdmitAllRank when not adaptive), in
+  // [min_threshold, kAdmitAllRank].
   int adaptive_threshold() const {
-    return own_threshold_.load(std::memory_order_relaxed);
+    return detail::LevelThreshold(own_level_.load(std::memory_order_relaxed));
   }
 
   // Totals since construction. Exact once every Admitted() call has
@@ -201,44 +223,82 @@ class AdmissionController final {
   struct Decision {
     int rank;
     int threshold;  // the one that decided
+    int part;       // > 0: rank is the boundary, admitted in part/1024
     bool admitted;
   };
-  // Inlined into both entry points, and Admitted() into its caller: left
-  // to the compiler, each was a call, together about half of Admitted()'s
-  // cost (admission_benchmark).
+  // Inlined into both entry points, and both into their callers: left to
+  // the compiler, each was a call, together about half of Admitted()'s
+  // cost, and Admit()'s OK path twice its inlined cost (admission_benchmark).
   DEGRADE_ALWAYS_INLINE Decision Decide(RequestClass rc);
   // Out of line: only a refusal builds a status.
   DEGRADE_NOINLINE absl::Status ShedStatus(Decision d) const {
     RequestClass clamped;
     clamped.criticality = static_cast<Criticality>(d.rank / kNumCohorts);
     clamped.cohort = static_cast<uint8_t>(d.rank % kNumCohorts);
-    return ShedError(
-        absl::StrCat("admission \"", name_, "\""),
-        absl::StrCat(EncodeRequestClass(clamped), " (rank ", d.rank,
-                     ") is not below the threshold ",
-                     detail::DescribeAdmissionThreshold(d.threshold)),
-        retry_after_);
+    const std::string why =
+        d.part > 0
+            ? absl::StrCat(EncodeRequestClass(clamped), " (rank ", d.rank,
+                           ") is the boundary of the threshold ",
+                           detail::DescribeAdmissionThreshold(d.threshold),
+                           ", admitted only in part (",
+                           d.part * 100 / detail::kLevelSteps, "%)")
+            : absl::StrCat(EncodeRequestClass(clamped), " (rank ", d.rank,
+                           ") is not below the threshold ",
+                           detail::DescribeAdmissionThreshold(d.threshold));
+    return ShedError(absl::StrCat("admission \"", name_, "\""), why,
+                     retry_after_);
   }
-  void CloseWindowLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Called by the admitting thread whose request may end the window (the
+  // n-th of it): closes it when due and the lock is free, else leaves it to
+  // whoever holds the lock or comes next.
+  DEGRADE_NOINLINE void EndWindowFromAdmission(uint64_t n) {
+    // Coarse: a window is a second; a few ms late is nothing, and the
+    // request path should not pay for a precise read.
+    const int64_t now = absl::ToUnixNanos(clock_->CoarseNow());
+    if (n < interval_requests_) {
+      const int64_t start = window_start_ns_.load(std::memory_order_relaxed);
+      // A coarse read may trail the window's precise start by a few ms:
+      // not due. A clock set backwards is left to RecordQueuingDelay() or
+      // the request count.
+      if (!TimeUp(now, start)) return;
+    }
+    if (!mu_.TryLock()) return;
+    CloseIfDueLocked(now);
+    mu_.Unlock();
+  }
+  // Times are Unix ns (saturated at the infinities, so a clock stuck at
+  // InfiniteFuture never times a window out: only the request count does).
+  bool TimeUp(int64_t now, int64_t start) const {
+    return now > start &&
+           static_cast<uint64_t>(now) - static_cast<uint64_t>(start) >=
+               interval_ns_;
+  }
+  void CloseIfDueLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseWindowLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string name_;
   const DegradationManager* const manager_;
   const bool adaptive_;
   const absl::Duration target_;
-  const absl::Duration interval_;
+  const uint64_t interval_ns_;
   const uint32_t interval_requests_;
   const detail::AdmissionStep step_;
   const absl::Duration retry_after_;
   const Clock* const clock_;
 
-  alignas(detail::kCacheLine) std::atomic<int> own_threshold_{kAdmitAllRank};
+  // LevelRank * 1024 + part (detail::NextAdmissionLevel).
+  alignas(detail::kCacheLine) std::atomic<int> own_level_{
+      detail::kAdmitAllLevel};
   // The current window's requests: in total, and per rank. Written by
   // every admitting thread (adaptive mode only), emptied at the window's end.
   alignas(detail::kCacheLine) std::atomic<uint64_t> window_requests_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> window_hist_;
 
+  // When the window began (Unix ns): written under mu_, read without it by
+  // the admitting thread that checks the time.
+  std::atomic<int64_t> window_start_ns_{0};
+
   mutable detail::Mutex mu_;
-  absl::Time window_start_ ABSL_GUARDED_BY(mu_);
   absl::Duration delay_sum_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   uint64_t delays_ ABSL_GUARDED_BY(mu_) = 0;
 
@@ -325,7 +385,7 @@ inline AdmissionController::AdmissionController(AdmissionOptions o,
       manager_(o.manager),
       adaptive_(o.adaptive),
       target_(o.target_queuing_delay),
-      interval_(o.interval),
+      interval_ns_(static_cast<uint64_t>(absl::ToInt64Nanoseconds(o.interval))),
       interval_requests_(o.interval_requests),
       step_{o.tighten_fraction, o.loosen_fraction, o.min_threshold},
       retry_after_(o.retry_after),
@@ -340,10 +400,8 @@ inline AdmissionController::AdmissionController(AdmissionOptions o,
                                                       std::memory_order_relaxed);
     }
   }
-  {
-    detail::MutexLock lock(&mu_);
-    window_start_ = clock_->Now();
-  }
+  window_start_ns_.store(absl::ToUnixNanos(clock_->Now()),
+                         std::memory_order_relaxed);
   // Last: the view must be complete before a telemetry may read it.
   if (Telemetry* t = detail::ResolveTelemetry(o.metrics)) {
     telemetry_ = detail::AttachQuietly([&] { return t->AttachAdmission(view_); });
@@ -357,24 +415,40 @@ inline AdmissionController::~AdmissionController() {
 DEGRADE_ALWAYS_INLINE AdmissionController::Decision
 AdmissionController::Decide(RequestClass rc) {
   const int rank = Rank(rc);
-  const int in_force = threshold();
-  const bool admitted = rank < in_force;
-  const auto slot = (static_cast<unsigned>(rank) / kNumCohorts) * 2u +
-                    (admitted ? 0u : 1u);
-  shards_[detail::ThreadShardIndex()].counts[slot].Add(1);
+  const int floor = ManagerFloor(manager_);
+  Decision d{rank, floor, 0, rank < floor};
+  uint64_t n = 0;  // this request's place in the window
   if (adaptive_) {
     window_hist_[static_cast<unsigned>(rank)].fetch_add(
         1, std::memory_order_relaxed);
-    window_requests_.fetch_add(1, std::memory_order_relaxed);
+    n = window_requests_.fetch_add(1, std::memory_order_relaxed) + 1;
+    const int level = own_level_.load(std::memory_order_relaxed);
+    const int own = detail::LevelRank(level);
+    const int part = detail::LevelPart(level);
+    if (rank == own && part != 0 && own < floor) {
+      d.part = part;
+      d.admitted = detail::AdmitsPart(n, part);
+    } else {
+      d.admitted = rank < std::min(own, floor);
+    }
+    d.threshold = std::min(floor, own + (part != 0 ? 1 : 0));
   }
-  return {rank, in_force, admitted};
+  const auto slot = (static_cast<unsigned>(rank) / kNumCohorts) * 2u +
+                    (d.admitted ? 0u : 1u);
+  shards_[detail::ThreadShardIndex()].counts[slot].Add(1);
+  // The request that fills the window, and every 64th for the clock: the
+  // window must end even when nothing is admitted and no delay comes.
+  if (adaptive_ && DEGRADE_UNLIKELY(n >= interval_requests_ || n % 64 == 0)) {
+    EndWindowFromAdmission(n);
+  }
+  return d;
 }
 
 DEGRADE_ALWAYS_INLINE bool AdmissionController::Admitted(RequestClass rc) {
   return Decide(rc).admitted;
 }
 
-inline absl::Status AdmissionController::Admit(RequestClass rc) {
+DEGRADE_ALWAYS_INLINE absl::Status AdmissionController::Admit(RequestClass rc) {
   const Decision d = Decide(rc);
   if (DEGRADE_LIKELY(d.admitted)) return absl::OkStatus();
   return ShedStatus(d);
@@ -382,36 +456,45 @@ inline absl::Status AdmissionController::Admit(RequestClass rc) {
 
 inline void AdmissionController::RecordQueuingDelay(absl::Duration delay) {
   if (!adaptive_) return;
-  const absl::Time now = clock_->Now();
+  const int64_t now = absl::ToUnixNanos(clock_->Now());
   detail::MutexLock lock(&mu_);
   delay_sum_ += delay > absl::ZeroDuration() ? delay : absl::ZeroDuration();
   ++delays_;
+  CloseIfDueLocked(now);
+}
+
+inline void AdmissionController::CloseIfDueLocked(int64_t now) {
+  int64_t start = window_start_ns_.load(std::memory_order_relaxed);
   // A clock set backwards starts the window again rather than waiting for
   // it to come back.
-  if (now < window_start_) window_start_ = now;
-  const bool time_up = now != window_start_ && now - window_start_ >= interval_;
-  if (time_up ||
+  if (now < start) {
+    start = now;
+    window_start_ns_.store(now, std::memory_order_relaxed);
+  }
+  if (TimeUp(now, start) ||
       window_requests_.load(std::memory_order_relaxed) >= interval_requests_) {
     CloseWindowLocked(now);
   }
 }
 
-inline void AdmissionController::CloseWindowLocked(absl::Time now) {
+inline void AdmissionController::CloseWindowLocked(int64_t now) {
   detail::RankHistogram hist;
   for (std::size_t r = 0; r < hist.size(); ++r) {
     hist[r] = window_hist_[r].exchange(0, std::memory_order_relaxed);
   }
   window_requests_.store(0, std::memory_order_relaxed);
-  const absl::Duration mean = delay_sum_ / static_cast<int64_t>(delays_);
-  const bool overloaded = mean >= target_;
-  const int own = adaptive_threshold();
-  const int in_force = std::min(own, ManagerFloor(manager_));
-  own_threshold_.store(
-      detail::NextAdmissionThreshold(hist, own, in_force, overloaded, step_),
+  // No delay reported: nothing left the queue to wait in it. Calm.
+  const bool overloaded =
+      delays_ > 0 && delay_sum_ / static_cast<int64_t>(delays_) >= target_;
+  const int own = own_level_.load(std::memory_order_relaxed);
+  const int in_force =
+      std::min(own, ManagerFloor(manager_) * detail::kLevelSteps);
+  own_level_.store(
+      detail::NextAdmissionLevel(hist, own, in_force, overloaded, step_),
       std::memory_order_relaxed);
   delay_sum_ = absl::ZeroDuration();
   delays_ = 0;
-  window_start_ = now;
+  window_start_ns_.store(now, std::memory_order_relaxed);
 }
 
 inline AdmissionStats AdmissionController::stats() const {

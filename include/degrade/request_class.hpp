@@ -46,6 +46,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/detail/json_text.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/version.hpp"
 
@@ -98,8 +99,11 @@ inline absl::StatusOr<Criticality> ParseCriticality(absl::string_view text) {
     const auto c = static_cast<Criticality>(i);
     if (text == CriticalityName(c)) return c;
   }
+  // The text often comes from a client (a metadata header): escaped, so a
+  // newline or an escape sequence cannot forge a log line, and cut at a
+  // UTF-8 boundary.
   return absl::InvalidArgumentError(absl::StrCat(
-      "criticality: \"", text.substr(0, 64), text.size() > 64 ? "..." : "",
+      "criticality: \"", detail::Abbreviated(text, 64),
       "\" is not one of CRITICAL_PLUS, CRITICAL, SHEDDABLE_PLUS, SHEDDABLE"));
 }
 
@@ -164,8 +168,9 @@ constexpr int FloorRank(Criticality lowest_admitted, int cohorts_admitted = kNum
 // Decoding is strict: the name exactly as CriticalityName() spells it, one
 // colon, and a cohort of one to three decimal digits in [0, 127] (no sign,
 // no spaces, no leading zeros but "0" itself). Anything else is
-// INVALID_ARGUMENT quoting (at most 64 bytes of) the text; the decoder never
-// reads past `text` and never crashes.
+// INVALID_ARGUMENT quoting (at most 64 bytes of) the text, escaped (no
+// control byte or broken UTF-8 sequence reaches a log line); the decoder
+// never reads past `text` and never crashes.
 inline std::string EncodeRequestClass(RequestClass rc) {
   const int rank = Rank(rc);
   return absl::StrCat(
@@ -175,9 +180,9 @@ inline std::string EncodeRequestClass(RequestClass rc) {
 
 inline absl::StatusOr<RequestClass> DecodeRequestClass(absl::string_view text) {
   const auto bad = [text](absl::string_view why) {
+    // Client text: escaped and cut at a UTF-8 boundary (see ParseCriticality).
     return absl::InvalidArgumentError(absl::StrCat(
-        "request class \"", text.substr(0, 64), text.size() > 64 ? "..." : "",
-        "\": ", why));
+        "request class \"", detail::Abbreviated(text, 64), "\": ", why));
   };
   const std::size_t colon = text.find(':');
   if (colon == absl::string_view::npos) {

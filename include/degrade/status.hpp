@@ -91,9 +91,10 @@ inline absl::Status ShedError(absl::string_view where, absl::string_view why,
     if (*retry_after >= absl::ZeroDuration()) {
       ms = *retry_after == absl::InfiniteDuration()
                ? -1
-               : absl::ToInt64Milliseconds(*retry_after +
-                                           absl::Milliseconds(1) -
-                                           absl::Nanoseconds(1));
+               // Ceil, not "+ 1ms - 1ns": a Duration has quarter-nanosecond
+               // ticks, and any positive wait must stay positive.
+               : absl::ToInt64Milliseconds(
+                     absl::Ceil(*retry_after, absl::Milliseconds(1)));
     }
     s.SetPayload(kRetryAfterPayloadUrl, absl::Cord(absl::StrCat(ms)));
   }

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/concurrency_limiter.hpp"
@@ -213,6 +215,34 @@ TEST(ReviewConcurrencyLimiterTest,
         << LimitAlgorithmName(a) << ": measured with " << old.size() + 1
         << " in flight";
   }
+}
+
+// REVIEW: while a re-measurement holds admissions to probe_limit, a refusal
+// says "concurrency limit 10 reached (2 in flight)": a limit that has not
+// been reached, and no word of the re-measurement that refused it (nor does
+// LimiterStats say one is running). An operator reading the ShedError or
+// the stats cannot tell a probe from overload (concurrency_limiter.hpp:345).
+TEST(ReviewConcurrencyLimiterTest, ARefusalDuringAReMeasurementSaysSo) {
+  LimiterSettings s = Base(LimitAlgorithm::kGradient2, 1, 10, 100);
+  s.window_samples = 1;
+  s.probe_multiplier = 1;
+  s.probe_limit = 2;
+  auto limiter = Make(s);
+  std::vector<LimiterPermit> streams;
+  for (int i = 0; i < 2; ++i) streams.push_back(*limiter->TryAcquire());
+  absl::Status refused;
+  for (int i = 0; i < 200 && refused.ok(); ++i) {
+    absl::StatusOr<LimiterPermit> p = limiter->Acquire();
+    if (!p.ok()) {
+      refused = p.status();
+    } else {
+      p->Success(absl::Milliseconds(10));
+    }
+  }
+  ASSERT_FALSE(refused.ok()) << "no re-measurement began";
+  EXPECT_GT(limiter->limit(), limiter->in_flight());
+  EXPECT_NE(refused.message().find("re-measur"), absl::string_view::npos)
+      << refused.message();
 }
 
 // Holds min(limit, n) permits and reports each with `latency`.

@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -134,6 +136,86 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, MovingLimitTest,
                          [](const auto& info) {
                            return std::string(LimitAlgorithmName(info.param));
                          });
+
+// Two threads polling one RejectionRateSource (a DegradationManager and a
+// metrics exporter) each get a fraction in [0, 1], while windows close and
+// re-measurements begin; the counts stay exact.
+TEST(ConcurrencyLimiterConcurrencyTest,
+     TwoThreadsPollingOneRejectionRateSourceGetAFraction) {
+  // The last pass holds admissions while re-measuring (and abandons
+  // probes by their refusals).
+  const std::pair<LimitAlgorithm, bool> passes[] = {
+      {LimitAlgorithm::kAimd, false},
+      {LimitAlgorithm::kGradient2, false},
+      {LimitAlgorithm::kVegas, false},
+      {LimitAlgorithm::kVegas, true}};
+  for (const auto& [a, hold] : passes) {
+    LimiterSettings s = Settings(a);
+    s.min_limit = 1;
+    s.initial_limit = 8;
+    s.max_limit = 64;
+    s.window_samples = 3;
+    s.probe_limit = 2;
+    s.aimd_timeout = absl::Seconds(5);
+    s.guaranteed_share[0] = 0.3;
+    s.probe_holds_admissions = hold;
+    auto limiter = ConcurrencyLimiter::Create(s).value();
+    std::function<double()> source = limiter->RejectionRateSource();
+    std::atomic<bool> stop{false};
+    std::atomic<bool> out_of_range{false};
+    std::atomic<double> bad_value{0};
+    std::vector<std::thread> pollers;
+    for (int t = 0; t < 2; ++t) {
+      pollers.emplace_back([&] {
+        while (!stop.load()) {
+          const double r = source();
+          if (!(r >= 0 && r <= 1)) {
+            bad_value.store(r);
+            out_of_range.store(true);
+          }
+          (void)limiter->stats();
+        }
+      });
+    }
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 4; ++t) {
+      workers.emplace_back([&, t] {
+        std::vector<LimiterPermit> mine;
+        for (int i = 0; i < 20'000; ++i) {
+          RequestClass rc;
+          rc.criticality = static_cast<Criticality>((i + t) % 4);
+          std::optional<LimiterPermit> p = limiter->TryAcquire(rc);
+          if (p.has_value()) mine.push_back(std::move(*p));
+          if (mine.size() > 3 || (!mine.empty() && i % 3 == 0)) {
+            LimiterPermit q = std::move(mine.front());
+            mine.erase(mine.begin());
+            if (i % 11 == 0) {
+              q.Dropped();
+            } else if (i % 13 == 0) {
+              LimiterPermit* alias = &q;
+              q = std::move(*alias);  // self-move: still active, destroyed later
+            } else {
+              q.Success(absl::Microseconds(100 + (i % 50) * 1000));
+            }
+          }
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    stop.store(true);
+    for (auto& p : pollers) p.join();
+    const LimiterStats st = limiter->stats();
+    uint64_t acquired = 0;
+    for (uint64_t x : st.acquired) acquired += x;
+    EXPECT_EQ(st.succeeded + st.dropped + st.ignored, acquired)
+        << LimitAlgorithmName(a);
+    EXPECT_EQ(limiter->in_flight(), 0) << LimitAlgorithmName(a);
+    EXPECT_FALSE(out_of_range.load())
+        << LimitAlgorithmName(a) << ": the source returned " << bad_value.load();
+    EXPECT_GE(limiter->limit(), 1);
+    EXPECT_LE(limiter->limit(), 64);
+  }
+}
 
 }  // namespace
 }  // namespace degrade

@@ -6,8 +6,9 @@
 // halves, stays flat on a long plateau (concurrency-limits #134, Envoy
 // #11579), keeps decreasing through a latency incident when
 // max_healthy_latency is set (failsafe-go #127), never goes below 1 at 25 us
-// and 10k qps (brpc #1006); partitions that apply only at the global limit;
-// permits; every bad setting named.
+// and 10k qps (brpc #1006); re-measurements that shed nothing at 80% load,
+// and an opt-in holding one that can not stall; partitions that apply only
+// at the global limit; permits; every bad setting named.
 
 #include "degrade/concurrency_limiter.hpp"
 
@@ -26,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/request_class.hpp"
@@ -102,17 +104,28 @@ class Simulation {
         observe(clock_->Now(), acquired, limiter_->limit());
       }
       clock_->Set(next_arrival_);
+      ++arrivals_;
       std::optional<LimiterPermit> p = limiter_->TryAcquire();
       if (p.has_value()) {
         const absl::Duration lat = latency(limiter_->in_flight());
         pending_.emplace(clock_->Now() + lat,
                          Pending{std::move(*p), lat, clock_->Now()});
+      } else {
+        ++refused_;
       }
       next_arrival_ += gap_;
     }
   }
 
   uint64_t reports() const { return reports_; }
+  // The fraction of arrivals refused since the last call.
+  double TakeRefusedFraction() {
+    const double f = arrivals_ == 0 ? 0.0
+                                    : static_cast<double>(refused_) /
+                                          static_cast<double>(arrivals_);
+    arrivals_ = refused_ = 0;
+    return f;
+  }
 
   // `load` x the capacity of a Server(c, kBaseLatency), warmed up a minute.
   static std::unique_ptr<Simulation> Warm(ConcurrencyLimiter* limiter,
@@ -137,6 +150,8 @@ class Simulation {
   absl::Time next_arrival_;
   std::multimap<absl::Time, Pending> pending_;
   uint64_t reports_ = 0;
+  uint64_t arrivals_ = 0;
+  uint64_t refused_ = 0;
 };
 
 
@@ -280,18 +295,22 @@ TEST_P(ConvergenceTest, KeepsDecreasingThroughALatencyIncident) {
 
 // The control for the test above: without the guard, a re-measurement
 // during the incident takes the slow latency as the new no-load latency
-// and Vegas stops shedding (what failsafe-go #127 reports).
+// and Vegas stops shedding (what failsafe-go #127 reports): with either
+// kind of re-measurement it stays above the floor the guarded one reaches.
 TEST(ConcurrencyLimiterTest, WithoutMaxHealthyLatencyVegasStopsDecreasingInAnIncident) {
-  FakeClock clock;
-  LimiterSettings s = Adaptive(LimitAlgorithm::kVegas);
-  s.probe_multiplier = 1;
-  auto limiter = Make(s);
-  int c = 20;
-  auto sim_ptr = Simulation::Warm(limiter.get(), &clock, &c, 3);
-  Simulation& sim = *sim_ptr;
-  sim.latency = [](int) { return 10 * kBaseLatency; };
-  sim.Run(absl::Minutes(5));
-  EXPECT_GT(limiter->limit(), 10 * s.min_limit);
+  for (bool hold : {true, false}) {
+    FakeClock clock;
+    LimiterSettings s = Adaptive(LimitAlgorithm::kVegas);
+    s.probe_multiplier = 1;
+    s.probe_holds_admissions = hold;
+    auto limiter = Make(s);
+    int c = 20;
+    auto sim_ptr = Simulation::Warm(limiter.get(), &clock, &c, 3);
+    Simulation& sim = *sim_ptr;
+    sim.latency = [](int) { return 10 * kBaseLatency; };
+    sim.Run(absl::Minutes(5));
+    EXPECT_GT(limiter->limit(), 3 * s.min_limit) << "hold " << hold;
+  }
 }
 
 TEST_P(ConvergenceTest, TwentyFiveMicrosecondsAtTenThousandQpsNeverGoesBelowOne) {
@@ -317,6 +336,79 @@ constexpr const char* kCaseNames[] = {"fixed", "aimd", "gradient2", "vegas"};
 INSTANTIATE_TEST_SUITE_P(Algorithms, ConvergenceTest,
                          ::testing::Values(LimitAlgorithm::kAimd,
                                            LimitAlgorithm::kGradient2,
+                                           LimitAlgorithm::kVegas),
+                         [](const auto& info) {
+                           return std::string(
+                               kCaseNames[static_cast<int>(info.param)]);
+                         });
+
+// Acquires and reports 10 ms until an acquisition is refused (with a
+// probe_limit below what is out, a holding re-measurement began); false if
+// none was in `tries`.
+bool ReportUntilRefused(ConcurrencyLimiter* limiter, int tries) {
+  for (int i = 0; i < tries; ++i) {
+    std::optional<LimiterPermit> p = limiter->TryAcquire();
+    if (!p.has_value()) return true;
+    p->Success(absl::Milliseconds(10));
+  }
+  return false;
+}
+
+class LatencyAlgorithmTest : public ::testing::TestWithParam<LimitAlgorithm> {};
+
+// Re-measuring holds nothing back by default: at 80% of the capacity
+// (the latency is the no-load latency throughout) nothing is shed; the
+// opt-in holding probe costs about a tenth of the traffic.
+TEST_P(LatencyAlgorithmTest, AtEightyPercentLoadTheReMeasurementsShedNothing) {
+  for (bool hold : {false, true}) {
+    LimiterSettings s = Base(GetParam(), 1, 20, 1000);  // the other defaults
+    s.probe_holds_admissions = hold;
+    auto limiter = Make(s);
+    FakeClock clock;
+    int c = 50;
+    auto sim = Simulation::Warm(limiter.get(), &clock, &c, 0.8);
+    (void)sim->TakeRefusedFraction();
+    sim->Run(absl::Minutes(10));
+    const double refused = sim->TakeRefusedFraction();
+    if (hold) {
+      EXPECT_GT(refused, 0.05) << "the documented cost of the opt-in";
+      EXPECT_LT(refused, 0.2);
+    } else {
+      EXPECT_LT(refused, 0.002) << "limit " << limiter->limit();
+    }
+  }
+}
+
+// A holding re-measurement pinned by permits taken before it (streams, long
+// polls, a leaked permit) is abandoned after its budget of refusals.
+TEST_P(LatencyAlgorithmTest, PermitsTakenBeforeAReMeasurementDoNotStallIt) {
+  LimiterSettings s = Base(GetParam(), 1, 10, 100);
+  s.window_samples = 1;
+  s.probe_multiplier = 1;  // a re-measurement after 5..10 samples
+  s.probe_limit = 2;
+  s.probe_holds_admissions = true;
+  auto limiter = Make(s);
+  std::vector<LimiterPermit> streams;
+  for (int i = 0; i < 2; ++i) streams.push_back(*limiter->TryAcquire());
+
+  ASSERT_TRUE(ReportUntilRefused(limiter.get(), 200))
+      << "no re-measurement began";
+
+  int admitted = 0;
+  for (int i = 0; i < 100'000; ++i) {
+    std::optional<LimiterPermit> p = limiter->TryAcquire();
+    if (p.has_value()) {
+      ++admitted;
+      p->Success(absl::Milliseconds(10));
+    }
+  }
+  EXPECT_GT(admitted, 0) << "100000 requests refused at limit "
+                         << limiter->limit() << " with "
+                         << limiter->in_flight() << " in flight";
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, LatencyAlgorithmTest,
+                         ::testing::Values(LimitAlgorithm::kGradient2,
                                            LimitAlgorithm::kVegas),
                          [](const auto& info) {
                            return std::string(
@@ -477,6 +569,7 @@ TEST(ConcurrencyLimiterTest, SamplesBegunBeforeAReMeasurementAreDiscarded) {
   s.window_samples = 1;
   s.probe_multiplier = 1;  // a re-measurement after 5..10 samples
   s.probe_limit = 2;
+  s.probe_holds_admissions = true;
   auto limiter = Make(s);
   std::optional<LimiterPermit> old = limiter->TryAcquire();
   int reports = 0;
@@ -497,6 +590,37 @@ TEST(ConcurrencyLimiterTest, SamplesBegunBeforeAReMeasurementAreDiscarded) {
   EXPECT_EQ(limiter->in_flight(), 0);
   // After it, admissions are back at the limit.
   for (int i = 0; i < 5; ++i) held.push_back(*limiter->TryAcquire());
+}
+
+// In a holding re-measurement a class may still take its reserved slot,
+// but what it measured behind the load is not the no-load latency.
+TEST(ConcurrencyLimiterTest, AReservedSlotDuringAReMeasurementDoesNotMeasureTheLoadedLatency) {
+  for (LimitAlgorithm a : {LimitAlgorithm::kGradient2, LimitAlgorithm::kVegas}) {
+    LimiterSettings s = Base(a, 1, 30, 100);
+    s.window_samples = 1;
+    s.probe_multiplier = 1;
+    s.probe_limit = 2;
+    s.probe_holds_admissions = true;
+    s.guaranteed_share[kCritPlus] = 0.2;
+    auto limiter = Make(s);
+    std::vector<LimiterPermit> old;
+    for (int i = 0; i < 20; ++i) old.push_back(*limiter->TryAcquire());
+    ASSERT_TRUE(ReportUntilRefused(limiter.get(), 500))
+        << LimitAlgorithmName(a) << ": no re-measurement began";
+    EXPECT_TRUE(limiter->stats().re_measuring);
+    ASSERT_NEAR(absl::ToDoubleMilliseconds(limiter->stats().no_load_latency),
+                10, 0.5);
+
+    std::optional<LimiterPermit> p =
+        limiter->TryAcquire(Class(Criticality::kCriticalPlus));
+    ASSERT_TRUE(p.has_value());
+    EXPECT_GT(limiter->in_flight(), s.probe_limit);
+    p->Success(absl::Milliseconds(200));  // served behind the 20 old ones
+    EXPECT_NEAR(absl::ToDoubleMilliseconds(limiter->stats().no_load_latency),
+                10, 0.5)
+        << LimitAlgorithmName(a) << ": measured with " << old.size() + 1
+        << " in flight";
+  }
 }
 
 // ---- Refusals, sources, telemetry -------------------------------------------
@@ -524,6 +648,70 @@ TEST(ConcurrencyLimiterTest, RejectionRateIsTheFractionRefusedSinceTheLastPoll) 
   p.Ignore();
   limiter->TryAcquire()->Ignore();
   EXPECT_NEAR(rate(), 0.0, 1e-9);
+}
+
+// A refusal by a holding re-measurement says so, and the stats show it:
+// an operator can tell a probe from overload.
+TEST(ConcurrencyLimiterTest, ARefusalDuringAReMeasurementSaysSo) {
+  LimiterSettings s = Base(LimitAlgorithm::kGradient2, 1, 10, 100);
+  s.window_samples = 1;
+  s.probe_multiplier = 1;
+  s.probe_limit = 2;
+  s.probe_holds_admissions = true;
+  auto limiter = Make(s);
+  std::vector<LimiterPermit> streams;
+  for (int i = 0; i < 2; ++i) streams.push_back(*limiter->TryAcquire());
+  absl::Status refused;
+  for (int i = 0; i < 200 && refused.ok(); ++i) {
+    absl::StatusOr<LimiterPermit> p = limiter->Acquire();
+    if (!p.ok()) {
+      refused = p.status();
+    } else {
+      p->Success(absl::Milliseconds(10));
+    }
+  }
+  ASSERT_FALSE(refused.ok()) << "no re-measurement began";
+  EXPECT_GT(limiter->limit(), limiter->in_flight());
+  EXPECT_NE(refused.message().find("re-measur"), absl::string_view::npos)
+      << refused.message();
+  EXPECT_TRUE(limiter->stats().re_measuring);
+}
+
+// Holds min(limit, n) permits and reports each with `latency`.
+void Round(ConcurrencyLimiter* limiter, int n, absl::Duration latency) {
+  std::vector<LimiterPermit> held;
+  for (int i = 0; i < n; ++i) {
+    std::optional<LimiterPermit> p = limiter->TryAcquire();
+    if (!p.has_value()) break;
+    held.push_back(std::move(*p));
+  }
+  for (LimiterPermit& p : held) p.Success(latency);
+}
+
+// A zero or negative latency (a clock stepped back, a cache hit) is not a
+// measurement: counted as ignored, it can not become Vegas's no-load
+// latency and collapse the limit.
+TEST(ConcurrencyLimiterTest, ANegativeLatencyIsNotTheNoLoadLatency) {
+  for (absl::Duration bad : {-absl::Seconds(1), absl::ZeroDuration(),
+                             absl::Nanoseconds(999)}) {
+    LimiterSettings s = Base(LimitAlgorithm::kVegas, 1, 20, 100);
+    s.window_samples = 1;
+    s.probe_multiplier = 1'000'000;  // no re-measurement in this test
+    auto limiter = Make(s);
+    Round(limiter.get(), 20, absl::Milliseconds(10));
+    ASSERT_NEAR(absl::ToDoubleMilliseconds(limiter->stats().no_load_latency),
+                10, 0.01);
+    const int before = limiter->limit();
+
+    limiter->TryAcquire()->Success(bad);
+    EXPECT_EQ(limiter->stats().ignored, 1u);
+    EXPECT_NEAR(absl::ToDoubleMilliseconds(limiter->stats().no_load_latency),
+                10, 0.5)
+        << "after Success(" << absl::FormatDuration(bad) << ")";
+    Round(limiter.get(), 20, absl::Milliseconds(10));  // as before: no queue
+    EXPECT_GE(limiter->limit(), before)
+        << "after Success(" << absl::FormatDuration(bad) << ")";
+  }
 }
 
 class CapturingTelemetry : public Telemetry {

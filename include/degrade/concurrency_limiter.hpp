@@ -39,6 +39,9 @@
 // completes a window takes a mutex and runs the algorithm, so one report in
 // `window_samples` touches a lock and acquiring never does.
 //
+// LimiterSettings and ValidateLimiterSettings() are declared in
+// detail/limiter_settings.hpp (included here; read them there).
+//
 // Thread safety: ConcurrencyLimiter is thread-safe. A LimiterPermit is a
 // value owned by one thread at a time. The limiter must outlive its permits
 // and the functions RejectionRateSource() returns.
@@ -67,6 +70,7 @@
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/limit_algorithms.hpp"
+#include "degrade/detail/limiter_settings.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/sample_window.hpp"
 #include "degrade/detail/thread_shard.hpp"
@@ -77,164 +81,6 @@
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
-
-// The largest max_limit: the packed in-flight word has 16 bits per
-// criticality, and the total (limit plus the guarantees) must fit in 16.
-inline constexpr int kMaxConcurrencyLimit = 32000;
-// A sample's latency is recorded up to this (longer counts as this long).
-inline constexpr absl::Duration kLongestLimiterSample =
-    detail::SampleWindow::kMaxSample;
-
-// LimiterSettings
-//
-// Defaults are the anchors' (Netflix concurrency-limits unless noted).
-// Validate with ValidateLimiterSettings(); Create() refuses what it refuses.
-struct LimiterSettings {
-  std::string name = "limiter";
-  // kFixed: initial_limit, always. kAimd: x aimd_backoff on a drop, +1 per
-  // success while at least half the limit is in use. kGradient2: the limit
-  // follows the ratio of the no-load to the current latency, tolerating
-  // rtt_tolerance x, plus a headroom of gradient_queue_size; it settles
-  // near rtt_tolerance x the concurrency that starts queueing. kVegas: keeps
-  // an estimated queue of alpha..beta = 3..6 x log10(limit) requests above
-  // that concurrency.
-  LimitAlgorithm algorithm = LimitAlgorithm::kGradient2;
-  // Mandatory: 1 <= min_limit <= initial_limit <= max_limit <= 32000.
-  int min_limit = 0, initial_limit = 20, max_limit = 0;
-  // 0 = off. When set, a window whose average latency is above it only ever
-  // decreases the limit, however long that lasts (failsafe-go #127: the
-  // baseline caught up with a long incident and the limiter stopped
-  // shedding). At most kLongestLimiterSample.
-  absl::Duration max_healthy_latency = absl::ZeroDuration();
-  // By Criticality: the fraction of the limit reserved for each class, each
-  // in [0, 1], summing to at most 1. Reserved slots are ceil(share x limit),
-  // at least 1 when the share is above 0. They matter only at the global
-  // limit: below it anyone may take a free slot; at it, a class with fewer
-  // than its reserved slots in flight still gets one (in flight may then
-  // exceed the limit by the guarantees not in use), and any other class is
-  // refused. So the part of in flight above the classes' reservations never
-  // exceeds the limit, and in flight never exceeds limit + sum(reserved).
-  std::array<double, kNumCriticalities> guaranteed_share{};
-
-  // Samples are applied a window at a time, in [1, 512]
-  // (concurrency-limits' WindowedLimit windowSize).
-  int window_samples = 10;
-  // kAimd: the decrease factor, in [0.5, 1); a success slower than
-  // aimd_timeout (> 0) counts as a drop.
-  double aimd_backoff = 0.9;
-  absl::Duration aimd_timeout = absl::Seconds(5);
-  // kGradient2: smoothing in (0, 1]; queue headroom in [0, 1000];
-  // rtt_tolerance in [1, 100]; the long RTT's EMA length, in windows, in
-  // [1, 1e6]. The long RTT follows latency down; it goes up only through a
-  // re-measurement (concurrency-limits #134: it crept up under load).
-  double gradient_smoothing = 0.2;
-  double gradient_queue_size = 4;
-  double rtt_tolerance = 1.5;
-  int long_window = 600;
-  // kVegas: smoothing in (0, 1].
-  double vegas_smoothing = 1.0;
-  // kGradient2 and kVegas re-measure the no-load latency every
-  // probe_multiplier x limit samples (in [1, 1e6]), times a jitter in
-  // [0.5, 1) drawn from `seed` (Envoy #8337: re-measurements in step across
-  // a fleet shed in bursts). During one window admissions are held to
-  // probe_limit (>= 1; Envoy's min_concurrency, apart from the floor as
-  // Envoy #46532 asked), and reports of permits taken before it began are
-  // not used (Envoy #11579: they measured the loaded latency).
-  int probe_multiplier = 30;
-  int probe_limit = 3;
-  uint64_t seed = 1;
-  // Not read today: the windows count samples, not time. Accepted so that
-  // a time-based window can be added without changing callers.
-  const Clock* clock = nullptr;
-  Telemetry* metrics = nullptr;
-};
-
-// ValidateLimiterSettings(s)
-//
-// OK, or INVALID_ARGUMENT naming the limiter, the first setting at fault
-// and its value. Pure; thread-safe.
-inline absl::Status ValidateLimiterSettings(const LimiterSettings& s) {
-  const std::string who = absl::StrCat("concurrency limiter '",
-                                       detail::Printable(s.name), "': ");
-  auto bad = [&](absl::string_view setting, const auto& value,
-                 absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, "setting '", setting, "' = ", value, " is invalid: ", rule));
-  };
-  auto in = [](double v, double lo, double hi) { return v >= lo && v <= hi; };
-  const auto a = static_cast<uint8_t>(s.algorithm);
-  if (a > static_cast<uint8_t>(LimitAlgorithm::kVegas)) {
-    return bad("algorithm", static_cast<int>(a), "not a LimitAlgorithm");
-  }
-  if (s.min_limit < 1) return bad("min_limit", s.min_limit, "must be >= 1");
-  if (s.max_limit < s.min_limit) {
-    return bad("max_limit", s.max_limit,
-               absl::StrCat("must be >= min_limit (", s.min_limit, ")"));
-  }
-  if (s.max_limit > kMaxConcurrencyLimit) {
-    return bad("max_limit", s.max_limit,
-               absl::StrCat("must be <= ", kMaxConcurrencyLimit));
-  }
-  if (s.initial_limit < s.min_limit || s.initial_limit > s.max_limit) {
-    return bad("initial_limit", s.initial_limit,
-               absl::StrCat("must be in [min_limit, max_limit] = [",
-                            s.min_limit, ", ", s.max_limit, "]"));
-  }
-  if (s.max_healthy_latency < absl::ZeroDuration() ||
-      s.max_healthy_latency > kLongestLimiterSample) {
-    return bad("max_healthy_latency", absl::FormatDuration(s.max_healthy_latency),
-               "must be 0 (off) or positive and at most 256s");
-  }
-  double sum = 0;
-  for (std::size_t i = 0; i < kNumCriticalities; ++i) {
-    const double share = s.guaranteed_share[i];
-    if (!in(share, 0, 1)) {
-      return bad(absl::StrCat("guaranteed_share[",
-                              CriticalityName(static_cast<Criticality>(i)), "]"),
-                 share, "must be a number in [0, 1]");
-    }
-    sum += share;
-  }
-  if (sum > 1 + 1e-9) {
-    return bad("guaranteed_share", absl::StrCat("(sum ", sum, ")"),
-               "the shares must sum to at most 1");
-  }
-  if (s.window_samples < 1 || s.window_samples > 512) {
-    return bad("window_samples", s.window_samples, "must be in [1, 512]");
-  }
-  if (!(s.aimd_backoff >= 0.5 && s.aimd_backoff < 1)) {
-    return bad("aimd_backoff", s.aimd_backoff, "must be in [0.5, 1)");
-  }
-  if (s.aimd_timeout <= absl::ZeroDuration() ||
-      s.aimd_timeout == absl::InfiniteDuration()) {
-    return bad("aimd_timeout", absl::FormatDuration(s.aimd_timeout),
-               "must be positive and finite");
-  }
-  if (!(s.gradient_smoothing > 0 && s.gradient_smoothing <= 1)) {
-    return bad("gradient_smoothing", s.gradient_smoothing, "must be in (0, 1]");
-  }
-  if (!in(s.gradient_queue_size, 0, 1000)) {
-    return bad("gradient_queue_size", s.gradient_queue_size,
-               "must be in [0, 1000]");
-  }
-  if (!in(s.rtt_tolerance, 1, 100)) {
-    return bad("rtt_tolerance", s.rtt_tolerance, "must be in [1, 100]");
-  }
-  if (s.long_window < 1 || s.long_window > 1'000'000) {
-    return bad("long_window", s.long_window, "must be in [1, 1000000]");
-  }
-  if (!(s.vegas_smoothing > 0 && s.vegas_smoothing <= 1)) {
-    return bad("vegas_smoothing", s.vegas_smoothing, "must be in (0, 1]");
-  }
-  if (s.probe_multiplier < 1 || s.probe_multiplier > 1'000'000) {
-    return bad("probe_multiplier", s.probe_multiplier,
-               "must be in [1, 1000000]");
-  }
-  if (s.probe_limit < 1) {
-    return bad("probe_limit", s.probe_limit, "must be >= 1");
-  }
-  return absl::OkStatus();
-}
 
 class ConcurrencyLimiter;
 
@@ -318,21 +164,35 @@ class ConcurrencyLimiter final {
   std::optional<LimiterPermit> TryAcquire(RequestClass rc = {}) {
     const unsigned c = Index(rc.criticality);
     const uint64_t one = uint64_t{1} << (16 * c);
-    const int limit = admission_limit_.load(std::memory_order_relaxed);
+    // Before the CAS: a permit taken as a re-measurement begins must carry
+    // the epoch before it (it may have been taken at the loaded concurrency).
+    uint32_t epoch = epoch_.load(std::memory_order_acquire);
+    // Negative: a holding re-measurement, admissions held to -held.
+    const int held = admission_limit_.load(std::memory_order_relaxed);
+    const int limit = held < 0 ? -held : held;
+    // Reservations are shares of the algorithm's limit, also while held.
+    const int shared = held < 0 ? limit_.load(std::memory_order_relaxed) : limit;
     uint64_t w = word_.load(std::memory_order_relaxed);
     int total = 0;
     do {
       total = Total(w);
-      if (total >= limit && Lane(w, c) >= Reserved(c, limit)) {
+      if (total >= limit && Lane(w, c) >= Reserved(c, shared)) {
         shards_[detail::ThreadShardIndex()].rejected[c].Add(1);
+        // At most one store per re-measurement: a plain load otherwise.
+        if (!refused_.load(std::memory_order_relaxed)) {
+          refused_.store(true, std::memory_order_relaxed);
+        }
+        if (held < 0) NoteProbeRefusal();
         return std::nullopt;
       }
     } while (!word_.compare_exchange_weak(w, w + one,
                                           std::memory_order_relaxed,
                                           std::memory_order_relaxed));
+    // Let in by its reservation above probe_limit: served behind the load,
+    // so its report must not be the re-measurement (an odd epoch matches none).
+    if (held < 0 && total >= limit) epoch |= 1;
     shards_[detail::ThreadShardIndex()].acquired[c].Add(1);
-    return LimiterPermit(this, epoch_.load(std::memory_order_acquire),
-                         total + 1, static_cast<uint8_t>(c));
+    return LimiterPermit(this, epoch, total + 1, static_cast<uint8_t>(c));
   }
 
   // Acquire(rc)
@@ -342,13 +202,19 @@ class ConcurrencyLimiter final {
   absl::StatusOr<LimiterPermit> Acquire(RequestClass rc = {}) {
     std::optional<LimiterPermit> p = TryAcquire(rc);
     if (p.has_value()) return std::move(*p);
+    const int held = admission_limit_.load(std::memory_order_relaxed);
+    if (held < 0) {
+      return ShedError(name_, absl::StrCat(
+          "re-measuring the no-load latency: admissions held to ", -held,
+          " (", in_flight(), " in flight; limit ", limit(), ")"));
+    }
     return ShedError(name_, absl::StrCat("concurrency limit ", limit(),
                                          " reached (", in_flight(),
                                          " in flight)"));
   }
 
-  // The algorithm's limit (during a re-measurement admissions are held
-  // lower; see probe_limit). Thread-safe, a relaxed load.
+  // The algorithm's limit (during a holding re-measurement admissions are
+  // held lower; see probe_holds_admissions). Thread-safe, a relaxed load.
   int limit() const { return limit_.load(std::memory_order_relaxed); }
   // Permits out now, every class. Thread-safe, a relaxed load.
   int in_flight() const { return Total(word_.load(std::memory_order_relaxed)); }
@@ -363,7 +229,9 @@ class ConcurrencyLimiter final {
   // returns the fraction of TryAcquire/Acquire calls refused since its
   // previous call (since its creation for the first), 0 when none were
   // made. Each returned function keeps its own baseline; calls are
-  // thread-safe. REQUIRES: the limiter outlives it.
+  // thread-safe (each snapshot is taken under the baseline's lock, so
+  // overlapping callers split the calls between them and never count one
+  // twice). REQUIRES: the limiter outlives it.
   std::function<double()> RejectionRateSource() {
     struct Baseline {
       detail::Mutex mu;
@@ -372,14 +240,16 @@ class ConcurrencyLimiter final {
     };
     auto base = std::make_shared<Baseline>();
     {
-      const LimiterStats st = stats();
       detail::MutexLock lock(&base->mu);
+      const LimiterStats st = stats();
       base->asked = Asked(st);
       base->refused = Sum(st.rejected);
     }
     return [this, base]() -> double {
-      const LimiterStats st = stats();
       detail::MutexLock lock(&base->mu);
+      // Counters only grow, and the baseline was read under this lock
+      // before this snapshot: the differences can not wrap.
+      const LimiterStats st = stats();
       const uint64_t asked = Asked(st) - base->asked;
       const uint64_t refused = Sum(st.rejected) - base->refused;
       base->asked = Asked(st);
@@ -408,6 +278,7 @@ class ConcurrencyLimiter final {
     }
     detail::MutexLock lock(&mu_);
     st.no_load_latency = core_.no_load_latency();
+    st.re_measuring = core_.probing();
     return st;
   }
 
@@ -447,8 +318,10 @@ class ConcurrencyLimiter final {
     for (std::size_t c = 0; c < kNumCriticalities; ++c) {
       share_[c] = s.guaranteed_share[c];
     }
-    limit_.store(core_.published_limit(), std::memory_order_relaxed);
-    admission_limit_.store(core_.admission_limit(), std::memory_order_relaxed);
+    {
+      detail::MutexLock lock(&mu_);
+      Publish();
+    }
     // Last: the view must be complete before a telemetry may read it.
     if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
       telemetry_ = detail::AttachQuietly([&] { return t->AttachLimiter(view_); });
@@ -470,6 +343,8 @@ class ConcurrencyLimiter final {
     p.vegas_smoothing = s.vegas_smoothing;
     p.probe_multiplier = s.probe_multiplier;
     p.probe_limit = s.probe_limit;
+    p.hold_admissions = s.probe_holds_admissions;
+    p.window_samples = s.window_samples;
     p.seed = s.seed;
     return p;
   }
@@ -508,6 +383,13 @@ class ConcurrencyLimiter final {
     Shard& shard = shards_[detail::ThreadShardIndex()];
     switch (outcome) {
       case Outcome::kSuccess:
+        // Under the window's 1 us unit (zero, negative: a clock stepped
+        // back, a cache hit): not a measurement, and as the minimum it
+        // would collapse Vegas's limit. Counted as ignored.
+        if (latency < absl::Microseconds(1)) {
+          shard.ignored.Add(1);
+          return;
+        }
         shard.succeeded.Add(1);
         break;
       case Outcome::kDropped:
@@ -527,14 +409,39 @@ class ConcurrencyLimiter final {
 
   void CloseWindow() {
     detail::MutexLock lock(&mu_);
-    if (core_.Update(window_.Take())) {
+    detail::LimitWindow w = window_.Take();
+    w.saturated = refused_.load(std::memory_order_relaxed);
+    if (core_.Update(w)) {
       // Permits out now were taken at the loaded concurrency; what they
-      // reported since the exchange above is theirs too.
-      epoch_.fetch_add(1, std::memory_order_acq_rel);
+      // reported since the exchange above is theirs too. Epochs stay even
+      // (odd marks a permit no epoch accepts; see TryAcquire).
+      epoch_.fetch_add(2, std::memory_order_acq_rel);
       window_.Clear();
+      probe_refusals_.store(0, std::memory_order_relaxed);
+      refused_.store(false, std::memory_order_relaxed);
+      probe_budget_.store(core_.probe_refusal_budget(), std::memory_order_relaxed);
     }
+    Publish();
+  }
+
+  void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     limit_.store(core_.published_limit(), std::memory_order_relaxed);
-    admission_limit_.store(core_.admission_limit(), std::memory_order_relaxed);
+    const int admit = core_.admission_limit();
+    admission_limit_.store(core_.holding() ? -admit : admit,
+                           std::memory_order_relaxed);
+  }
+
+  // A holding re-measurement is abandoned after its budget of refusals,
+  // whether or not any sample arrived (permits out for minutes would
+  // otherwise hold it, and every admission, for as long).
+  void NoteProbeRefusal() {
+    const uint64_t n = probe_refusals_.fetch_add(1, std::memory_order_relaxed) + 1;
+    // One refusal takes the lock: the one that spends the budget.
+    if (n != probe_budget_.load(std::memory_order_relaxed)) return;
+    detail::MutexLock lock(&mu_);
+    if (!core_.holding()) return;
+    core_.EndProbe();
+    Publish();
   }
 
   const std::string name_;
@@ -546,7 +453,10 @@ class ConcurrencyLimiter final {
   alignas(detail::kCacheLine) std::atomic<uint64_t> word_{0};
   alignas(detail::kCacheLine) std::atomic<int> admission_limit_{1};
   std::atomic<int> limit_{1};
+  std::atomic<bool> refused_{false};  // since the last re-measurement began
   std::atomic<uint32_t> epoch_{0};
+  std::atomic<uint64_t> probe_refusals_{0};
+  std::atomic<uint64_t> probe_budget_{0};
   detail::SampleWindow window_;
 
   const std::size_t shard_count_;

@@ -141,6 +141,9 @@ struct LimiterStats {
   // The algorithm's no-load latency estimate; ZeroDuration() for kFixed or
   // before the first sample.
   absl::Duration no_load_latency = absl::ZeroDuration();
+  // A re-measurement of the no-load latency is running (with
+  // probe_holds_admissions, refusals now are the probe's, not overload's).
+  bool re_measuring = false;
 };
 
 class LimiterView {

@@ -25,10 +25,19 @@
 //     in-flight count rather than at the limit.
 //   * Both latency algorithms re-measure their no-load latency every
 //     probe_multiplier x limit samples, jittered by a factor in [0.5, 1)
-//     (Envoy #8337: synchronised re-measurements shed in bursts). While one
-//     runs, admissions are held to `probe_limit` (Envoy's min_concurrency,
-//     separate from the floor: Envoy #46532), and the limiter discards the
-//     samples of permits taken before it began (Envoy #11579).
+//     (Envoy #8337: synchronised re-measurements shed in bursts). By
+//     default a re-measurement holds nothing back (as Netflix's Vegas
+//     probe): the next full window of samples from permits taken after it
+//     began (Envoy #11579) becomes the no-load latency, provided nothing
+//     was refused meanwhile or it ran at no more than probe_limit in
+//     flight; a window at the limit measured the queue, not the server, and
+//     leaves the estimate as it was (that is what keeps a saturated plateau
+//     from creeping up, concurrency-limits #134). Opt-in
+//     (`hold_admissions`): Envoy's probe, admissions held to `probe_limit`
+//     (separate from the floor: Envoy #46532) until that window, or until
+//     10 x (1 + window_samples / probe_limit) x limit refusals without it
+//     (the probe is then abandoned, the estimate kept), so a
+//     re-measurement can not stall the limiter.
 //   * `max_healthy_latency` (failsafe-go #127): a window whose average is
 //     above it is treated as overload, so the limit keeps decreasing however
 //     long the incident lasts.
@@ -88,14 +97,20 @@ struct LimitParams {
   double vegas_smoothing = 1.0;
   double probe_multiplier = 30;
   int probe_limit = 3;
+  double window_samples = 10;
+  bool hold_admissions = false;
   uint64_t seed = 1;
 };
 
 // One closed window: `samples` reports, of which `drops` were drops; the
 // others' average latency in microseconds (plain doubles: this runs once
 // per window on the reporting path); the most permits in flight when any
-// of them was taken.
+// of them was taken. `full`: it has its window_samples (a window cut short
+// by a re-measurement beginning is not one). `saturated`: something was
+// refused since the re-measurement began (its samples queued at the limit).
 struct LimitWindow {
+  bool full = true;
+  bool saturated = false;
   uint32_t samples = 0;
   uint32_t drops = 0;
   double average_latency_us = 0;
@@ -128,11 +143,14 @@ class LimitCore {
     const bool used = 2.0 * w.max_in_flight >= limit_;
 
     if (probing_) {
-      // This window ran at no more than probe_limit: it *is* the no-load
-      // latency. The limit is left alone (it was measured at low load).
-      probing_ = false;
-      if (have_latency) long_rtt_ = no_load_ = rtt;
-      ScheduleProbe();
+      // The window of the re-measurement: a partial one (cut short as it
+      // began) does not end it.
+      if (!w.full) return false;
+      if (have_latency &&
+          (!w.saturated || w.max_in_flight <= p_.probe_limit)) {
+        long_rtt_ = no_load_ = rtt;
+      }
+      EndProbe();
       return false;
     }
 
@@ -169,12 +187,29 @@ class LimitCore {
   double limit() const { return limit_; }
   int published_limit() const { return static_cast<int>(limit_); }
   // What admissions are held to: the limit, or probe_limit while a
-  // re-measurement runs.
+  // re-measurement that holds admissions runs.
   int admission_limit() const {
-    return probing_ ? std::min(published_limit(), p_.probe_limit)
-                    : published_limit();
+    return holding() ? std::min(published_limit(), p_.probe_limit)
+                     : published_limit();
   }
   bool probing() const { return probing_; }
+  bool holding() const { return probing_ && p_.hold_admissions; }
+  // How many refusals a holding re-measurement may cost before it is
+  // abandoned. A probe that measures refuses about load x limit while in
+  // flight drains, then load x limit x window_samples / probe_limit while
+  // its window fills (load: the offered traffic over the capacity); this
+  // is that at ten times the capacity, so only a probe that can not
+  // measure (permits out for minutes) runs into it.
+  uint64_t probe_refusal_budget() const {
+    const double rounds = 1 + p_.window_samples / p_.probe_limit;
+    return static_cast<uint64_t>(
+        std::max(1.0, 10 * rounds * published_limit()));
+  }
+  // Ends a re-measurement without a measurement (the estimate is kept).
+  void EndProbe() {
+    probing_ = false;
+    ScheduleProbe();
+  }
   // The no-load latency estimate (Gradient2's long RTT, Vegas's rtt_noload);
   // zero before the first sample and for kFixed and kAimd.
   absl::Duration no_load_latency() const {

@@ -62,6 +62,7 @@ class SampleWindow {
     const uint64_t w = word_.exchange(0, std::memory_order_acq_rel);
     LimitWindow win;
     win.samples = static_cast<uint32_t>(w & kCountMask);
+    win.full = win.samples >= size_;
     win.drops = static_cast<uint32_t>((w >> kDropShift) & kCountMask);
     win.max_in_flight = max_in_flight_.exchange(0, std::memory_order_relaxed);
     const uint64_t timed = win.samples - win.drops;

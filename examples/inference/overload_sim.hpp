@@ -161,12 +161,13 @@ struct DisciplineSettings {
   // rate, so once admission has converged the queue never fills.
   std::size_t queue_capacity = 16 * kBatchSize;
   // AIMD, counting requests in flight (see the file comment). Gradient2
-  // and Vegas read any latency above the unloaded one as queueing; on a
-  // batching server latency rises by a whole batch as soon as a second
-  // batch's worth is in flight, so both sit at their floor under any load
-  // (measured: both pinned at min_limit for every floor tried). AIMD moves
-  // on what does mean overload here: drops (CoDel, deadline) and answers
-  // slower than the deadline.
+  // and Vegas read latency above the unloaded one as queueing, and a
+  // batching server's latency rises by a whole batch as soon as a second
+  // batch's worth is in flight. Measured (docs/overload/sim.md): Vegas sits
+  // at its floor; Gradient2 moves but takes minutes to settle after the GPU
+  // halves, and refuses critical requests at its limit. AIMD moves on what
+  // does mean overload here: drops (CoDel, deadline) and answers slower
+  // than the deadline.
   degrade::LimitAlgorithm algorithm = degrade::LimitAlgorithm::kAimd;
   // The floor: five batches, the most in flight that can all still be
   // answered within the deadline at the best batch time (5 x 180 ms =

@@ -9,6 +9,7 @@
 // setting named. Threads: admission_queue_concurrency_test.cpp.
 
 #include "degrade/admission_queue.hpp"
+#include "degrade/admission.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
@@ -728,6 +730,73 @@ TEST(AdmissionQueueTest, ReviewThrowingMoveDuringAPopLosesNoDroppedItem) {
               (*q)->size() == 2u)
       << "item 1 vanished: dropped=" << dropped.size()
       << " size=" << (*q)->size();
+}
+
+// REVIEW: the consequence of ReviewDelaySignalsReadHealthy... for the
+// issue's "full discipline" (DAGOR admission + CoDel queue). At a sustained
+// 2x overload, half CRITICAL and half SHEDDABLE, wired as admission.md and
+// queue.md say (Admitted() before Push, on_sojourn -> RecordQueuingDelay,
+// admission_threshold -> threshold()), the DAGOR threshold never tightens:
+// the served items' waits are capped by the 10 ms slough timeout (FIFO) or
+// are the newest items' (~1 ms, LIFO), always under its 20 ms target. So
+// the excess is dropped by CoDel by age, CRITICAL as much as SHEDDABLE,
+// instead of the sheddable half being shed at admission.
+TEST(AdmissionQueueTest, ReviewDagorAdmissionShedsSheddableFirstBehindACodelQueue) {
+  for (const bool lifo : {true, false}) {
+    SCOPED_TRACE(lifo ? "adaptive LIFO" : "FIFO");
+    FakeClock clock;
+    AdmissionOptions ao;
+    ao.adaptive = true;
+    ao.clock = &clock;
+    ao.metrics = NoTelemetry();
+    auto ac = AdmissionController::Create(ao);
+    ASSERT_TRUE(ac.ok()) << ac.status();
+    AdmissionController* controller = ac->get();
+    QueueSettings s = On(&clock, 1000);
+    s.adaptive_lifo = lifo;
+    s.admission_threshold = [controller] { return controller->threshold(); };
+    s.on_sojourn = [controller](absl::Duration d) {
+      controller->RecordQueuingDelay(d);
+    };
+    bool measuring = false;
+    uint64_t critical_offered = 0, critical_lost = 0;
+    auto q = Queue::Create(s, [&](int&& v, DropReason) {
+      if (measuring && v % 2 == 0) ++critical_lost;
+    });
+    ASSERT_TRUE(q.ok());
+    int next = 0;
+    detail::SplitMix64 rng(42);
+    for (int ms = 0; ms < 10000; ++ms) {
+      measuring = ms >= 8000;  // the last 2 s, after 8 s to converge
+      // Arrival order within the millisecond is random, so that neither
+      // LIFO nor FIFO favours a class by position.
+      const bool critical_first = rng.Next() % 2 == 0;
+      for (const Criticality c : {Criticality::kCritical, Criticality::kSheddable}) {
+        const bool critical = (c == Criticality::kCritical) == critical_first;
+        const RequestClass rc{
+            critical ? Criticality::kCritical : Criticality::kSheddable,
+            static_cast<uint8_t>(next % 128)};
+        int v = critical ? 2 * next : 2 * next + 1;  // even: CRITICAL
+        ++next;
+        if (measuring && critical) ++critical_offered;
+        if (!controller->Admitted(rc) ||
+            !(*q)->Push(std::move(v), absl::InfiniteFuture(), rc).ok()) {
+          if (measuring && critical) ++critical_lost;
+        }
+      }
+      clock.Advance(absl::Milliseconds(1));
+      std::vector<int> out;
+      (*q)->PopBatch(&out, 1);
+    }
+    ASSERT_GT(critical_offered, 0u);
+    EXPECT_LT(controller->threshold(), kAdmitAllRank)
+        << "DAGOR never tightened at 2x overload";
+    // The server has capacity for every CRITICAL request.
+    EXPECT_LT(static_cast<double>(critical_lost) /
+                  static_cast<double>(critical_offered),
+              0.10)
+        << critical_lost << " of " << critical_offered << " CRITICAL lost";
+  }
 }
 
 }  // namespace

@@ -799,5 +799,24 @@ TEST(AdmissionQueueTest, ReviewDagorAdmissionShedsSheddableFirstBehindACodelQueu
   }
 }
 
+// REVIEW (design gap; folly's Codel behaves the same): a consumer that
+// stalls (a GPU hiccup) resumes into a queue whose head has waited 2 s,
+// which proves a standing queue (the head has been queued, so the queue
+// non-empty, for 20 intervals), yet CoDel only judges by the minimum of the
+// pops of the last interval, and there were none: the queue serves the
+// 2 s old items first, FIFO, for another whole interval before sloughing.
+TEST(AdmissionQueueTest, ReviewAStalledConsumerResumesIntoAStandingQueue) {
+  Fixture f(Cfg(1000));
+  f.PushAll({-1});
+  ASSERT_THAT(f.Pop(1), ElementsAre(-1));
+  for (int i = 0; i < 100; ++i) f.PushAll({i});
+  f.clock.Advance(absl::Seconds(2));  // the consumer stalls
+  f.PushAll({1000});
+  const std::vector<int> first = f.Pop(8);
+  EXPECT_TRUE(f.queue->stats().overloaded);
+  EXPECT_THAT(first, ::testing::Not(::testing::Contains(0)))
+      << "served a 2 s old item first";
+}
+
 }  // namespace
 }  // namespace degrade

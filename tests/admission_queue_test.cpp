@@ -818,5 +818,35 @@ TEST(AdmissionQueueTest, ReviewAStalledConsumerResumesIntoAStandingQueue) {
       << "served a 2 s old item first";
 }
 
+// REVIEW: one slow batch locks the queue out for good. The service-time
+// estimate only changes when a served batch is recorded, and once it
+// exceeds the callers' deadline budget every push is refused (kDeadline),
+// so no batch is ever served again and the estimate never comes down
+// (admission_queue.hpp:393 + :558-572). A GPU server's first batch (CUDA
+// context creation, kernel JIT, a cold cache) routinely takes seconds, and
+// the first sample is taken as is: with the 1 s deadlines the queue
+// then refuses all traffic forever. Here: one 3 s warm-up batch, then 10 s
+// of ordinary traffic at 1 s deadlines on a server that takes 20 ms.
+TEST(AdmissionQueueTest, ReviewOneSlowBatchDoesNotRefuseAllTrafficForever) {
+  Fixture f;
+  f.queue->RecordServiceTime(absl::Seconds(3));  // the warm-up batch
+  std::size_t served = 0;
+  int next = 0;
+  for (int ms = 0; ms < 10000; ms += 20) {
+    for (int i = 0; i < 10; ++i) {
+      int v = next++;
+      (void)f.queue->Push(std::move(v), f.clock.Now() + absl::Seconds(1));
+    }
+    std::vector<int> batch;
+    if (f.queue->PopBatch(&batch, 32) > 0) {
+      served += batch.size();
+      f.queue->RecordServiceTime(absl::Milliseconds(20));
+    }
+    f.clock.Advance(absl::Milliseconds(20));
+  }
+  EXPECT_GT(served, 0u) << "10 s of traffic, nothing served; estimate "
+                        << f.queue->service_time_estimate();
+}
+
 }  // namespace
 }  // namespace degrade

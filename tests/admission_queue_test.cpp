@@ -9,7 +9,9 @@
 // setting named. Threads: admission_queue_concurrency_test.cpp.
 
 #include "degrade/admission_queue.hpp"
+#include "degrade/admission.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,6 +22,7 @@
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
@@ -595,6 +598,291 @@ TEST(AdmissionQueueTest, TelemetryScrapesTheViewUntilTheQueueDies) {
   }
   EXPECT_EQ(telemetry.attached, 1);
   EXPECT_EQ(telemetry.view, nullptr);
+}
+
+// ---- Review (i15-review-queue): failing tests for defects found -------------
+
+// Drives a standing queue: each 1 ms, two pushes and one single-item pop.
+void Overload(Fixture& f, int steps, int* next) {
+  for (int i = 0; i < steps; ++i) {
+    f.PushAll({(*next)++, (*next)++});
+    f.clock.Advance(absl::Milliseconds(1));
+    f.Pop(1);
+  }
+}
+
+// REVIEW: the queuing-delay signals collapse exactly when the queue is
+// overloaded. In adaptive LIFO the served items are the newest, so the mean
+// wait of served items (QueueDelaySource, and each on_sojourn sample that
+// drives DAGOR's RecordQueuingDelay) reads ~1 ms while CoDel itself says a
+// standing queue of ~10 ms has formed. detail/codel.hpp explains why CoDel
+// must not measure the served item in LIFO; the delay source and on_sojourn
+// do just that (admission_queue.hpp:490-493, 581-593), so a manager rule on
+// queue_delay_ms, or DAGOR's 20 ms target, reads "healthy" and loosens
+// admission while the queue drops by age instead of by criticality.
+TEST(AdmissionQueueTest, ReviewDelaySignalsReadHealthyWhileLifoServesAStandingQueue) {
+  QueueSettings s = Cfg(1000);
+  std::vector<absl::Duration> sojourns;
+  s.on_sojourn = [&sojourns](absl::Duration d) { sojourns.push_back(d); };
+  Fixture f(std::move(s));
+  const std::function<double()> delay = f.queue->QueueDelaySource();
+  int next = 0;
+  Overload(f, 300, &next);
+  ASSERT_TRUE(f.queue->stats().overloaded);
+  ASSERT_TRUE(f.queue->stats().lifo);
+  delay();  // restart the mean
+  sojourns.clear();
+  Overload(f, 100, &next);
+  ASSERT_TRUE(f.queue->stats().overloaded);
+  double mean_ms = 0;
+  for (absl::Duration d : sojourns) mean_ms += absl::ToDoubleMilliseconds(d);
+  mean_ms /= static_cast<double>(sojourns.size());
+  // An overloaded queue (its minimum wait above the 5 ms target for a whole
+  // interval) must not report a queuing delay below that target.
+  EXPECT_GE(delay(), 5.0) << "queue_delay_ms reads healthy while overloaded";
+  EXPECT_GE(mean_ms, 5.0) << "on_sojourn (DAGOR's input) reads healthy";
+}
+
+// REVIEW: a pop that serves exactly the items left (max_batch == what
+// remains) empties the queue without calling CodelState::Drained
+// (admission_queue.hpp:461 exits the loop before the empty check at 462), so
+// the queue stays "overloaded" and LIFO while empty, unlike the same pop with
+// a larger max_batch. The next, fresh items are then served newest first and
+// sloughed as if a standing queue existed.
+TEST(AdmissionQueueTest, ReviewPopThatEmptiesTheQueueAtExactlyMaxBatchClearsOverload) {
+  Fixture f(Cfg(100, true));
+  f.PushAll({1, 2, 3});
+  f.clock.Advance(absl::Milliseconds(6));
+  ASSERT_THAT(f.Pop(1), ElementsAre(1));
+  f.clock.Advance(absl::Milliseconds(99));
+  f.PushAll({4, 5, 6});
+  f.clock.Advance(absl::Milliseconds(5));
+  ASSERT_THAT(f.Pop(2), ElementsAre(6, 5));  // 2 and 3 sloughed
+  ASSERT_TRUE(f.queue->stats().overloaded);
+  ASSERT_THAT(f.Pop(1), ElementsAre(4));  // exactly the last item
+  ASSERT_EQ(f.queue->size(), 0u);
+  EXPECT_FALSE(f.queue->stats().overloaded) << "empty, yet still overloaded";
+  EXPECT_FALSE(f.queue->stats().lifo);
+  f.PushAll({7, 8});
+  EXPECT_THAT(f.Pop(2), ElementsAre(7, 8)) << "a drained queue is FIFO again";
+}
+
+// REVIEW: a clock set back (or one that visited InfiniteFuture) freezes
+// CoDel's interval: RollInterval (detail/codel.hpp:79) waits for now to reach
+// an interval_end_ computed from the later time, so no interval ends until
+// the queue happens to drain. Under sustained overload it never drains, and
+// CoDel (sloughing and LIFO) stays off for the whole step (an hour here;
+// forever after InfiniteFuture). admission.hpp:389 restarts its window on a
+// clock set backwards; the queue does not.
+TEST(AdmissionQueueTest, ReviewClockSetBackDoesNotFreezeCodel) {
+  for (const int mode : {0, 1, 2}) {
+    SCOPED_TRACE(mode == 0 ? "clock steady" : mode == 1 ? "set back 1 h"
+                                                        : "visited InfiniteFuture");
+    Fixture f(Cfg(1000));
+    const absl::Time t0 = f.clock.Now();
+    f.PushAll({-1});
+    ASSERT_THAT(f.Pop(1), ElementsAre(-1));  // starts CoDel's interval
+    if (mode == 1) f.clock.Set(t0 - absl::Hours(1));
+    if (mode == 2) {
+      f.clock.Set(absl::InfiniteFuture());
+      f.PushAll({-2});
+      ASSERT_THAT(f.Pop(1), ElementsAre(-2));
+      f.clock.Set(t0 + absl::Seconds(1));
+    }
+    int next = 0;
+    Overload(f, 500, &next);  // half a second of 2x overload
+    EXPECT_TRUE(f.queue->stats().overloaded);
+    EXPECT_GT(Drops(f.queue->stats(), DropReason::kCodel), 0u);
+  }
+}
+
+// REVIEW: CodelState::Slough computes 2 * target_ in int64
+// (detail/codel.hpp:74): a target above ~146 years (accepted by
+// ValidateQueueSettings, which only requires target < interval < infinity)
+// overflows, which is UB (UBSan: signed-integer-overflow) and in practice
+// wraps negative, so every item, however fresh, is sloughed once overloaded.
+TEST(AdmissionQueueTest, ReviewHugeCodelTargetDoesNotOverflowTheSloughTimeout) {
+  constexpr int64_t kYear = 365 * 24;
+  QueueSettings s = Cfg(8, false, false);
+  s.codel_target = absl::Hours(150 * kYear);
+  s.codel_interval = absl::Hours(151 * kYear);
+  ASSERT_TRUE(ValidateQueueSettings(s).ok());
+  Fixture f(std::move(s));
+  f.clock.Set(absl::FromUnixSeconds(-8'500'000'000));  // about 1700
+  f.PushAll({1, 2, 3});
+  f.clock.Advance(absl::Hours(160 * kYear));
+  f.PushAll({4});
+  ASSERT_THAT(f.Pop(1), ElementsAre(1));  // starts the interval, min 160 y
+  f.clock.Advance(absl::Hours(151 * kYear));
+  // Overloaded now. 2 and 3 waited 311 y > 300 y: sloughed. 4 waited 151 y,
+  // under the 300 y slough timeout: served.
+  EXPECT_THAT(f.Pop(1), ElementsAre(4));
+  EXPECT_EQ(f.dropped.size(), 2u);
+}
+
+// An item whose move constructor throws when it holds 99 and Bomb::armed.
+struct Bomb {
+  explicit Bomb(int value) : v(value) {}
+  Bomb(Bomb&& o) : v(o.v) {  // NOLINT: deliberately not noexcept
+    if (armed && o.v == 99) throw std::runtime_error("move of 99");
+  }
+  Bomb& operator=(Bomb&&) = delete;
+  int v;
+  static inline bool armed = false;
+};
+
+// REVIEW: a throw while a pop holds pending drops loses them. PopBatch
+// collects drops in a stack DropChunk (admission_queue.hpp:518) that is only
+// delivered after the lock hold; when T's move constructor (or the
+// out->push_back reallocation, bad_alloc) throws at :471/:492, the exception
+// unwinds past Deliver and the already-dropped items are destroyed without
+// on_drop: counted as kDeadline drops in stats, never answered. The class
+// promises "every item pushed successfully ends exactly once" and only
+// requires T to be move-constructible (folly's MPMCQueue instead
+// static_asserts a nothrow move).
+TEST(AdmissionQueueTest, ReviewThrowingMoveDuringAPopLosesNoDroppedItem) {
+  FakeClock clock;
+  std::vector<int> dropped;
+  auto q = AdmissionQueue<Bomb>::Create(
+      On(&clock, 8), [&dropped](Bomb&& b, DropReason) { dropped.push_back(b.v); });
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->Push(Bomb(1), clock.Now() + absl::Milliseconds(10)).ok());
+  ASSERT_TRUE((*q)->Push(Bomb(99)).ok());
+  clock.Advance(absl::Milliseconds(20));  // 1 can no longer make its deadline
+  Bomb::armed = true;
+  std::vector<Bomb> out;
+  out.reserve(8);
+  bool threw = false;
+  try {
+    (*q)->PopBatch(&out, 8);
+  } catch (const std::runtime_error&) {
+    threw = true;
+  }
+  Bomb::armed = false;
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(Drops((*q)->stats(), DropReason::kDeadline), 1u);
+  // The deadline drop of 1 was counted; it must also have been delivered
+  // (or 1 still be queued).
+  EXPECT_TRUE(std::find(dropped.begin(), dropped.end(), 1) != dropped.end() ||
+              (*q)->size() == 2u)
+      << "item 1 vanished: dropped=" << dropped.size()
+      << " size=" << (*q)->size();
+}
+
+// REVIEW: the consequence of ReviewDelaySignalsReadHealthy... for the
+// issue's "full discipline" (DAGOR admission + CoDel queue). At a sustained
+// 2x overload, half CRITICAL and half SHEDDABLE, wired as admission.md and
+// queue.md say (Admitted() before Push, on_sojourn -> RecordQueuingDelay,
+// admission_threshold -> threshold()), the DAGOR threshold never tightens:
+// the served items' waits are capped by the 10 ms slough timeout (FIFO) or
+// are the newest items' (~1 ms, LIFO), always under its 20 ms target. So
+// the excess is dropped by CoDel by age, CRITICAL as much as SHEDDABLE,
+// instead of the sheddable half being shed at admission.
+TEST(AdmissionQueueTest, ReviewDagorAdmissionShedsSheddableFirstBehindACodelQueue) {
+  for (const bool lifo : {true, false}) {
+    SCOPED_TRACE(lifo ? "adaptive LIFO" : "FIFO");
+    FakeClock clock;
+    AdmissionOptions ao;
+    ao.adaptive = true;
+    ao.clock = &clock;
+    ao.metrics = NoTelemetry();
+    auto ac = AdmissionController::Create(ao);
+    ASSERT_TRUE(ac.ok()) << ac.status();
+    AdmissionController* controller = ac->get();
+    QueueSettings s = On(&clock, 1000);
+    s.adaptive_lifo = lifo;
+    s.admission_threshold = [controller] { return controller->threshold(); };
+    s.on_sojourn = [controller](absl::Duration d) {
+      controller->RecordQueuingDelay(d);
+    };
+    bool measuring = false;
+    uint64_t critical_offered = 0, critical_lost = 0;
+    auto q = Queue::Create(s, [&](int&& v, DropReason) {
+      if (measuring && v % 2 == 0) ++critical_lost;
+    });
+    ASSERT_TRUE(q.ok());
+    int next = 0;
+    detail::SplitMix64 rng(42);
+    for (int ms = 0; ms < 10000; ++ms) {
+      measuring = ms >= 8000;  // the last 2 s, after 8 s to converge
+      // Arrival order within the millisecond is random, so that neither
+      // LIFO nor FIFO favours a class by position.
+      const bool critical_first = rng.Next() % 2 == 0;
+      for (const Criticality c : {Criticality::kCritical, Criticality::kSheddable}) {
+        const bool critical = (c == Criticality::kCritical) == critical_first;
+        const RequestClass rc{
+            critical ? Criticality::kCritical : Criticality::kSheddable,
+            static_cast<uint8_t>(next % 128)};
+        int v = critical ? 2 * next : 2 * next + 1;  // even: CRITICAL
+        ++next;
+        if (measuring && critical) ++critical_offered;
+        if (!controller->Admitted(rc) ||
+            !(*q)->Push(std::move(v), absl::InfiniteFuture(), rc).ok()) {
+          if (measuring && critical) ++critical_lost;
+        }
+      }
+      clock.Advance(absl::Milliseconds(1));
+      std::vector<int> out;
+      (*q)->PopBatch(&out, 1);
+    }
+    ASSERT_GT(critical_offered, 0u);
+    EXPECT_LT(controller->threshold(), kAdmitAllRank)
+        << "DAGOR never tightened at 2x overload";
+    // The server has capacity for every CRITICAL request.
+    EXPECT_LT(static_cast<double>(critical_lost) /
+                  static_cast<double>(critical_offered),
+              0.10)
+        << critical_lost << " of " << critical_offered << " CRITICAL lost";
+  }
+}
+
+// REVIEW (design gap; folly's Codel behaves the same): a consumer that
+// stalls (a GPU hiccup) resumes into a queue whose head has waited 2 s,
+// which proves a standing queue (the head has been queued, so the queue
+// non-empty, for 20 intervals), yet CoDel only judges by the minimum of the
+// pops of the last interval, and there were none: the queue serves the
+// 2 s old items first, FIFO, for another whole interval before sloughing.
+TEST(AdmissionQueueTest, ReviewAStalledConsumerResumesIntoAStandingQueue) {
+  Fixture f(Cfg(1000));
+  f.PushAll({-1});
+  ASSERT_THAT(f.Pop(1), ElementsAre(-1));
+  for (int i = 0; i < 100; ++i) f.PushAll({i});
+  f.clock.Advance(absl::Seconds(2));  // the consumer stalls
+  f.PushAll({1000});
+  const std::vector<int> first = f.Pop(8);
+  EXPECT_TRUE(f.queue->stats().overloaded);
+  EXPECT_THAT(first, ::testing::Not(::testing::Contains(0)))
+      << "served a 2 s old item first";
+}
+
+// REVIEW: one slow batch locks the queue out for good. The service-time
+// estimate only changes when a served batch is recorded, and once it
+// exceeds the callers' deadline budget every push is refused (kDeadline),
+// so no batch is ever served again and the estimate never comes down
+// (admission_queue.hpp:393 + :558-572). A GPU server's first batch (CUDA
+// context creation, kernel JIT, a cold cache) routinely takes seconds, and
+// the first sample is taken as is: with the 1 s deadlines the queue
+// then refuses all traffic forever. Here: one 3 s warm-up batch, then 10 s
+// of ordinary traffic at 1 s deadlines on a server that takes 20 ms.
+TEST(AdmissionQueueTest, ReviewOneSlowBatchDoesNotRefuseAllTrafficForever) {
+  Fixture f;
+  f.queue->RecordServiceTime(absl::Seconds(3));  // the warm-up batch
+  std::size_t served = 0;
+  int next = 0;
+  for (int ms = 0; ms < 10000; ms += 20) {
+    for (int i = 0; i < 10; ++i) {
+      int v = next++;
+      (void)f.queue->Push(std::move(v), f.clock.Now() + absl::Seconds(1));
+    }
+    std::vector<int> batch;
+    if (f.queue->PopBatch(&batch, 32) > 0) {
+      served += batch.size();
+      f.queue->RecordServiceTime(absl::Milliseconds(20));
+    }
+    f.clock.Advance(absl::Milliseconds(20));
+  }
+  EXPECT_GT(served, 0u) << "10 s of traffic, nothing served; estimate "
+                        << f.queue->service_time_estimate();
 }
 
 }  // namespace

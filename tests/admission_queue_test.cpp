@@ -385,7 +385,8 @@ TEST(AdmissionQueueTest, MoreImportantPushEvictsTheOldestOfTheLeastImportant) {
   const QueueStats s = f.queue->stats();
   EXPECT_EQ(Drops(s, DropReason::kShed), 3u);
   EXPECT_EQ(Drops(s, DropReason::kCapacity), 2u);
-  EXPECT_THAT(f.Pop(10), ElementsAre(4, 5, 7, 8));
+  // The most important criticality first, each oldest first.
+  EXPECT_THAT(f.Pop(10), ElementsAre(5, 4, 7, 8));
 }
 
 // ---- Admission hooks --------------------------------------------------------
@@ -407,7 +408,7 @@ TEST(AdmissionQueueTest, AdmissionThresholdRefusesAtPushAndDropsAtPop) {
   EXPECT_TRUE(IsShed(refused));
   EXPECT_THAT(refused.message(), HasSubstr("SHEDDABLE_PLUS:0"));
   f.clock.Advance(absl::Milliseconds(3));
-  EXPECT_THAT(f.Pop(10), ElementsAre(1, 3));
+  EXPECT_THAT(f.Pop(10), ElementsAre(3, 1));  // CRITICAL_PLUS first
   ASSERT_EQ(f.dropped.size(), 1u);
   EXPECT_EQ(f.dropped[0], std::make_pair(2, DropReason::kShed));
   EXPECT_EQ(Drops(f.queue->stats(), DropReason::kShed), 2u);
@@ -519,7 +520,7 @@ TEST(AdmissionQueueTest, OnDropMayPushAndPopTheSameQueue) {
 
 // ---- Signals and telemetry --------------------------------------------------
 
-TEST(AdmissionQueueTest, DelaySourceIsTheMeanWaitOrTheOldestItemsAge) {
+TEST(AdmissionQueueTest, DelaySourceIsTheHeadsAgeAtPopsOrTheOldestItemsAge) {
   Fixture f;
   const std::function<double()> delay = f.queue->QueueDelaySource();
   EXPECT_NEAR(delay(), 0.0, 1e-12);  // idle and empty
@@ -527,8 +528,10 @@ TEST(AdmissionQueueTest, DelaySourceIsTheMeanWaitOrTheOldestItemsAge) {
   f.clock.Advance(absl::Milliseconds(2));
   f.PushAll({2});
   f.clock.Advance(absl::Milliseconds(2));
-  EXPECT_THAT(f.Pop(2), ElementsAre(1, 2));  // waited 4 and 2 ms
-  EXPECT_NEAR(delay(), 3.0, 1e-9);
+  EXPECT_THAT(f.Pop(1), ElementsAre(1));  // the head waited 4 ms
+  f.clock.Advance(absl::Milliseconds(1));
+  EXPECT_THAT(f.Pop(1), ElementsAre(2));  // the head waited 3 ms
+  EXPECT_NEAR(delay(), 3.5, 1e-9);  // the mean of the heads' ages
   f.PushAll({3});
   f.clock.Advance(absl::Milliseconds(7));
   // Nothing served since the last poll: a stalled consumer reads as the
@@ -539,7 +542,10 @@ TEST(AdmissionQueueTest, DelaySourceIsTheMeanWaitOrTheOldestItemsAge) {
 }
 
 TEST(AdmissionQueueTest, SojournHistogramBucketsEveryServedItem) {
-  Fixture f(Cfg(8, false, false));
+  QueueSettings cfg = Cfg(8, false, false);
+  cfg.codel_target = absl::Seconds(5);  // so that a 7 s wait is no stall
+  cfg.codel_interval = absl::Seconds(10);
+  Fixture f(std::move(cfg));
   f.PushAll({1});
   f.clock.Advance(absl::Microseconds(500));
   EXPECT_THAT(f.Pop(1), ElementsAre(1));  // 0.5 ms: bucket le=1
@@ -600,7 +606,7 @@ TEST(AdmissionQueueTest, TelemetryScrapesTheViewUntilTheQueueDies) {
   EXPECT_EQ(telemetry.view, nullptr);
 }
 
-// ---- Review (i15-review-queue): failing tests for defects found -------------
+// ---- Regressions found in review ------------------------------------------
 
 // Drives a standing queue: each 1 ms, two pushes and one single-item pop.
 void Overload(Fixture& f, int steps, int* next) {
@@ -611,16 +617,9 @@ void Overload(Fixture& f, int steps, int* next) {
   }
 }
 
-// REVIEW: the queuing-delay signals collapse exactly when the queue is
-// overloaded. In adaptive LIFO the served items are the newest, so the mean
-// wait of served items (QueueDelaySource, and each on_sojourn sample that
-// drives DAGOR's RecordQueuingDelay) reads ~1 ms while CoDel itself says a
-// standing queue of ~10 ms has formed. detail/codel.hpp explains why CoDel
-// must not measure the served item in LIFO; the delay source and on_sojourn
-// do just that (admission_queue.hpp:490-493, 581-593), so a manager rule on
-// queue_delay_ms, or DAGOR's 20 ms target, reads "healthy" and loosens
-// admission while the queue drops by age instead of by criticality.
-TEST(AdmissionQueueTest, ReviewDelaySignalsReadHealthyWhileLifoServesAStandingQueue) {
+// In adaptive LIFO both delay signals report the standing queue, not the
+// newest items' waits.
+TEST(AdmissionQueueTest, DelaySignalsReportTheStandingQueueUnderLifo) {
   QueueSettings s = Cfg(1000);
   std::vector<absl::Duration> sojourns;
   s.on_sojourn = [&sojourns](absl::Duration d) { sojourns.push_back(d); };
@@ -643,13 +642,8 @@ TEST(AdmissionQueueTest, ReviewDelaySignalsReadHealthyWhileLifoServesAStandingQu
   EXPECT_GE(mean_ms, 5.0) << "on_sojourn (DAGOR's input) reads healthy";
 }
 
-// REVIEW: a pop that serves exactly the items left (max_batch == what
-// remains) empties the queue without calling CodelState::Drained
-// (admission_queue.hpp:461 exits the loop before the empty check at 462), so
-// the queue stays "overloaded" and LIFO while empty, unlike the same pop with
-// a larger max_batch. The next, fresh items are then served newest first and
-// sloughed as if a standing queue existed.
-TEST(AdmissionQueueTest, ReviewPopThatEmptiesTheQueueAtExactlyMaxBatchClearsOverload) {
+// A pop taking exactly the last items leaves the queue calm and FIFO.
+TEST(AdmissionQueueTest, PopThatEmptiesTheQueueAtExactlyMaxBatchClearsOverload) {
   Fixture f(Cfg(100, true));
   f.PushAll({1, 2, 3});
   f.clock.Advance(absl::Milliseconds(6));
@@ -667,14 +661,9 @@ TEST(AdmissionQueueTest, ReviewPopThatEmptiesTheQueueAtExactlyMaxBatchClearsOver
   EXPECT_THAT(f.Pop(2), ElementsAre(7, 8)) << "a drained queue is FIFO again";
 }
 
-// REVIEW: a clock set back (or one that visited InfiniteFuture) freezes
-// CoDel's interval: RollInterval (detail/codel.hpp:79) waits for now to reach
-// an interval_end_ computed from the later time, so no interval ends until
-// the queue happens to drain. Under sustained overload it never drains, and
-// CoDel (sloughing and LIFO) stays off for the whole step (an hour here;
-// forever after InfiniteFuture). admission.hpp:389 restarts its window on a
-// clock set backwards; the queue does not.
-TEST(AdmissionQueueTest, ReviewClockSetBackDoesNotFreezeCodel) {
+// A clock set back, or one that visited InfiniteFuture, restarts CoDel's
+// interval.
+TEST(AdmissionQueueTest, ClockSetBackDoesNotFreezeCodel) {
   for (const int mode : {0, 1, 2}) {
     SCOPED_TRACE(mode == 0 ? "clock steady" : mode == 1 ? "set back 1 h"
                                                         : "visited InfiniteFuture");
@@ -696,12 +685,8 @@ TEST(AdmissionQueueTest, ReviewClockSetBackDoesNotFreezeCodel) {
   }
 }
 
-// REVIEW: CodelState::Slough computes 2 * target_ in int64
-// (detail/codel.hpp:74): a target above ~146 years (accepted by
-// ValidateQueueSettings, which only requires target < interval < infinity)
-// overflows, which is UB (UBSan: signed-integer-overflow) and in practice
-// wraps negative, so every item, however fresh, is sloughed once overloaded.
-TEST(AdmissionQueueTest, ReviewHugeCodelTargetDoesNotOverflowTheSloughTimeout) {
+// A target of centuries saturates the slough timeout instead of overflowing.
+TEST(AdmissionQueueTest, HugeCodelTargetDoesNotOverflowTheSloughTimeout) {
   constexpr int64_t kYear = 365 * 24;
   QueueSettings s = Cfg(8, false, false);
   s.codel_target = absl::Hours(150 * kYear);
@@ -720,65 +705,9 @@ TEST(AdmissionQueueTest, ReviewHugeCodelTargetDoesNotOverflowTheSloughTimeout) {
   EXPECT_EQ(f.dropped.size(), 2u);
 }
 
-// An item whose move constructor throws when it holds 99 and Bomb::armed.
-struct Bomb {
-  explicit Bomb(int value) : v(value) {}
-  Bomb(Bomb&& o) : v(o.v) {  // NOLINT: deliberately not noexcept
-    if (armed && o.v == 99) throw std::runtime_error("move of 99");
-  }
-  Bomb& operator=(Bomb&&) = delete;
-  int v;
-  static inline bool armed = false;
-};
-
-// REVIEW: a throw while a pop holds pending drops loses them. PopBatch
-// collects drops in a stack DropChunk (admission_queue.hpp:518) that is only
-// delivered after the lock hold; when T's move constructor (or the
-// out->push_back reallocation, bad_alloc) throws at :471/:492, the exception
-// unwinds past Deliver and the already-dropped items are destroyed without
-// on_drop: counted as kDeadline drops in stats, never answered. The class
-// promises "every item pushed successfully ends exactly once" and only
-// requires T to be move-constructible (folly's MPMCQueue instead
-// static_asserts a nothrow move).
-TEST(AdmissionQueueTest, ReviewThrowingMoveDuringAPopLosesNoDroppedItem) {
-  FakeClock clock;
-  std::vector<int> dropped;
-  auto q = AdmissionQueue<Bomb>::Create(
-      On(&clock, 8), [&dropped](Bomb&& b, DropReason) { dropped.push_back(b.v); });
-  ASSERT_TRUE(q.ok());
-  ASSERT_TRUE((*q)->Push(Bomb(1), clock.Now() + absl::Milliseconds(10)).ok());
-  ASSERT_TRUE((*q)->Push(Bomb(99)).ok());
-  clock.Advance(absl::Milliseconds(20));  // 1 can no longer make its deadline
-  Bomb::armed = true;
-  std::vector<Bomb> out;
-  out.reserve(8);
-  bool threw = false;
-  try {
-    (*q)->PopBatch(&out, 8);
-  } catch (const std::runtime_error&) {
-    threw = true;
-  }
-  Bomb::armed = false;
-  EXPECT_TRUE(threw);
-  EXPECT_EQ(Drops((*q)->stats(), DropReason::kDeadline), 1u);
-  // The deadline drop of 1 was counted; it must also have been delivered
-  // (or 1 still be queued).
-  EXPECT_TRUE(std::find(dropped.begin(), dropped.end(), 1) != dropped.end() ||
-              (*q)->size() == 2u)
-      << "item 1 vanished: dropped=" << dropped.size()
-      << " size=" << (*q)->size();
-}
-
-// REVIEW: the consequence of ReviewDelaySignalsReadHealthy... for the
-// issue's "full discipline" (DAGOR admission + CoDel queue). At a sustained
-// 2x overload, half CRITICAL and half SHEDDABLE, wired as admission.md and
-// queue.md say (Admitted() before Push, on_sojourn -> RecordQueuingDelay,
-// admission_threshold -> threshold()), the DAGOR threshold never tightens:
-// the served items' waits are capped by the 10 ms slough timeout (FIFO) or
-// are the newest items' (~1 ms, LIFO), always under its 20 ms target. So
-// the excess is dropped by CoDel by age, CRITICAL as much as SHEDDABLE,
-// instead of the sheddable half being shed at admission.
-TEST(AdmissionQueueTest, ReviewDagorAdmissionShedsSheddableFirstBehindACodelQueue) {
+// At 2x overload, half CRITICAL, DAGOR behind the queue sheds SHEDDABLE and
+// CRITICAL loses < 10%.
+TEST(AdmissionQueueTest, DagorAdmissionShedsSheddableFirstBehindACodelQueue) {
   for (const bool lifo : {true, false}) {
     SCOPED_TRACE(lifo ? "adaptive LIFO" : "FIFO");
     FakeClock clock;
@@ -836,35 +765,26 @@ TEST(AdmissionQueueTest, ReviewDagorAdmissionShedsSheddableFirstBehindACodelQueu
   }
 }
 
-// REVIEW (design gap; folly's Codel behaves the same): a consumer that
-// stalls (a GPU hiccup) resumes into a queue whose head has waited 2 s,
-// which proves a standing queue (the head has been queued, so the queue
-// non-empty, for 20 intervals), yet CoDel only judges by the minimum of the
-// pops of the last interval, and there were none: the queue serves the
-// 2 s old items first, FIFO, for another whole interval before sloughing.
-TEST(AdmissionQueueTest, ReviewAStalledConsumerResumesIntoAStandingQueue) {
+// A head older than target + interval is a standing queue at once: no stale
+// item served first.
+TEST(AdmissionQueueTest, AStalledConsumerResumesIntoAStandingQueue) {
   Fixture f(Cfg(1000));
   f.PushAll({-1});
   ASSERT_THAT(f.Pop(1), ElementsAre(-1));
   for (int i = 0; i < 100; ++i) f.PushAll({i});
   f.clock.Advance(absl::Seconds(2));  // the consumer stalls
-  f.PushAll({1000});
+  // Fresh arrivals, more than one pop takes (a pop that empties the queue
+  // clears the overload by design).
+  for (int i = 1000; i < 1010; ++i) f.PushAll({i});
   const std::vector<int> first = f.Pop(8);
   EXPECT_TRUE(f.queue->stats().overloaded);
   EXPECT_THAT(first, ::testing::Not(::testing::Contains(0)))
       << "served a 2 s old item first";
 }
 
-// REVIEW: one slow batch locks the queue out for good. The service-time
-// estimate only changes when a served batch is recorded, and once it
-// exceeds the callers' deadline budget every push is refused (kDeadline),
-// so no batch is ever served again and the estimate never comes down
-// (admission_queue.hpp:393 + :558-572). A GPU server's first batch (CUDA
-// context creation, kernel JIT, a cold cache) routinely takes seconds, and
-// the first sample is taken as is: with the 1 s deadlines the queue
-// then refuses all traffic forever. Here: one 3 s warm-up batch, then 10 s
-// of ordinary traffic at 1 s deadlines on a server that takes 20 ms.
-TEST(AdmissionQueueTest, ReviewOneSlowBatchDoesNotRefuseAllTrafficForever) {
+// One slow (warm-up) batch does not make the queue refuse 1 s deadlines
+// forever.
+TEST(AdmissionQueueTest, OneSlowBatchDoesNotRefuseAllTrafficForever) {
   Fixture f;
   f.queue->RecordServiceTime(absl::Seconds(3));  // the warm-up batch
   std::size_t served = 0;
@@ -883,6 +803,68 @@ TEST(AdmissionQueueTest, ReviewOneSlowBatchDoesNotRefuseAllTrafficForever) {
   }
   EXPECT_GT(served, 0u) << "10 s of traffic, nothing served; estimate "
                         << f.queue->service_time_estimate();
+}
+
+// After a probe the fresh sample replaces the stale estimate: ordinary
+// deadlines are met again within two warm-up batch times.
+TEST(AdmissionQueueTest, AProbeReplacesAStaleServiceEstimate) {
+  Fixture f;
+  f.queue->RecordServiceTime(absl::Seconds(3));
+  int a = 1, b = 2;
+  EXPECT_TRUE(IsShed(f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1))));
+  f.clock.Advance(absl::Seconds(6));  // nothing handed out for 2 x 3 s
+  ASSERT_TRUE(f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1)).ok());
+  EXPECT_TRUE(IsShed(f.queue->Push(std::move(b), f.clock.Now() + absl::Seconds(1))))
+      << "one probe at a time";
+  EXPECT_THAT(f.Pop(8), ElementsAre(1));
+  f.queue->RecordServiceTime(absl::Milliseconds(20));
+  EXPECT_EQ(f.queue->service_time_estimate(), absl::Milliseconds(20));
+  ASSERT_TRUE(f.queue->Push(std::move(b), f.clock.Now() + absl::Seconds(1)).ok());
+  int c = 3;  // a deadline inside the estimate is refused again
+  EXPECT_TRUE(IsShed(f.queue->Push(std::move(c), f.clock.Now() + absl::Milliseconds(10))));
+}
+
+// Close() refuses pushes with UNAVAILABLE, wakes waiters, leaves the queued
+// items to be served; the destructor hands what is left to on_drop (kShed).
+TEST(AdmissionQueueTest, CloseRefusesPushesAndTheDestructorDropsTheRest) {
+  auto f = std::make_unique<Fixture>();
+  f->PushAll({1, 2});
+  f->queue->Close();
+  EXPECT_TRUE(f->queue->closed());
+  int v = 3;
+  const absl::Status refused = f->queue->Push(std::move(v));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_FALSE(IsShed(refused));
+  EXPECT_EQ(v, 3);
+  std::vector<int> out;
+  EXPECT_EQ(f->queue->WaitPopBatch(&out, 1, absl::InfiniteDuration()), 1u);
+  EXPECT_THAT(out, ElementsAre(1));
+  out.clear();
+  EXPECT_EQ(f->queue->WaitPopBatch(&out, 1, absl::InfiniteDuration()), 1u);
+  EXPECT_EQ(f->queue->WaitPopBatch(&out, 1, absl::InfiniteDuration()), 0u)
+      << "closed and empty: returns at once";
+  std::vector<std::pair<int, DropReason>> dropped;
+  {
+    Fixture g;
+    g.PushAll({7, 8});
+    g.queue.reset();
+    dropped = g.dropped;
+  }
+  EXPECT_THAT(dropped, ElementsAre(std::make_pair(7, DropReason::kShed),
+                                   std::make_pair(8, DropReason::kShed)));
+}
+
+// A full queue first discards an item already past its deadline.
+TEST(AdmissionQueueTest, AFullQueueDropsAnExpiredItemBeforeRefusing) {
+  Fixture f(Cfg(2));
+  int a = 1, b = 2, c = 3;
+  ASSERT_TRUE(f.queue->Push(std::move(a)).ok());
+  ASSERT_TRUE(f.queue->Push(std::move(b), f.clock.Now() + absl::Milliseconds(5)).ok());
+  f.clock.Advance(absl::Milliseconds(6));
+  ASSERT_TRUE(f.queue->Push(std::move(c)).ok());
+  EXPECT_THAT(f.dropped, ElementsAre(std::make_pair(2, DropReason::kDeadline)));
+  EXPECT_EQ(Drops(f.queue->stats(), DropReason::kCapacity), 0u);
+  EXPECT_THAT(f.Pop(4), ElementsAre(1, 3));
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 // setting named. Threads: admission_queue_concurrency_test.cpp.
 
 #include "degrade/admission_queue.hpp"
+#include "degrade/admission.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,6 +22,7 @@
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
@@ -382,7 +385,8 @@ TEST(AdmissionQueueTest, MoreImportantPushEvictsTheOldestOfTheLeastImportant) {
   const QueueStats s = f.queue->stats();
   EXPECT_EQ(Drops(s, DropReason::kShed), 3u);
   EXPECT_EQ(Drops(s, DropReason::kCapacity), 2u);
-  EXPECT_THAT(f.Pop(10), ElementsAre(4, 5, 7, 8));
+  // The most important criticality first, each oldest first.
+  EXPECT_THAT(f.Pop(10), ElementsAre(5, 4, 7, 8));
 }
 
 // ---- Admission hooks --------------------------------------------------------
@@ -404,7 +408,7 @@ TEST(AdmissionQueueTest, AdmissionThresholdRefusesAtPushAndDropsAtPop) {
   EXPECT_TRUE(IsShed(refused));
   EXPECT_THAT(refused.message(), HasSubstr("SHEDDABLE_PLUS:0"));
   f.clock.Advance(absl::Milliseconds(3));
-  EXPECT_THAT(f.Pop(10), ElementsAre(1, 3));
+  EXPECT_THAT(f.Pop(10), ElementsAre(3, 1));  // CRITICAL_PLUS first
   ASSERT_EQ(f.dropped.size(), 1u);
   EXPECT_EQ(f.dropped[0], std::make_pair(2, DropReason::kShed));
   EXPECT_EQ(Drops(f.queue->stats(), DropReason::kShed), 2u);
@@ -516,7 +520,7 @@ TEST(AdmissionQueueTest, OnDropMayPushAndPopTheSameQueue) {
 
 // ---- Signals and telemetry --------------------------------------------------
 
-TEST(AdmissionQueueTest, DelaySourceIsTheMeanWaitOrTheOldestItemsAge) {
+TEST(AdmissionQueueTest, DelaySourceIsTheHeadsAgeAtPopsOrTheOldestItemsAge) {
   Fixture f;
   const std::function<double()> delay = f.queue->QueueDelaySource();
   EXPECT_NEAR(delay(), 0.0, 1e-12);  // idle and empty
@@ -524,8 +528,10 @@ TEST(AdmissionQueueTest, DelaySourceIsTheMeanWaitOrTheOldestItemsAge) {
   f.clock.Advance(absl::Milliseconds(2));
   f.PushAll({2});
   f.clock.Advance(absl::Milliseconds(2));
-  EXPECT_THAT(f.Pop(2), ElementsAre(1, 2));  // waited 4 and 2 ms
-  EXPECT_NEAR(delay(), 3.0, 1e-9);
+  EXPECT_THAT(f.Pop(1), ElementsAre(1));  // the head waited 4 ms
+  f.clock.Advance(absl::Milliseconds(1));
+  EXPECT_THAT(f.Pop(1), ElementsAre(2));  // the head waited 3 ms
+  EXPECT_NEAR(delay(), 3.5, 1e-9);  // the mean of the heads' ages
   f.PushAll({3});
   f.clock.Advance(absl::Milliseconds(7));
   // Nothing served since the last poll: a stalled consumer reads as the
@@ -536,7 +542,10 @@ TEST(AdmissionQueueTest, DelaySourceIsTheMeanWaitOrTheOldestItemsAge) {
 }
 
 TEST(AdmissionQueueTest, SojournHistogramBucketsEveryServedItem) {
-  Fixture f(Cfg(8, false, false));
+  QueueSettings cfg = Cfg(8, false, false);
+  cfg.codel_target = absl::Seconds(5);  // so that a 7 s wait is no stall
+  cfg.codel_interval = absl::Seconds(10);
+  Fixture f(std::move(cfg));
   f.PushAll({1});
   f.clock.Advance(absl::Microseconds(500));
   EXPECT_THAT(f.Pop(1), ElementsAre(1));  // 0.5 ms: bucket le=1
@@ -595,6 +604,267 @@ TEST(AdmissionQueueTest, TelemetryScrapesTheViewUntilTheQueueDies) {
   }
   EXPECT_EQ(telemetry.attached, 1);
   EXPECT_EQ(telemetry.view, nullptr);
+}
+
+// ---- Regressions found in review ------------------------------------------
+
+// Drives a standing queue: each 1 ms, two pushes and one single-item pop.
+void Overload(Fixture& f, int steps, int* next) {
+  for (int i = 0; i < steps; ++i) {
+    f.PushAll({(*next)++, (*next)++});
+    f.clock.Advance(absl::Milliseconds(1));
+    f.Pop(1);
+  }
+}
+
+// In adaptive LIFO both delay signals report the standing queue, not the
+// newest items' waits.
+TEST(AdmissionQueueTest, DelaySignalsReportTheStandingQueueUnderLifo) {
+  QueueSettings s = Cfg(1000);
+  std::vector<absl::Duration> sojourns;
+  s.on_sojourn = [&sojourns](absl::Duration d) { sojourns.push_back(d); };
+  Fixture f(std::move(s));
+  const std::function<double()> delay = f.queue->QueueDelaySource();
+  int next = 0;
+  Overload(f, 300, &next);
+  ASSERT_TRUE(f.queue->stats().overloaded);
+  ASSERT_TRUE(f.queue->stats().lifo);
+  delay();  // restart the mean
+  sojourns.clear();
+  Overload(f, 100, &next);
+  ASSERT_TRUE(f.queue->stats().overloaded);
+  double mean_ms = 0;
+  for (absl::Duration d : sojourns) mean_ms += absl::ToDoubleMilliseconds(d);
+  mean_ms /= static_cast<double>(sojourns.size());
+  // An overloaded queue (its minimum wait above the 5 ms target for a whole
+  // interval) must not report a queuing delay below that target.
+  EXPECT_GE(delay(), 5.0) << "queue_delay_ms reads healthy while overloaded";
+  EXPECT_GE(mean_ms, 5.0) << "on_sojourn (DAGOR's input) reads healthy";
+}
+
+// A pop taking exactly the last items leaves the queue calm and FIFO.
+TEST(AdmissionQueueTest, PopThatEmptiesTheQueueAtExactlyMaxBatchClearsOverload) {
+  Fixture f(Cfg(100, true));
+  f.PushAll({1, 2, 3});
+  f.clock.Advance(absl::Milliseconds(6));
+  ASSERT_THAT(f.Pop(1), ElementsAre(1));
+  f.clock.Advance(absl::Milliseconds(99));
+  f.PushAll({4, 5, 6});
+  f.clock.Advance(absl::Milliseconds(5));
+  ASSERT_THAT(f.Pop(2), ElementsAre(6, 5));  // 2 and 3 sloughed
+  ASSERT_TRUE(f.queue->stats().overloaded);
+  ASSERT_THAT(f.Pop(1), ElementsAre(4));  // exactly the last item
+  ASSERT_EQ(f.queue->size(), 0u);
+  EXPECT_FALSE(f.queue->stats().overloaded) << "empty, yet still overloaded";
+  EXPECT_FALSE(f.queue->stats().lifo);
+  f.PushAll({7, 8});
+  EXPECT_THAT(f.Pop(2), ElementsAre(7, 8)) << "a drained queue is FIFO again";
+}
+
+// A clock set back, or one that visited InfiniteFuture, restarts CoDel's
+// interval.
+TEST(AdmissionQueueTest, ClockSetBackDoesNotFreezeCodel) {
+  for (const int mode : {0, 1, 2}) {
+    SCOPED_TRACE(mode == 0 ? "clock steady" : mode == 1 ? "set back 1 h"
+                                                        : "visited InfiniteFuture");
+    Fixture f(Cfg(1000));
+    const absl::Time t0 = f.clock.Now();
+    f.PushAll({-1});
+    ASSERT_THAT(f.Pop(1), ElementsAre(-1));  // starts CoDel's interval
+    if (mode == 1) f.clock.Set(t0 - absl::Hours(1));
+    if (mode == 2) {
+      f.clock.Set(absl::InfiniteFuture());
+      f.PushAll({-2});
+      ASSERT_THAT(f.Pop(1), ElementsAre(-2));
+      f.clock.Set(t0 + absl::Seconds(1));
+    }
+    int next = 0;
+    Overload(f, 500, &next);  // half a second of 2x overload
+    EXPECT_TRUE(f.queue->stats().overloaded);
+    EXPECT_GT(Drops(f.queue->stats(), DropReason::kCodel), 0u);
+  }
+}
+
+// A target of centuries saturates the slough timeout instead of overflowing.
+TEST(AdmissionQueueTest, HugeCodelTargetDoesNotOverflowTheSloughTimeout) {
+  constexpr int64_t kYear = 365 * 24;
+  QueueSettings s = Cfg(8, false, false);
+  s.codel_target = absl::Hours(150 * kYear);
+  s.codel_interval = absl::Hours(151 * kYear);
+  ASSERT_TRUE(ValidateQueueSettings(s).ok());
+  Fixture f(std::move(s));
+  f.clock.Set(absl::FromUnixSeconds(-8'500'000'000));  // about 1700
+  f.PushAll({1, 2, 3});
+  f.clock.Advance(absl::Hours(160 * kYear));
+  f.PushAll({4});
+  ASSERT_THAT(f.Pop(1), ElementsAre(1));  // starts the interval, min 160 y
+  f.clock.Advance(absl::Hours(151 * kYear));
+  // Overloaded now. 2 and 3 waited 311 y > 300 y: sloughed. 4 waited 151 y,
+  // under the 300 y slough timeout: served.
+  EXPECT_THAT(f.Pop(1), ElementsAre(4));
+  EXPECT_EQ(f.dropped.size(), 2u);
+}
+
+// At 2x overload, half CRITICAL, DAGOR behind the queue sheds SHEDDABLE and
+// CRITICAL loses < 10%.
+TEST(AdmissionQueueTest, DagorAdmissionShedsSheddableFirstBehindACodelQueue) {
+  for (const bool lifo : {true, false}) {
+    SCOPED_TRACE(lifo ? "adaptive LIFO" : "FIFO");
+    FakeClock clock;
+    AdmissionOptions ao;
+    ao.adaptive = true;
+    ao.clock = &clock;
+    ao.metrics = NoTelemetry();
+    auto ac = AdmissionController::Create(ao);
+    ASSERT_TRUE(ac.ok()) << ac.status();
+    AdmissionController* controller = ac->get();
+    QueueSettings s = On(&clock, 1000);
+    s.adaptive_lifo = lifo;
+    s.admission_threshold = [controller] { return controller->threshold(); };
+    s.on_sojourn = [controller](absl::Duration d) {
+      controller->RecordQueuingDelay(d);
+    };
+    bool measuring = false;
+    uint64_t critical_offered = 0, critical_lost = 0;
+    auto q = Queue::Create(s, [&](int&& v, DropReason) {
+      if (measuring && v % 2 == 0) ++critical_lost;
+    });
+    ASSERT_TRUE(q.ok());
+    int next = 0;
+    detail::SplitMix64 rng(42);
+    for (int ms = 0; ms < 10000; ++ms) {
+      measuring = ms >= 8000;  // the last 2 s, after 8 s to converge
+      // Arrival order within the millisecond is random, so that neither
+      // LIFO nor FIFO favours a class by position.
+      const bool critical_first = rng.Next() % 2 == 0;
+      for (const Criticality c : {Criticality::kCritical, Criticality::kSheddable}) {
+        const bool critical = (c == Criticality::kCritical) == critical_first;
+        const RequestClass rc{
+            critical ? Criticality::kCritical : Criticality::kSheddable,
+            static_cast<uint8_t>(next % 128)};
+        int v = critical ? 2 * next : 2 * next + 1;  // even: CRITICAL
+        ++next;
+        if (measuring && critical) ++critical_offered;
+        if (!controller->Admitted(rc) ||
+            !(*q)->Push(std::move(v), absl::InfiniteFuture(), rc).ok()) {
+          if (measuring && critical) ++critical_lost;
+        }
+      }
+      clock.Advance(absl::Milliseconds(1));
+      std::vector<int> out;
+      (*q)->PopBatch(&out, 1);
+    }
+    ASSERT_GT(critical_offered, 0u);
+    EXPECT_LT(controller->threshold(), kAdmitAllRank)
+        << "DAGOR never tightened at 2x overload";
+    // The server has capacity for every CRITICAL request.
+    EXPECT_LT(static_cast<double>(critical_lost) /
+                  static_cast<double>(critical_offered),
+              0.10)
+        << critical_lost << " of " << critical_offered << " CRITICAL lost";
+  }
+}
+
+// A head older than target + interval is a standing queue at once: no stale
+// item served first.
+TEST(AdmissionQueueTest, AStalledConsumerResumesIntoAStandingQueue) {
+  Fixture f(Cfg(1000));
+  f.PushAll({-1});
+  ASSERT_THAT(f.Pop(1), ElementsAre(-1));
+  for (int i = 0; i < 100; ++i) f.PushAll({i});
+  f.clock.Advance(absl::Seconds(2));  // the consumer stalls
+  // Fresh arrivals, more than one pop takes (a pop that empties the queue
+  // clears the overload by design).
+  for (int i = 1000; i < 1010; ++i) f.PushAll({i});
+  const std::vector<int> first = f.Pop(8);
+  EXPECT_TRUE(f.queue->stats().overloaded);
+  EXPECT_THAT(first, ::testing::Not(::testing::Contains(0)))
+      << "served a 2 s old item first";
+}
+
+// One slow (warm-up) batch does not make the queue refuse 1 s deadlines
+// forever.
+TEST(AdmissionQueueTest, OneSlowBatchDoesNotRefuseAllTrafficForever) {
+  Fixture f;
+  f.queue->RecordServiceTime(absl::Seconds(3));  // the warm-up batch
+  std::size_t served = 0;
+  int next = 0;
+  for (int ms = 0; ms < 10000; ms += 20) {
+    for (int i = 0; i < 10; ++i) {
+      int v = next++;
+      (void)f.queue->Push(std::move(v), f.clock.Now() + absl::Seconds(1));
+    }
+    std::vector<int> batch;
+    if (f.queue->PopBatch(&batch, 32) > 0) {
+      served += batch.size();
+      f.queue->RecordServiceTime(absl::Milliseconds(20));
+    }
+    f.clock.Advance(absl::Milliseconds(20));
+  }
+  EXPECT_GT(served, 0u) << "10 s of traffic, nothing served; estimate "
+                        << f.queue->service_time_estimate();
+}
+
+// After a probe the fresh sample replaces the stale estimate: ordinary
+// deadlines are met again within two warm-up batch times.
+TEST(AdmissionQueueTest, AProbeReplacesAStaleServiceEstimate) {
+  Fixture f;
+  f.queue->RecordServiceTime(absl::Seconds(3));
+  int a = 1, b = 2;
+  EXPECT_TRUE(IsShed(f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1))));
+  f.clock.Advance(absl::Seconds(6));  // nothing handed out for 2 x 3 s
+  ASSERT_TRUE(f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1)).ok());
+  EXPECT_TRUE(IsShed(f.queue->Push(std::move(b), f.clock.Now() + absl::Seconds(1))))
+      << "one probe at a time";
+  EXPECT_THAT(f.Pop(8), ElementsAre(1));
+  f.queue->RecordServiceTime(absl::Milliseconds(20));
+  EXPECT_EQ(f.queue->service_time_estimate(), absl::Milliseconds(20));
+  ASSERT_TRUE(f.queue->Push(std::move(b), f.clock.Now() + absl::Seconds(1)).ok());
+  int c = 3;  // a deadline inside the estimate is refused again
+  EXPECT_TRUE(IsShed(f.queue->Push(std::move(c), f.clock.Now() + absl::Milliseconds(10))));
+}
+
+// Close() refuses pushes with UNAVAILABLE, wakes waiters, leaves the queued
+// items to be served; the destructor hands what is left to on_drop (kShed).
+TEST(AdmissionQueueTest, CloseRefusesPushesAndTheDestructorDropsTheRest) {
+  auto f = std::make_unique<Fixture>();
+  f->PushAll({1, 2});
+  f->queue->Close();
+  EXPECT_TRUE(f->queue->closed());
+  int v = 3;
+  const absl::Status refused = f->queue->Push(std::move(v));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_FALSE(IsShed(refused));
+  EXPECT_EQ(v, 3);
+  std::vector<int> out;
+  EXPECT_EQ(f->queue->WaitPopBatch(&out, 1, absl::InfiniteDuration()), 1u);
+  EXPECT_THAT(out, ElementsAre(1));
+  out.clear();
+  EXPECT_EQ(f->queue->WaitPopBatch(&out, 1, absl::InfiniteDuration()), 1u);
+  EXPECT_EQ(f->queue->WaitPopBatch(&out, 1, absl::InfiniteDuration()), 0u)
+      << "closed and empty: returns at once";
+  std::vector<std::pair<int, DropReason>> dropped;
+  {
+    Fixture g;
+    g.PushAll({7, 8});
+    g.queue.reset();
+    dropped = g.dropped;
+  }
+  EXPECT_THAT(dropped, ElementsAre(std::make_pair(7, DropReason::kShed),
+                                   std::make_pair(8, DropReason::kShed)));
+}
+
+// A full queue first discards an item already past its deadline.
+TEST(AdmissionQueueTest, AFullQueueDropsAnExpiredItemBeforeRefusing) {
+  Fixture f(Cfg(2));
+  int a = 1, b = 2, c = 3;
+  ASSERT_TRUE(f.queue->Push(std::move(a)).ok());
+  ASSERT_TRUE(f.queue->Push(std::move(b), f.clock.Now() + absl::Milliseconds(5)).ok());
+  f.clock.Advance(absl::Milliseconds(6));
+  ASSERT_TRUE(f.queue->Push(std::move(c)).ok());
+  EXPECT_THAT(f.dropped, ElementsAre(std::make_pair(2, DropReason::kDeadline)));
+  EXPECT_EQ(Drops(f.queue->stats(), DropReason::kCapacity), 0u);
+  EXPECT_THAT(f.Pop(4), ElementsAre(1, 3));
 }
 
 }  // namespace

@@ -15,10 +15,15 @@
 //   * CoDel: once the shortest wait over a whole interval stayed above the
 //     target (5 ms of 100 ms), a standing queue has formed, and while it
 //     stands anything that waited past twice the target is dropped;
-//   * adaptive LIFO: while the queue stands, the newest items are served
-//     first (they can still make their deadlines), FIFO again once it clears;
+//   * criticality order: with several criticalities queued, the most
+//     important is served first (oldest first), the rest absorb overload;
+//   * adaptive LIFO: while the queue stands and holds one criticality, the
+//     newest items are served first (they can still make their deadlines),
+//     FIFO again once it clears;
 //   * deadline awareness: an item whose deadline falls before now plus the
-//     observed batch service time is dropped instead of served;
+//     observed batch service time is dropped instead of served (one item is
+//     let through as a probe when nothing was served for that long, so a
+//     slow first batch cannot lock the queue out);
 //   * admission: items whose class the admission controller no longer
 //     admits are refused at push and dropped at pop;
 //   * every drop is handed back through `on_drop` with its reason.
@@ -105,8 +110,15 @@ struct QueueSettings {
   //     (kShed). Unset, or throwing, means kAdmitAllRank: the queue then
   //     fails open, its capacity and CoDel still bounding it.
   //     With an AdmissionController: `[ac] { return ac->threshold(); }`.
-  //   on_sojourn: called once per served item with the time it waited, to
-  //     drive DAGOR's queuing-delay threshold. With an AdmissionController:
+  //   on_sojourn: DAGOR's queuing-delay input, called once per item a pop
+  //     lets go of. A served item, or one dropped for its deadline, reports
+  //     the standing queue's delay: the larger of its own wait and the age of
+  //     the oldest item at that pop (in adaptive LIFO the served item is the
+  //     newest, whose wait says nothing about the backlog, and in FIFO the
+  //     waits are capped by the slough timeout). An item CoDel sloughs
+  //     reports InfiniteDuration(): it was never served, and a controller
+  //     must see that window as overloaded whatever its target (CoDel's 10 ms
+  //     cap is below DAGOR's 20 ms). With an AdmissionController:
   //     `[ac](absl::Duration d) { ac->RecordQueuingDelay(d); }`. A throw is
   //     swallowed.
   std::function<int()> admission_threshold;
@@ -131,20 +143,22 @@ absl::Status ValidateQueueSettings(const QueueSettings& s);
 // AdmissionQueue<T>
 //
 // A bounded, disciplined queue of T (see the file comment). T must be
-// move-constructible; it need not be default-constructible or copyable.
+// nothrow move-constructible (as folly's MPMCQueue requires): a pop moves
+// items out of the ring while it holds drops not yet delivered, and a throw
+// there would lose them. It need not be default-constructible or copyable.
 //
 // Every item pushed successfully ends exactly once: handed out by a pop, or
-// given to `on_drop` with its reason (kCodel, kDeadline, kShed), or
-// destroyed with the queue (the destructor does not call `on_drop`: drain
-// the queue first if its items must be answered). A refused push never
-// takes the item.
+// given to `on_drop` with its reason (kCodel, kDeadline, kShed); the
+// destructor hands whatever is still queued to `on_drop` as kShed. A
+// refused push never takes the item.
 //
 // Thread-safe. Neither copyable nor movable (views and sources hold its
 // address); destroy it only once no other thread uses it.
 template <typename T>
 class AdmissionQueue final {
-  static_assert(std::is_move_constructible_v<T>,
-                "degrade::AdmissionQueue<T>: T must be move-constructible");
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "degrade::AdmissionQueue<T>: T must be nothrow "
+                "move-constructible (a throwing move would lose drops)");
 
  public:
   // Called outside the queue's lock, possibly from several threads at once,
@@ -159,7 +173,20 @@ class AdmissionQueue final {
 
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
+  // Closes the queue and hands every item still queued to `on_drop`
+  // (kShed), on the destroying thread. REQUIRES: no other thread uses the
+  // queue; `on_drop` may still Push (refused: the queue is closed).
   ~AdmissionQueue();
+
+  // AdmissionQueue::Close()
+  //
+  // For shutdown: every later Push() is refused with UNAVAILABLE ("closed",
+  // not a shed: the caller should not retry here), and every WaitPopBatch()
+  // returns at once, now and later, instead of waiting. Items already queued
+  // stay and are still served by pops (drain them, or let the destructor
+  // drop them). Idempotent; thread-safe.
+  void Close();
+  bool closed() const;
 
   // AdmissionQueue::Push()
   //
@@ -168,12 +195,15 @@ class AdmissionQueue final {
   // of the reason given:
   //   * kShed: Rank(rc) is at or above the admission threshold;
   //   * kDeadline (deadline_aware): `deadline` is at or before now plus the
-  //     service time estimate; the status says not to retry;
-  //   * kCapacity: the queue is full and holds nothing of a less important
-  //     criticality than rc's. If it does, the oldest item of the least
-  //     important criticality queued is evicted (on_drop, kShed) to make
-  //     room: Envoy #25783's ask. Deciding is O(1) (counts per
-  //     criticality); evicting is O(capacity), paid only by a full queue.
+  //     service time estimate; the status says not to retry. Not while a
+  //     probe is due (RecordServiceTime) and the queue is empty;
+  //   * kCapacity: the queue is full, holds no item already past its
+  //     deadline (the oldest such is dropped first, kDeadline) and nothing of
+  //     a less important criticality than rc's. If it does, the oldest item
+  //     of the least important criticality queued is evicted (on_drop,
+  //     kShed) to make room: Envoy #25783's ask. Evicting is O(capacity),
+  //     paid only by a full queue.
+  // A closed queue refuses with UNAVAILABLE, counted as no drop.
   // Allocates nothing unless refusing.
   absl::Status Push(T&& item, absl::Time deadline = absl::InfiniteFuture(),
                     RequestClass rc = {});
@@ -181,19 +211,22 @@ class AdmissionQueue final {
   // AdmissionQueue::PopBatch()
   //
   // Moves up to `max_batch` items to the back of `*out` (which keeps what
-  // it held) and returns how many; never blocks. FIFO, or newest first
-  // while the queue stands (adaptive_lifo). Items CoDel sloughs, items that
+  // it held) and returns how many; never blocks. Most important
+  // criticality first, FIFO within it, or newest first while the queue
+  // stands and holds one criticality (adaptive_lifo). Items CoDel sloughs, items that
   // can no longer make their deadline and items below the admission
   // threshold are dropped on the way (on_drop, after the lock is released).
-  // `out` grows only if it lacks capacity: reserve max_batch once.
+  // `out` is reserved for max_batch more before any item is taken, so a
+  // bad_alloc leaves the queue as it was; reserve it once to allocate
+  // nothing.
   std::size_t PopBatch(std::vector<T>* out, std::size_t max_batch);
 
   // AdmissionQueue::WaitPopBatch()
   //
   // PopBatch() that first waits, up to `timeout` of real time, for the queue
   // to hold something. May return 0 before the timeout if everything it
-  // found was dropped. Any timeout is safe (<= 0 does not wait;
-  // InfiniteDuration() waits for a push).
+  // found was dropped, or once the queue is closed. Any timeout is safe
+  // (<= 0 does not wait; InfiniteDuration() waits for a push or Close()).
   std::size_t WaitPopBatch(std::vector<T>* out, std::size_t max_batch,
                            absl::Duration timeout);
 
@@ -201,20 +234,25 @@ class AdmissionQueue final {
   //
   // Reports how long the last batch took to serve. The deadline checks use
   // an EWMA of these (weight 1/4 for the newest; the first sample is taken
-  // as is). Negative and infinite durations are ignored.
+  // as is). Negative and infinite durations are ignored. Once no item has
+  // been handed out for twice the estimate, the next one is let through
+  // whatever its deadline (a probe, see detail::ServiceEstimate), and the
+  // next sample is taken as is: one slow batch cannot make the queue refuse
+  // everything for good.
   void RecordServiceTime(absl::Duration batch_time);
   // The current estimate; ZeroDuration() before the first sample.
   absl::Duration service_time_estimate() const;
 
   // AdmissionQueue::QueueDelaySource()
   //
-  // A DegradationManager source ("queue_delay_ms"): the mean wait, in ms, of
-  // the items served since the previous call. When none was served, the
-  // age of the oldest queued item, so a stalled consumer reads as a growing
-  // delay rather than as 0; an idle, empty queue reads 0. The mean (not
-  // CoDel's minimum) because that is what DAGOR's 20 ms threshold and a
-  // hand-written config compare with. Each call restarts the mean: give it
-  // to one manager. REQUIRES: the queue outlives the function.
+  // A DegradationManager source ("queue_delay_ms"): the standing queue's
+  // delay, in ms: the mean, over the pops since the previous call, of the
+  // age of the oldest queued item at each pop (CoDel's own measure; not the
+  // served items' waits, which in adaptive LIFO are the newest items' and
+  // in FIFO are capped by the slough timeout). With no pop since, the
+  // oldest item's age now, so a stalled consumer reads as a growing delay;
+  // an idle, empty queue reads 0. Each call restarts the mean: give it to
+  // one manager. REQUIRES: the queue outlives the function.
   std::function<double()> QueueDelaySource();
 
   std::size_t size() const;
@@ -256,13 +294,29 @@ class AdmissionQueue final {
 
   int Threshold() const;
   bool CanMeet(int64_t deadline, int64_t now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !deadline_aware_ || service_.CanMeet(deadline, now);
+  }
+  // The on_sojourn samples of one lock hold (kSatMaxNanos: infinite).
+  struct Samples {
+    std::array<int64_t, kServeChunk + kDropChunk> ns;
+    std::size_t n = 0;
+  };
   // One lock hold of a pop, serving at most `limit` (<= kServeChunk):
   // returns true when it stopped because its drops filled the chunk.
   bool PopChunkLocked(std::vector<T>* out, std::size_t limit,
                       int threshold, DropChunk* drops, std::size_t* dropped,
-                      std::array<int64_t, kServeChunk>* waits,
-                      std::size_t* served) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                      Samples* samples, std::size_t* served)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next item to serve; `lifo` while the queue stands (see the
+  // definition).
+  Entry TakeLocked(bool lifo) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static std::size_t Crit(RequestClass rc) {
+    return static_cast<std::size_t>(Rank(rc) / kNumCohorts);
+  }
+  // Drops the oldest item past its deadline at `now`; false if none.
+  bool DropExpiredLocked(int64_t now, std::optional<Dropped>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLocked(Entry&& e, DropReason why, DropChunk* drops,
                   std::size_t* dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deliver(DropChunk* drops, std::size_t n) const;
@@ -298,14 +352,14 @@ class AdmissionQueue final {
   detail::CodelState codel_ ABSL_GUARDED_BY(mu_);
   std::array<std::size_t, kNumCriticalities> by_criticality_
       ABSL_GUARDED_BY(mu_){};
-  int64_t service_estimate_ ABSL_GUARDED_BY(mu_) = 0;  // ns
-  bool has_service_estimate_ ABSL_GUARDED_BY(mu_) = false;
+  detail::ServiceEstimate service_ ABSL_GUARDED_BY(mu_);
   QueueStats totals_ ABSL_GUARDED_BY(mu_);  // all but depth, lifo,
                                             // overloaded, sojourn_sum
   int64_t sojourn_sum_ ABSL_GUARDED_BY(mu_) = 0;  // ns, saturating
-  int64_t poll_sum_ ABSL_GUARDED_BY(mu_) = 0;     // ns, saturating
+  int64_t poll_sum_ ABSL_GUARDED_BY(mu_) = 0;  // head ages at pops, ns
   uint64_t poll_count_ ABSL_GUARDED_BY(mu_) = 0;
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;  // threads in WaitPopBatch
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
   const View view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
@@ -358,6 +412,36 @@ AdmissionQueue<T>::AdmissionQueue(QueueSettings s, DropFn on_drop)
 template <typename T>
 AdmissionQueue<T>::~AdmissionQueue() {
   telemetry_.reset();  // first: nothing may scrape a queue being destroyed
+  Close();
+  // Answered, not destroyed silently. on_drop may re-enter: pushes are
+  // refused (closed), and a pop from it takes from the same ring.
+  while (true) {
+    std::optional<Dropped> d;
+    {
+      detail::MutexLock lock(&mu_);
+      if (ring_.empty()) break;
+      Entry e = ring_.pop_front();
+      Forget(e);
+      ++totals_.drops[static_cast<std::size_t>(DropReason::kShed)];
+      d.emplace(Dropped{std::move(e.item), DropReason::kShed});
+    }
+    if (on_drop_) detail::CallQuietly([&] { on_drop_(std::move(d->item), d->why); });
+  }
+}
+
+template <typename T>
+void AdmissionQueue<T>::Close() {
+  {
+    detail::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  nonempty_.SignalAll();
+}
+
+template <typename T>
+bool AdmissionQueue<T>::closed() const {
+  detail::MutexLock lock(&mu_);
+  return closed_;
 }
 
 template <typename T>
@@ -365,12 +449,6 @@ int AdmissionQueue<T>::Threshold() const {
   if (!threshold_) return kAdmitAllRank;
   return detail::InvokeOr([this] { return threshold_(); },
                           [](absl::string_view) { return kAdmitAllRank; });
-}
-
-template <typename T>
-bool AdmissionQueue<T>::CanMeet(int64_t deadline, int64_t now) const {
-  if (!deadline_aware_ || deadline == detail::kSatMaxNanos) return true;
-  return detail::SatAddNanos(now, service_estimate_) < deadline;
 }
 
 template <typename T>
@@ -382,7 +460,21 @@ absl::Status AdmissionQueue<T>::Refuse(DropReason why, absl::string_view what,
 
 template <typename T>
 void AdmissionQueue<T>::Forget(const Entry& e) {
-  --by_criticality_[static_cast<std::size_t>(Rank(e.rc) / kNumCohorts)];
+  --by_criticality_[Crit(e.rc)];
+}
+
+template <typename T>
+bool AdmissionQueue<T>::DropExpiredLocked(int64_t now,
+                                          std::optional<Dropped>* out) {
+  for (std::size_t i = 0; i < ring_.size(); ++i) {
+    if (ring_.at(i).deadline > now) continue;
+    Forget(ring_.at(i));
+    ++totals_.drops[static_cast<std::size_t>(DropReason::kDeadline)];
+    out->emplace(Dropped{std::move(ring_.remove_at(i).item),
+                         DropReason::kDeadline});
+    return true;
+  }
+  return false;
 }
 
 template <typename T>
@@ -393,6 +485,10 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
   bool wake = false;
   {
     detail::MutexLock lock(&mu_);
+    if (closed_) {
+      return absl::UnavailableError(
+          absl::StrCat("admission queue '", name_, "' is closed"));
+    }
     const int64_t now = NowNanos();
     if (Rank(rc) >= threshold) {
       return Refuse(DropReason::kShed,
@@ -403,15 +499,16 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
     const int64_t deadline_ns = deadline == absl::InfiniteFuture()
                                     ? detail::kSatMaxNanos
                                     : absl::ToUnixNanos(deadline);
-    if (!CanMeet(deadline_ns, now)) {
+    if (!CanMeet(deadline_ns, now) &&
+        !(ring_.empty() && service_.ProbeDue(now))) {
       return Refuse(DropReason::kDeadline,
                     absl::StrCat("the deadline cannot be met (service time ",
-                                 absl::FormatDuration(
-                                     absl::Nanoseconds(service_estimate_)), ")"),
+                                 absl::FormatDuration(absl::Nanoseconds(
+                                     service_.estimate())), ")"),
                     absl::Milliseconds(-1));
     }
-    const std::size_t crit = static_cast<std::size_t>(Rank(rc) / kNumCohorts);
-    if (ring_.full()) {
+    const std::size_t crit = Crit(rc);
+    if (ring_.full() && !(deadline_aware_ && DropExpiredLocked(now, &evicted))) {
       std::size_t victim_crit = kNumCriticalities;
       for (std::size_t c = kNumCriticalities; c-- > crit + 1;) {
         if (by_criticality_[c] > 0) {
@@ -427,8 +524,7 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
       }
       for (std::size_t i = 0; i < ring_.size(); ++i) {
         const Entry& e = ring_.at(i);
-        if (static_cast<std::size_t>(Rank(e.rc) / kNumCohorts) != victim_crit)
-          continue;
+        if (Crit(e.rc) != victim_crit) continue;
         Forget(e);
         evicted.emplace(Dropped{std::move(ring_.remove_at(i).item),
                                 DropReason::kShed});
@@ -460,53 +556,82 @@ void AdmissionQueue<T>::DropLocked(Entry&& e, DropReason why,
 }
 
 template <typename T>
-bool AdmissionQueue<T>::PopChunkLocked(
-    std::vector<T>* out, std::size_t limit, int threshold,
-    DropChunk* drops, std::size_t* dropped,
-    std::array<int64_t, kServeChunk>* waits, std::size_t* served) {
+bool AdmissionQueue<T>::PopChunkLocked(std::vector<T>* out, std::size_t limit,
+                                       int threshold, DropChunk* drops,
+                                       std::size_t* dropped, Samples* samples,
+                                       std::size_t* served) {
   const int64_t now = NowNanos();
   if (ring_.empty()) {
     codel_.Drained(now);
     return false;
   }
-  codel_.Observe(now, Age(now, ring_.front().enqueued));
+  // The standing queue's delay: every signal of this hold reports at least
+  // it (see on_sojourn, QueueDelaySource).
+  const int64_t head_age = Age(now, ring_.front().enqueued);
+  codel_.Observe(now, head_age);
+  poll_sum_ = detail::SatAddNanos(poll_sum_, head_age);
+  ++poll_count_;
   const bool lifo = adaptive_lifo_ && codel_.overloaded();
-  while (*served < limit) {
-    if (ring_.empty()) {
-      codel_.Drained(now);
-      return false;
+  const auto sample = [&](int64_t ns) {
+    if (on_sojourn_) samples->ns[samples->n++] = ns;
+  };
+  bool more = false;
+  while (*served < limit && !ring_.empty()) {
+    if (*dropped == kDropChunk) {
+      more = true;
+      break;
     }
-    if (*dropped == kDropChunk) return true;
     if (codel_.Slough(Age(now, ring_.front().enqueued))) {
       DropLocked(ring_.pop_front(), DropReason::kCodel, drops, dropped);
+      sample(detail::kSatMaxNanos);
       continue;
     }
-    Entry e = lifo ? ring_.pop_back() : ring_.pop_front();
+    Entry e = TakeLocked(lifo);
+    const int64_t wait = Age(now, e.enqueued);
     if (Rank(e.rc) >= threshold) {
       DropLocked(std::move(e), DropReason::kShed, drops, dropped);
       continue;
     }
+    // The probe (detail::ServiceEstimate) is the first item of a pop after
+    // nothing was handed out for the estimate.
     if (!CanMeet(e.deadline, now)) {
-      DropLocked(std::move(e), DropReason::kDeadline, drops, dropped);
-      continue;
+      if (*served > 0 || !service_.ProbeDue(now)) {
+        DropLocked(std::move(e), DropReason::kDeadline, drops, dropped);
+        sample(std::max(wait, head_age));
+        continue;
+      }
+      service_.Probed();
     }
     Forget(e);
-    const int64_t wait = Age(now, e.enqueued);
-    std::size_t bucket = 0;
-    while (bucket < kSojournBucketsMs.size() &&
-           static_cast<double>(wait) > kSojournBucketsMs[bucket] * 1e6) {
-      ++bucket;
-    }
-    ++totals_.sojourn_buckets[bucket];
+    ++totals_.sojourn_buckets[detail::SojournBucket(kSojournBucketsMs, wait)];
     sojourn_sum_ = detail::SatAddNanos(sojourn_sum_, wait);
     ++totals_.popped;
-    poll_sum_ = detail::SatAddNanos(poll_sum_, wait);
-    ++poll_count_;
-    out->push_back(std::move(e.item));
-    if (on_sojourn_) (*waits)[*served] = wait;
+    out->push_back(std::move(e.item));  // reserved: cannot throw
+    sample(std::max(wait, head_age));
     ++*served;
   }
-  return false;
+  if (*served > 0) service_.HandedOut(now);
+  // Checked after the loop too: a pop that took exactly the last items
+  // leaves an empty queue FIFO and calm.
+  if (ring_.empty()) codel_.Drained(now);
+  return more;
+}
+
+template <typename T>
+typename AdmissionQueue<T>::Entry AdmissionQueue<T>::TakeLocked(
+    bool lifo) {
+  // REQUIRES: !ring_.empty(), so some criticality has a count.
+  std::size_t best = 0;
+  while (by_criticality_[best] == 0) ++best;
+  const std::size_t n = ring_.size();
+  // One criticality queued: newest first (lifo). Several: the most
+  // important, oldest first; the others absorb the overload (they are
+  // sloughed), and newest-first within a class the server keeps up with
+  // would starve its older items until CoDel drops them.
+  if (by_criticality_[best] == n) return lifo ? ring_.pop_back() : ring_.pop_front();
+  std::size_t pick = 0;
+  while (Crit(ring_.at(pick).rc) != best) ++pick;
+  return pick == 0 ? ring_.pop_front() : ring_.remove_at(pick);
 }
 
 template <typename T>
@@ -524,12 +649,18 @@ template <typename T>
 std::size_t AdmissionQueue<T>::PopBatch(std::vector<T>* out,
                                         std::size_t max_batch) {
   if (out == nullptr || max_batch == 0) return 0;
+  // Before any item is taken, so that a bad_alloc loses nothing; the chunk
+  // loop below then moves items with no allocation (T's move is noexcept).
+  if (out->capacity() - out->size() < max_batch) {
+    out->reserve(out->size() + std::min(max_batch, capacity_));
+  }
+  max_batch = std::min(max_batch, out->capacity() - out->size());
   const int threshold = Threshold();
   std::size_t total = 0;
   bool more = true;
   while (more) {
     DropChunk drops;
-    std::array<int64_t, kServeChunk> waits;  // written only for on_sojourn
+    Samples samples;  // written only for on_sojourn
     std::size_t dropped = 0;
     std::size_t served = 0;
     const std::size_t limit = std::min(max_batch - total, kServeChunk);
@@ -537,15 +668,16 @@ std::size_t AdmissionQueue<T>::PopBatch(std::vector<T>* out,
       detail::MutexLock lock(&mu_);
       // Another hold when this one stopped at its drop quota, or at its
       // serve quota with more of the batch to go.
-      more = PopChunkLocked(out, limit, threshold, &drops, &dropped, &waits,
+      more = PopChunkLocked(out, limit, threshold, &drops, &dropped, &samples,
                             &served) ||
              (served == limit && total + served < max_batch);
     }
     total += served;
-    if (on_sojourn_) {
-      for (std::size_t i = 0; i < served; ++i) {
-        detail::CallQuietly(on_sojourn_, absl::Nanoseconds(waits[i]));
-      }
+    for (std::size_t i = 0; i < samples.n; ++i) {
+      detail::CallQuietly(on_sojourn_,
+                          samples.ns[i] == detail::kSatMaxNanos
+                              ? absl::InfiniteDuration()
+                              : absl::Nanoseconds(samples.ns[i]));
     }
     Deliver(&drops, dropped);
   }
@@ -560,8 +692,10 @@ std::size_t AdmissionQueue<T>::WaitPopBatch(std::vector<T>* out,
   {
     detail::MutexLock lock(&mu_);
     ++waiters_;
-    nonempty_.WaitFor(&mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                                         mu_) { return !ring_.empty(); });
+    nonempty_.WaitFor(&mu_, timeout,
+                      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        return !ring_.empty() || closed_;
+                      });
     --waiters_;
   }
   return PopBatch(out, max_batch);
@@ -575,19 +709,13 @@ void AdmissionQueue<T>::RecordServiceTime(absl::Duration batch_time) {
   }
   const int64_t ns = absl::ToInt64Nanoseconds(batch_time);
   detail::MutexLock lock(&mu_);
-  if (!has_service_estimate_) {
-    service_estimate_ = ns;
-    has_service_estimate_ = true;
-  } else {
-    // Both are in [0, INT64_MAX]: the difference and the sum cannot wrap.
-    service_estimate_ += (ns - service_estimate_) / 4;
-  }
+  service_.Record(ns, NowNanos());
 }
 
 template <typename T>
 absl::Duration AdmissionQueue<T>::service_time_estimate() const {
   detail::MutexLock lock(&mu_);
-  return absl::Nanoseconds(service_estimate_);
+  return absl::Nanoseconds(service_.estimate());
 }
 
 template <typename T>

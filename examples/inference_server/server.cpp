@@ -256,9 +256,9 @@ class DisciplineBackend final : public Backend {
     q.capacity = static_cast<std::size_t>(flags.queue_capacity);
     q.codel_target = batch * flags.codel_target_batches;
     q.codel_interval = batch * flags.codel_interval_batches;
-    degrade::AdmissionController* ac = b->admission_.get();
-    q.admission_threshold = [ac] { return ac->threshold(); };
-    q.on_sojourn = [ac](absl::Duration d) { ac->RecordQueuingDelay(d); };
+    // The queue refuses what the controller no longer admits and reports
+    // the standing queue's delay back to it (drops included).
+    q.admission = b->admission_.get();
     DisciplineBackend* self = b.get();
     auto queue = degrade::AdmissionQueue<JobPtr>::Create(
         q, [self](JobPtr&& job, degrade::DropReason why) { self->OnDrop(std::move(job), why); });
@@ -372,17 +372,8 @@ class DisciplineBackend final : public Backend {
     // standing queue (and that queue is the admission controller's signal to
     // shed by class): were they drops for the limiter too, a second loop
     // would cut in flight class-blind on the same evidence. A shed by class
-    // says nothing about latency.
-    //
-    // The queue reports only served items' sojourn to the admission
-    // controller. Under a standing queue adaptive LIFO serves the newest
-    // first, so served items waited little while the ones CoDel drops waited
-    // long: without their wait DAGOR would see a calm queue and never shed
-    // by class, leaving CoDel to shed class-blind. So a drop after waiting
-    // reports its wait too.
-    if (why == degrade::DropReason::kCodel || why == degrade::DropReason::kDeadline) {
-      admission_->RecordQueuingDelay(absl::Now() - job->arrival);
-    }
+    // says nothing about latency. (The queue itself reports the delay of
+    // what it drops to the admission controller.)
     if (why == degrade::DropReason::kDeadline) {
       job->permit->Dropped();
     } else {

@@ -136,7 +136,13 @@ void AdmissionQueue<T>::Forget(const Entry& e) {
 template <typename T>
 bool AdmissionQueue<T>::DropExpiredLocked(int64_t now,
                                           std::optional<Dropped>* out) {
-  for (std::size_t i = 0; i < ring_.size(); ++i) {
+  // Only the oldest few are looked at: a push into a full queue is the
+  // overload case, and scanning a ring of millions under the lock on every
+  // refusal would stall every producer. Expired items are mostly the oldest;
+  // the rest are dropped when they reach the front.
+  constexpr std::size_t kExpiryScan = 64;
+  const std::size_t scan = std::min(ring_.size(), kExpiryScan);
+  for (std::size_t i = 0; i < scan; ++i) {
     if (ring_.at(i).deadline > now) continue;
     Forget(ring_.at(i));
     ++totals_.drops[static_cast<std::size_t>(DropReason::kDeadline)];

@@ -58,14 +58,25 @@ class SlotRing {
     return e;
   }
 
-  // Removes the element at `i`, moving the ones behind it forward: O(size).
+  // Removes the element at `i`, keeping the order: the shorter side moves
+  // one slot (the ones in front of it back, or the ones behind it forward),
+  // so removing near either end is cheap: O(min(i, size - i)).
   // REQUIRES: i < size().
   E remove_at(std::size_t i) {
     E e = Take(Index(i));
-    for (std::size_t j = i; j + 1 < size_; ++j) {
-      std::optional<E>& next = slots_[Index(j + 1)];
-      slots_[Index(j)].emplace(std::move(*next));
-      next.reset();
+    if (i < size_ - 1 - i) {
+      for (std::size_t j = i; j > 0; --j) {
+        std::optional<E>& prev = slots_[Index(j - 1)];
+        slots_[Index(j)].emplace(std::move(*prev));
+        prev.reset();
+      }
+      head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+    } else {
+      for (std::size_t j = i; j + 1 < size_; ++j) {
+        std::optional<E>& next = slots_[Index(j + 1)];
+        slots_[Index(j)].emplace(std::move(*next));
+        next.reset();
+      }
     }
     --size_;
     return e;

@@ -10,6 +10,17 @@
 //   BM_Baseline_MutexLimiter       a mutex around an in-flight count and a
 //                                  Gradient2 update per sample (the way
 //                                  Netflix's AbstractLimiter synchronises)
+//   BM_Floor_Cas                   info: one compare-and-swap on a shared word
+//                                  (the least an acquire that can not
+//                                  overshoot costs) and a plain store
+//   BM_Floor_CasFetchSub           info: that CAS plus one fetch_sub (an
+//                                  exact in-flight count, nothing else)
+//   BM_Floor_CasWindow             info: BM_Floor_Cas plus a sample kept in
+//                                  plain per-thread stores and, every 10
+//                                  samples, a mutex around one Gradient2
+//                                  LimitCore::Update (the least a limiter
+//                                  training on windows of 10 costs without a
+//                                  shared read-modify-write on release)
 //
 // All threads of a run share one limiter, whose limit is far above the
 // threads so that nothing is refused. Each reports `allocs_per_call`: heap
@@ -19,6 +30,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,6 +39,7 @@
 #include "absl/time/time.h"
 #include "alloc_counter.hpp"
 #include "degrade/concurrency_limiter.hpp"
+#include "degrade/detail/limit_algorithms.hpp"
 #include "degrade/telemetry.hpp"
 
 namespace {
@@ -123,6 +136,77 @@ void BM_Baseline_MutexLimiter(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_Baseline_MutexLimiter)->Threads(1)->Threads(2)->UseRealTime();
+
+// The floors: what the atomics alone cost on this machine, no limiter.
+std::atomic<uint64_t>& FloorWord() {
+  alignas(64) static std::atomic<uint64_t> word{0};
+  return word;
+}
+
+bool FloorAcquire(std::atomic<uint64_t>& word) {
+  uint64_t w = word.load(std::memory_order_relaxed);
+  do {
+    if (w >= (uint64_t{1} << 62)) return false;
+  } while (!word.compare_exchange_weak(w, w + 1, std::memory_order_acquire,
+                                       std::memory_order_relaxed));
+  return true;
+}
+
+void BM_Floor_Cas(benchmark::State& state) {
+  std::atomic<uint64_t>& word = FloorWord();
+  alignas(64) std::atomic<uint64_t> mine{0};  // a per-thread release count
+  Measure(state, [&] {
+    if (!FloorAcquire(word)) return false;
+    mine.store(mine.load(std::memory_order_relaxed) + 1,
+               std::memory_order_release);
+    return true;
+  });
+}
+BENCHMARK(BM_Floor_Cas)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_Floor_CasFetchSub(benchmark::State& state) {
+  std::atomic<uint64_t>& word = FloorWord();
+  Measure(state, [&] {
+    if (!FloorAcquire(word)) return false;
+    word.fetch_sub(1, std::memory_order_release);
+    return true;
+  });
+}
+BENCHMARK(BM_Floor_CasFetchSub)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_Floor_CasWindow(benchmark::State& state) {
+  std::atomic<uint64_t>& word = FloorWord();
+  static std::mutex mu;
+  static degrade::detail::LimitCore core([] {
+    degrade::detail::LimitParams p;
+    p.min_limit = 1000;
+    p.initial_limit = 10000;
+    p.max_limit = 10000;
+    return p;
+  }());
+  struct alignas(64) Mine {
+    std::atomic<uint64_t> released{0}, samples{0}, sum_us{0};
+  } mine;
+  Measure(state, [&] {
+    if (!FloorAcquire(word)) return false;
+    mine.released.store(mine.released.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
+    const uint64_t n = mine.samples.load(std::memory_order_relaxed) + 1;
+    mine.sum_us.store(mine.sum_us.load(std::memory_order_relaxed) + 500,
+                      std::memory_order_relaxed);
+    mine.samples.store(n, std::memory_order_release);
+    if (n % 10 == 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      degrade::detail::LimitWindow w;
+      w.samples = 10;
+      w.average_latency_us = 500;
+      w.max_in_flight = 1;
+      benchmark::DoNotOptimize(core.Update(w));
+    }
+    return true;
+  });
+}
+BENCHMARK(BM_Floor_CasWindow)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 

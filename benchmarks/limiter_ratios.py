@@ -8,6 +8,11 @@ prints, per thread count, the median wall-clock ns per acquire + release of
     ignore     TryAcquire() + Ignore() (no sample: info only)
     baseline   a mutex around the in-flight check and a Gradient2 update per
                sample (BM_Baseline_MutexLimiter)
+    cas        info: one CAS on a shared word and a plain store (BM_Floor_Cas)
+    cas+sub    info: that CAS and one fetch_sub (BM_Floor_CasFetchSub)
+    cas+win    info: the CAS, per-thread plain stores for the release and
+               the sample, a mutex and a Gradient2 update every 10 samples
+               (BM_Floor_CasWindow)
 
 with the target degrade/baseline <= 1/3 (issue 15) and the heap allocations
 per call, which must be zero for degrade. Both come from the same run.
@@ -32,6 +37,9 @@ IMPLS = {
     "Degrade_TryAcquireSuccess": "degrade",
     "Degrade_TryAcquireIgnore": "ignore",
     "Baseline_MutexLimiter": "baseline",
+    "Floor_Cas": "cas",
+    "Floor_CasFetchSub": "cas+sub",
+    "Floor_CasWindow": "cas+win",
 }
 NAME_RE = re.compile(r"^BM_(\w+?)/")
 
@@ -63,12 +71,14 @@ def main():
         return 2
     results = collect(data)
     header = ("thr", "degrade ns", "ignore ns", "baseline ns", "degrade/baseline",
-              "target", "allocs d/i/b", "result")
+              "target", "allocs d/i/b", "floors cas, cas+sub, cas+win ns", "result")
     rows = []
     failed = False
     for threads in sorted({t for (_, t) in results}):
         d = results.get(("degrade", threads))
-        i = results.get(("ignore", threads), [float("nan"), float("nan")])
+        nan = [float("nan"), float("nan")]
+        i = results.get(("ignore", threads), nan)
+        floors = [results.get((f, threads), nan)[0] for f in ("cas", "cas+sub", "cas+win")]
         b = results.get(("baseline", threads))
         if not (d and b) or None in (d[0], b[0]):
             continue
@@ -82,7 +92,8 @@ def main():
         failed |= bool(problems)
         rows.append((str(threads), f"{d[0]:.2f}", f"{i[0]:.2f}", f"{b[0]:.2f}",
                      f"{ratio:.2f}", "<= 0.33",
-                     "/".join(f"{x[1]:.3g}" for x in (d, i, b)), result))
+                     "/".join(f"{x[1]:.3g}" for x in (d, i, b)),
+                     ", ".join(f"{x:.2f}" for x in floors), result))
     if not rows:
         print("no matching benchmarks found", file=sys.stderr)
         return 2

@@ -3,8 +3,10 @@
 // AdmissionController under threads (label `concurrency`, run under TSan):
 // four threads admit (and close a window by try-lock each 5,000 requests)
 // while a fifth closes adaptive windows that move the threshold and a sixth
-// scrapes stats(). Every decision is counted exactly once, under its
-// criticality, and the threshold never leaves its range.
+// scrapes stats(), the admitters now and then reporting a downstream refusal
+// (RecordRefusal) that races the window closes. Every decision is counted
+// exactly once, under its criticality, and the threshold never leaves its
+// range.
 
 #include <gtest/gtest.h>
 
@@ -70,6 +72,8 @@ TEST(AdmissionConcurrencyTest, CountsAddUpExactlyWhileTheThresholdMoves) {
         const bool ok = (i & 1) ? c->Admitted(rc) : c->Admit(rc).ok();
         tally.admitted[k] += ok ? 1 : 0;
         if (!ok) refusals.fetch_add(1, std::memory_order_relaxed);
+        // A later stage's refusal, racing the mover's window closes.
+        if (i % 97 == 0) c->RecordRefusal(rc);
       }
       finished.fetch_add(1);
     });

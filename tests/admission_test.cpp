@@ -420,6 +420,43 @@ TEST(AdmissionControllerTest, SustainedOverloadStopsAtMinThresholdAndCalmReturns
   EXPECT_EQ(c->threshold(), kAdmitAllRank) << "never above admit-all";
 }
 
+TEST(AdmissionControllerTest, ARefusalDownstreamShedsEveryLessImportantClassAtOnce) {
+  FakeClock clock;
+  auto c = Make(Adaptive(&clock));
+  ASSERT_EQ(c->threshold(), kAdmitAllRank);
+  // The limiter refused SHEDDABLE: nothing is less important; no change.
+  c->RecordRefusal(Class(Criticality::kSheddable, 5));
+  EXPECT_EQ(c->threshold(), kAdmitAllRank);
+  // It refused CRITICAL:77: every sheddable rank is refused at once, every
+  // CRITICAL cohort still admitted.
+  c->RecordRefusal(Class(Criticality::kCritical, 77));
+  EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCritical));
+  EXPECT_TRUE(c->Admitted(Class(Criticality::kCritical, 127)));
+  EXPECT_FALSE(c->Admitted(Class(Criticality::kSheddablePlus, 0)));
+  // A later, less important refusal never loosens it.
+  c->RecordRefusal(Class(Criticality::kSheddablePlus, 0));
+  EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCritical));
+  // Never below min_threshold (CRITICAL_PLUS's floor by default).
+  c->RecordRefusal(Class(Criticality::kCriticalPlus, 0));
+  EXPECT_EQ(c->threshold(), FloorRank(Criticality::kCriticalPlus));
+  // Calm windows loosen it as usual.
+  for (int w = 0; w < 5000 && c->threshold() < kAdmitAllRank; ++w) {
+    for (int r = 0; r < kAdmitAllRank; r += 3) c->Admitted(OfRank(r));
+    EndWindow(*c, clock, absl::ZeroDuration());
+  }
+  EXPECT_EQ(c->threshold(), kAdmitAllRank);
+}
+
+TEST(AdmissionControllerTest, ARefusalDownstreamChangesNothingWhenNotAdaptive) {
+  FakeClock clock;
+  AdmissionOptions o = Adaptive(&clock);
+  o.adaptive = false;
+  auto c = Make(std::move(o));
+  c->RecordRefusal(Class(Criticality::kCriticalPlus, 0));
+  EXPECT_EQ(c->threshold(), kAdmitAllRank);
+  EXPECT_TRUE(c->Admitted(Class(Criticality::kSheddable, 127)));
+}
+
 TEST(AdmissionControllerTest, NotAdaptiveIgnoresQueuingDelay) {
   FakeClock clock;
   AdmissionOptions o = Adaptive(&clock);

@@ -177,6 +177,19 @@ class AdmissionController final {
   // did wait, and it tells the controller the queue is not calm.
   void RecordQueuingDelay(absl::Duration delay);
 
+  // Reports that a later stage (a concurrency limiter at its limit, a full
+  // queue) refused `rc` after this controller admitted it. In adaptive mode
+  // the threshold drops at once to the end of rc's criticality, so nothing
+  // less important is admitted (never below min_threshold); calm windows
+  // then loosen it as usual. Why: the threshold moves once a window, and
+  // within that window the later stage would go on refusing CRITICAL
+  // requests while this one still admits SHEDDABLE ones, the inversion
+  // strict shed order forbids. A refused kSheddable changes nothing. Does
+  // nothing when not adaptive. Thread-safe; a relaxed load when the
+  // threshold is already that tight (the usual case: refusals come in runs),
+  // else the window's lock.
+  void RecordRefusal(RequestClass rc);
+
   // The threshold in force: min(the manager's floor, the adaptive one).
   // Every rank at or above it is refused; kAdmitAllRank admits everything.
   int threshold() const {
@@ -461,6 +474,20 @@ inline void AdmissionController::RecordQueuingDelay(absl::Duration delay) {
   delay_sum_ += delay > absl::ZeroDuration() ? delay : absl::ZeroDuration();
   ++delays_;
   CloseIfDueLocked(now);
+}
+
+inline void AdmissionController::RecordRefusal(RequestClass rc) {
+  if (!adaptive_) return;
+  // The first rank of the next criticality: everything below rc's class.
+  const int end = (Rank(rc) / kNumCohorts + 1) * kNumCohorts;
+  const int cap = std::max(end, step_.min_threshold) * detail::kLevelSteps;
+  if (own_level_.load(std::memory_order_relaxed) <= cap) return;
+  // Under the lock: a window closing now stores a level computed from the
+  // one it read, which would undo a tightening made in between.
+  detail::MutexLock lock(&mu_);
+  if (own_level_.load(std::memory_order_relaxed) > cap) {
+    own_level_.store(cap, std::memory_order_relaxed);
+  }
 }
 
 inline void AdmissionController::CloseIfDueLocked(int64_t now) {

@@ -389,6 +389,52 @@ TEST(AdmissionQueueTest, MoreImportantPushEvictsTheOldestOfTheLeastImportant) {
   EXPECT_THAT(f.Pop(10), ElementsAre(5, 4, 7, 8));
 }
 
+TEST(AdmissionQueueTest, PreemptDropsTheOldestOfTheLeastImportantBelowTheCaller) {
+  Fixture f(Cfg(8));
+  f.PushAll({1}, kSheddablePlus);
+  f.PushAll({2}, kSheddable);
+  f.PushAll({3}, kSheddable);
+  f.PushAll({4}, kCrit);
+  // Not full: Preempt does not need a full queue, only a less important item.
+  EXPECT_TRUE(f.queue->Preempt(kCrit));
+  ASSERT_EQ(f.dropped.size(), 1u);
+  EXPECT_EQ(f.dropped[0], std::make_pair(2, DropReason::kShed));
+  EXPECT_TRUE(f.queue->Preempt(kSheddablePlus));
+  EXPECT_EQ(f.dropped.back().first, 3);
+  // Nothing below SHEDDABLE_PLUS is left; an equal class is never preempted.
+  EXPECT_FALSE(f.queue->Preempt(kSheddablePlus));
+  EXPECT_FALSE(f.queue->Preempt(kSheddable));
+  EXPECT_TRUE(f.queue->Preempt(kCritPlus));  // takes 1, the SHEDDABLE_PLUS
+  EXPECT_EQ(f.dropped.back().first, 1);
+  EXPECT_FALSE(f.queue->Preempt(kCrit));     // only CRITICAL is left
+  EXPECT_EQ(f.dropped.size(), 3u);
+  EXPECT_EQ(Drops(f.queue->stats(), DropReason::kShed), 3u);
+  EXPECT_EQ(f.queue->size(), 1u);
+  EXPECT_THAT(f.Pop(10), ElementsAre(4));
+  EXPECT_FALSE(f.queue->Preempt(kCritPlus)) << "empty";
+}
+
+TEST(AdmissionQueueTest, PreemptDeliversOutsideTheLockSoOnDropMayPushAgain) {
+  FakeClock clock;
+  std::unique_ptr<Queue> q;
+  std::vector<int> dropped;
+  auto created = Queue::Create(On(&clock, 2), [&](int&& v, DropReason) {
+    dropped.push_back(v);
+    int again = v + 100;  // re-queued as CRITICAL: room was just made
+    EXPECT_TRUE(q->Push(std::move(again), absl::InfiniteFuture(), kCrit).ok());
+  });
+  ASSERT_TRUE(created.ok()) << created.status();
+  q = std::move(*created);
+  int a = 1, b = 2;
+  ASSERT_TRUE(q->Push(std::move(a), absl::InfiniteFuture(), kSheddable).ok());
+  ASSERT_TRUE(q->Push(std::move(b), absl::InfiniteFuture(), kCrit).ok());
+  EXPECT_TRUE(q->Preempt(kCritPlus));
+  EXPECT_THAT(dropped, ElementsAre(1));
+  std::vector<int> out;
+  q->PopBatch(&out, 4);
+  EXPECT_THAT(out, ElementsAre(2, 101));
+}
+
 // ---- Admission hooks --------------------------------------------------------
 
 TEST(AdmissionQueueTest, AdmissionThresholdRefusesAtPushAndDropsAtPop) {

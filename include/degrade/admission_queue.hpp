@@ -149,6 +149,18 @@ class AdmissionQueue final {
   absl::Status Push(T&& item, absl::Time deadline = absl::InfiniteFuture(),
                     RequestClass rc = {});
 
+  // AdmissionQueue::Preempt()
+  //
+  // Drops the oldest queued item of the least important criticality below
+  // rc's (on_drop, kShed, after the lock is released) and returns true;
+  // false, dropping nothing, when nothing less important than rc is queued.
+  // For a server whose concurrency limiter refused rc while queued items of
+  // a lower class hold permits: the drop hands one back (on_drop reports the
+  // permit), and rc may try again, so the limiter never refuses a CRITICAL
+  // request to keep a SHEDDABLE one waiting. O(size), paid only on refusal.
+  // A closed queue still preempts (its items are still queued).
+  bool Preempt(RequestClass rc);
+
   // AdmissionQueue::PopBatch()
   //
   // Moves up to `max_batch` items to the back of `*out` (which keeps what
@@ -256,6 +268,10 @@ class AdmissionQueue final {
     return static_cast<std::size_t>(Rank(rc) / kNumCohorts);
   }
   // Drops the oldest item past its deadline at `now`; false if none.
+  // Evicts the oldest item of the least important criticality above
+  // `crit` (less important) into *out; false when there is none.
+  bool EvictBelowLocked(std::size_t crit, std::optional<Dropped>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool DropExpiredLocked(int64_t now, std::optional<Dropped>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLocked(Entry&& e, DropReason why, DropChunk* drops,

@@ -154,6 +154,41 @@ bool AdmissionQueue<T>::DropExpiredLocked(int64_t now,
 }
 
 template <typename T>
+bool AdmissionQueue<T>::EvictBelowLocked(std::size_t crit,
+                                         std::optional<Dropped>* out) {
+  std::size_t victim = kNumCriticalities;
+  for (std::size_t c = kNumCriticalities; c-- > crit + 1;) {
+    if (by_criticality_[c] > 0) {
+      victim = c;
+      break;
+    }
+  }
+  if (victim == kNumCriticalities) return false;
+  for (std::size_t i = 0; i < ring_.size(); ++i) {
+    if (Crit(ring_.at(i).rc) != victim) continue;
+    Forget(ring_.at(i));
+    ++totals_.drops[static_cast<std::size_t>(DropReason::kShed)];
+    out->emplace(Dropped{std::move(ring_.remove_at(i).item), DropReason::kShed});
+    return true;
+  }
+  return false;  // unreachable while by_criticality_ is exact
+}
+
+template <typename T>
+bool AdmissionQueue<T>::Preempt(RequestClass rc) {
+  std::optional<Dropped> evicted;
+  {
+    detail::MutexLock lock(&mu_);
+    if (!EvictBelowLocked(Crit(rc), &evicted)) return false;
+  }
+  if (on_drop_) {
+    detail::CallQuietly(
+        [&] { on_drop_(std::move(evicted->item), evicted->why); });
+  }
+  return true;
+}
+
+template <typename T>
 absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
                                      RequestClass rc) {
   const int threshold = Threshold();
@@ -184,29 +219,12 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
                     absl::Milliseconds(-1));
     }
     const std::size_t crit = Crit(rc);
-    if (ring_.full() && !(deadline_aware_ && DropExpiredLocked(now, &evicted))) {
-      std::size_t victim_crit = kNumCriticalities;
-      for (std::size_t c = kNumCriticalities; c-- > crit + 1;) {
-        if (by_criticality_[c] > 0) {
-          victim_crit = c;
-          break;
-        }
-      }
-      if (victim_crit == kNumCriticalities) {
-        return Refuse(DropReason::kCapacity,
-                      absl::StrCat("the queue is full (capacity ", capacity_,
-                                   ")"),
-                      std::nullopt);
-      }
-      for (std::size_t i = 0; i < ring_.size(); ++i) {
-        const Entry& e = ring_.at(i);
-        if (Crit(e.rc) != victim_crit) continue;
-        Forget(e);
-        evicted.emplace(Dropped{std::move(ring_.remove_at(i).item),
-                                DropReason::kShed});
-        ++totals_.drops[static_cast<std::size_t>(DropReason::kShed)];
-        break;
-      }
+    if (ring_.full() &&
+        !(deadline_aware_ && DropExpiredLocked(now, &evicted)) &&
+        !EvictBelowLocked(crit, &evicted)) {
+      return Refuse(DropReason::kCapacity,
+                    absl::StrCat("the queue is full (capacity ", capacity_, ")"),
+                    std::nullopt);
     }
     ring_.push_back(Entry{std::move(item), now, deadline_ns, rc});
     ++by_criticality_[crit];

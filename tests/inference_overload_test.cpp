@@ -11,12 +11,11 @@
 //     in time; today's static config holds the plateau it was tuned for but
 //     not a halved GPU; admission by level sheds lowest class first;
 //   * the full discipline at 3x, against the issue's targets: goodput >= 0.9
-//     of capacity, CRITICAL_PLUS available >= 99.5%, CRITICAL and
-//     CRITICAL_PLUS p99 <= 1 s, strict shed order per cohort and second,
-//     the limit settled within 10 s of the GPU halving and goodput back, the
-//     limit drifting <= 10% over the plateau, the same numbers for the same
-//     seed; CRITICAL's availability misses 99.5% and is held to the bound
-//     measured (docs/overload/sim.md says why);
+//     of capacity, CRITICAL_PLUS and CRITICAL available >= 99.5% with p99
+//     <= 1 s, strict shed order per cohort and second, the limit settled
+//     within 10 s of the GPU halving and goodput back, the limit drifting
+//     <= 10% over the plateau, the same numbers for the same seed; the
+//     order and the critical classes on four more seeds;
 //   * the per-class charts are SVG.
 //
 // Each TEST runs in its own process under ctest, so each runs only the
@@ -173,6 +172,29 @@ TEST(InferenceOverloadBaselineTest, AdmitByLevelShedsTheLowestClassFirst) {
 
 // ---- The full discipline ----------------------------------------------------
 
+void ExpectStrictShedOrder(const ov::RunResult& r) {
+  const std::vector<ov::OrderViolation> v = ov::ShedOrderViolations(r);
+  EXPECT_TRUE(v.empty()) << v.size() << " violations, the first at "
+                         << v[0].slice << " in cohort " << v[0].cohort;
+}
+
+// Before the limiter told the door about its refusals (RecordRefusal) and
+// could preempt a queued lower class (Preempt), seeds 1 and 3 broke strict
+// order in the seconds after the GPU halved, and DAGOR's threshold dipping
+// into CRITICAL cost seed 2 0.6% of its CRITICAL requests (99.43%): the
+// targets must hold on more than the one seed they were measured on.
+TEST(InferenceOverloadFullTest, StrictOrderAndTheCriticalClassesHoldOnOtherSeeds) {
+  for (const uint64_t seed : {2, 3, 4, 5}) {
+    SCOPED_TRACE(seed);
+    const ov::RunResult r = MustRun(ov::Mode::kFull, seed);
+    const ov::WindowSummary w = Plateau(r);
+    EXPECT_GE(w.goodput, kGoodputTarget);
+    EXPECT_GE(w.classes[kPlus].availability(), kCriticalAvailability);
+    EXPECT_GE(w.classes[kCrit].availability(), kCriticalAvailability);
+    ExpectStrictShedOrder(r);
+  }
+}
+
 TEST(InferenceOverloadFullTest, MeetsEveryTargetAt3xAndTheSameSeedGivesTheSameNumbers) {
   const ov::Scenario s = ov::DefaultScenario();
   const ov::RunResult r = MustRun(ov::Mode::kFull);
@@ -188,16 +210,9 @@ TEST(InferenceOverloadFullTest, MeetsEveryTargetAt3xAndTheSameSeedGivesTheSameNu
     EXPECT_LE(w.classes[k].p99_ms, kCriticalP99Ms);
   }
 
-  // Strictly lowest class first, per cohort and second.
-  // Issue 15 target: none; not met: 1 measured (seed 1), at 11m2s, the
-  // second after the GPU halves: one cohort had a CRITICAL request refused
-  // at the door (the limiter, at its limit, or the admission threshold as it
-  // moved) in the same second as a SHEDDABLE_PLUS request admitted (and
-  // then dropped by CoDel). Over the 10-minute plateau there is none.
-  const std::vector<ov::OrderViolation> violations = ov::ShedOrderViolations(r);
-  EXPECT_LE(violations.size(), 1u)
-      << violations.size() << " violations, the first at "
-      << (violations.empty() ? absl::ZeroDuration() : violations[0].slice);
+  // Strictly lowest class first, per cohort and second, over the whole run
+  // (the GPU halving included).
+  ExpectStrictShedOrder(r);
 
   // The GPU halves: the limit settles within 10 s, goodput comes back; and
   // again when it is restored.
@@ -236,6 +251,17 @@ TEST(InferenceOverloadFullTest, MeetsEveryTargetAt3xAndTheSameSeedGivesTheSameNu
     ASSERT_EQ(r.samples[i].limit, again.samples[i].limit) << i;
     ASSERT_EQ(r.samples[i].threshold, again.samples[i].threshold) << i;
   }
+}
+
+TEST(InferenceOverloadFullTest, WithoutPreemptionTheLimiterBreaksStrictOrder) {
+  // Seed 3: two violations without it, none with it (seed 1 has none either
+  // way since the threshold stops at SHEDDABLE_PLUS).
+  ov::SimOptions o = Base();
+  o.seed = 3;
+  o.discipline.preempt_lower_classes = false;
+  const absl::StatusOr<ov::RunResult> r = ov::Run(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(ov::ShedOrderViolations(*r).empty());
 }
 
 // ---- The report and the charts ----------------------------------------------

@@ -247,6 +247,10 @@ class DisciplineBackend final : public Backend {
     a.name = "inference";
     a.adaptive = true;
     a.target_queuing_delay = batch * flags.admission_target_batches;
+    // The door sheds only the sheddable classes; among the critical ones the
+    // limiter's shares and the queue's deadline check choose (as in the
+    // simulation, docs/overload/sim.md).
+    a.min_threshold = degrade::FloorRank(degrade::Criticality::kCritical);
     auto admission = degrade::AdmissionController::Create(a);
     if (!admission.ok()) return Fail(admission.status());
     b->admission_ = *std::move(admission);
@@ -298,7 +302,13 @@ class DisciplineBackend final : public Backend {
     const absl::Status admitted = admission_->Admit(job->rc);
     if (!admitted.ok()) return Refuse(*job, admitted, "admission");
     absl::StatusOr<degrade::LimiterPermit> permit = limiter_->Acquire(job->rc);
-    if (!permit.ok()) return Refuse(*job, permit.status(), "limiter");
+    if (!permit.ok()) {
+      // Strict order: the door now refuses every less important class, and
+      // a queued request of one gives its permit up to this one.
+      admission_->RecordRefusal(job->rc);
+      if (queue_->Preempt(job->rc)) permit = limiter_->Acquire(job->rc);
+      if (!permit.ok()) return Refuse(*job, permit.status(), "limiter");
+    }
     job->permit = *std::move(permit);
     JobPtr item = job;
     const absl::Status pushed = queue_->Push(std::move(item), deadline, job->rc);

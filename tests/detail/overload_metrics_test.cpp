@@ -193,7 +193,7 @@ TEST(OverloadMetricsTest,
                         total, "\n")));
 }
 
-TEST(OverloadMetricsTest, LimiterExportsLimitInFlightPermitsAndNoLoadLatency) {
+TEST(OverloadMetricsTest, LimiterExportsLimitInFlightPermitsNoLoadLatencyAndReMeasuring) {
   MetricsRegistry registry;
   FakeLimiter view("model");
   view.st.limit = 37;
@@ -204,6 +204,7 @@ TEST(OverloadMetricsTest, LimiterExportsLimitInFlightPermitsAndNoLoadLatency) {
   view.st.dropped = 11;
   view.st.ignored = 1;
   view.st.no_load_latency = absl::Microseconds(180500);
+  view.st.re_measuring = true;
   auto attachment = registry.AttachLimiter(view);
   ASSERT_NE(attachment, nullptr);
   EXPECT_EQ(
@@ -228,6 +229,9 @@ degrade_limiter_no_load_latency_seconds{limiter="model"} 0.1805
 degrade_limiter_outcomes_total{limiter="model",outcome="dropped"} 11
 degrade_limiter_outcomes_total{limiter="model",outcome="ignored"} 1
 degrade_limiter_outcomes_total{limiter="model",outcome="success"} 220
+# HELP degrade_limiter_re_measuring 1 while the no-load latency is being re-measured, else 0.
+# TYPE degrade_limiter_re_measuring gauge
+degrade_limiter_re_measuring{limiter="model"} 1
 # HELP degrade_limiter_rejected_total Permits refused at the limit (a ShedError), by criticality.
 # TYPE degrade_limiter_rejected_total counter
 degrade_limiter_rejected_total{limiter="model",criticality="CRITICAL"} 1

@@ -145,6 +145,11 @@ inline void WriteLimiterMetrics(const LimiterStats& st, const std::string& name,
           "The limit algorithm's estimate of the latency without queueing; 0 "
           "for a fixed limit or before the first sample.",
           {{label, name}}, absl::ToDoubleSeconds(st.no_load_latency));
+  // A limit pinned low for minutes reads very differently while the no-load
+  // latency is being re-measured (admissions may be held on purpose).
+  w.Gauge("degrade_limiter_re_measuring",
+          "1 while the no-load latency is being re-measured, else 0.",
+          {{label, name}}, st.re_measuring ? 1.0 : 0.0);
 }
 
 }  // namespace detail

@@ -23,6 +23,13 @@
 // on its fallback, 2 at two stages, 3 at three or more; it steps down one
 // level after 5 simulated seconds below a level's threshold.
 //
+// In front of the pipeline each request (its class from its user: the four
+// criticalities in turn) passes an AdmissionController following that
+// manager, whose level 3 admits nothing below CRITICAL, then takes a
+// ConcurrencyLimiter permit and a trip through an AdmissionQueue, so the
+// degrade_admission_*, degrade_limiter_* and degrade_queue_* series are
+// scraped from real components too.
+//
 // Every pass of the script runs on a fresh pipeline with a registry of its
 // own, which /metrics serves from when the pass is ready (a scrape never
 // sees a half-built pass), so counters restart with each pass, as after a
@@ -76,16 +83,22 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/admission.hpp"
+#include "degrade/admission_queue.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/concurrency_limiter.hpp"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metrics.hpp"
+#include "degrade/request_class.hpp"
 #include "httplib.h"
 #include "recsys/pipeline.hpp"
 
@@ -228,6 +241,9 @@ degrade::DegradationConfig ManagerConfig() {
   l3.enter = {{signal, 3}};
   l3.recover = {{signal, 2.5}};
   l3.disable = {std::string(degrade::kAllNonCritical)};
+  // Level 3 also refuses the sheddable classes at the door (the overload
+  // trio below), so the admission series move with the outage.
+  l3.admit = degrade::AdmitFloor{degrade::Criticality::kSheddablePlus, 0};
   c.levels = {l1, l2, l3};
   return c;
 }
@@ -253,6 +269,34 @@ struct Pass {
     }
     pipeline =
         std::make_unique<recsys::Pipeline>(&clock, registry.get(), "recsys");
+
+    degrade::AdmissionOptions ao;
+    ao.name = "front";
+    ao.manager = manager.get();
+    ao.clock = &clock;
+    ao.metrics = registry.get();
+    admission = Must(degrade::AdmissionController::Create(ao));
+    degrade::LimiterSettings ls;
+    ls.name = "front";
+    ls.min_limit = 4;
+    ls.max_limit = 64;
+    ls.metrics = registry.get();
+    limiter = Must(degrade::ConcurrencyLimiter::Create(ls));
+    degrade::QueueSettings qs;
+    qs.name = "front";
+    qs.capacity = 64;
+    qs.clock = &clock;
+    qs.metrics = registry.get();
+    queue = Must(degrade::AdmissionQueue<uint64_t>::Create(qs));
+  }
+
+  template <typename T>
+  static T Must(absl::StatusOr<T> v) {
+    if (!v.ok()) {
+      std::fprintf(stderr, "metrics_server: %s\n", v.status().ToString().c_str());
+      std::abort();
+    }
+    return *std::move(v);
   }
 
   const uint64_t number;
@@ -260,6 +304,13 @@ struct Pass {
   std::shared_ptr<degrade::MetricsRegistry> registry;
   std::unique_ptr<degrade::DegradationManager> manager;
   std::unique_ptr<recsys::Pipeline> pipeline;
+  // The overload-control trio in front of the pipeline: every request has a
+  // class (from its user), passes the manager's floor, holds a permit and
+  // goes through the queue, so their series are real in a scrape.
+  std::unique_ptr<degrade::AdmissionController> admission;
+  std::unique_ptr<degrade::ConcurrencyLimiter> limiter;
+  std::unique_ptr<degrade::AdmissionQueue<uint64_t>> queue;
+  std::vector<uint64_t> popped;
   // Simulated time: where real time starts being mapped, and the end.
   absl::Time sim_start;
   absl::Time sim_end;
@@ -339,7 +390,22 @@ class Driver {
 
   void ServeOne(Pass& pass) {
     const uint64_t user = recsys::Mix(42 ^ recsys::Mix(user_seq_++)) % 100000;
+    const degrade::RequestClass rc{
+        static_cast<degrade::Criticality>(user % degrade::kNumCriticalities),
+        static_cast<uint8_t>(user % degrade::kNumCohorts)};
+    if (!pass.admission->Admitted(rc)) {
+      requests_.fetch_add(1, std::memory_order_relaxed);
+      return;  // shed at the door: the pipeline never sees it
+    }
+    std::optional<degrade::LimiterPermit> permit = pass.limiter->TryAcquire(rc);
+    uint64_t item = user;
+    if (permit.has_value() &&
+        pass.queue->Push(std::move(item), absl::InfiniteFuture(), rc).ok()) {
+      pass.popped.clear();
+      pass.queue->PopBatch(&pass.popped, 1);
+    }
     const recsys::Response r = pass.pipeline->Serve(user);
+    if (permit.has_value()) permit->Success(r.latency);
     // A signal the config uses and a finite value: cannot be rejected.
     (void)pass.manager->Observe("degraded_stages",
                                 static_cast<double>(r.result.trace().depth()));

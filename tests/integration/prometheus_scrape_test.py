@@ -12,6 +12,11 @@ starts `prometheus` with a scrape config pointing at both (scrape interval
   degrade_breaker_state{job="degrade"}           per breaker, see SCENARIOS
   degrade_level{job="degrade",manager="recsys"}  per scenario
   degrade_fallbacks_total{...,stage=<failed>}    > 0
+  degrade_admission_threshold{admission="front"} per scenario (OVERLOAD)
+  degrade_admission_shed_total, sheddable        > 0 only at level 3
+  degrade_limiter_acquired_total, degrade_queue_sojourn_seconds_count,
+  degrade_limiter_limit                          > 0 (the overload trio
+                                                 in front of the pipeline)
 
 A breaker that is open reads 1 (half-open) for the instant between its open
 timeout and the next request's probe, so the values are polled until they
@@ -60,6 +65,20 @@ SCENARIOS = {
         ("features", "recall", "rank", "rerank"),
     ),
 }
+
+# scenario label -> (admission threshold, whether sheddable requests are
+# shed). Level 3's "admit" floor in metrics_server admits nothing below
+# CRITICAL (threshold 256, FloorRank(SHEDDABLE_PLUS, 0)); level 1 has none.
+OVERLOAD = {
+    "recall_down": (512, False),
+    "everything_down": (256, True),
+}
+OVERLOAD_POSITIVE = (
+    "degrade_limiter_acquired_total",
+    "degrade_limiter_limit",
+    "degrade_queue_popped_total",
+    "degrade_queue_sojourn_seconds_count",
+)
 
 
 class TestFailure(Exception):
@@ -255,7 +274,8 @@ def query(prom_port, promql):
 
 def observe(prom_port):
     """What Prometheus has now, as {scenario: {...}}."""
-    seen = {s: {"up": None, "breakers": {}, "level": None, "fallbacks": {}}
+    seen = {s: {"up": None, "breakers": {}, "level": None, "fallbacks": {},
+                "threshold": None, "shed_sheddable": None, "overload": {}}
             for s in SCENARIOS}
     for metric, value in query(prom_port, f'up{{job="{JOB}"}}'):
         if metric.get("scenario") in seen:
@@ -272,6 +292,20 @@ def observe(prom_port):
             f'sum by (scenario, stage) (degrade_fallbacks_total{{job="{JOB}",pipeline="recsys"}})'):
         if metric.get("scenario") in seen:
             seen[metric["scenario"]]["fallbacks"][metric.get("stage")] = value
+    for metric, value in query(
+            prom_port, f'degrade_admission_threshold{{job="{JOB}",admission="front"}}'):
+        if metric.get("scenario") in seen:
+            seen[metric["scenario"]]["threshold"] = value
+    for metric, value in query(
+            prom_port,
+            f'sum by (scenario) (degrade_admission_shed_total{{job="{JOB}",'
+            f'admission="front",criticality=~"SHEDDABLE.*"}})'):
+        if metric.get("scenario") in seen:
+            seen[metric["scenario"]]["shed_sheddable"] = value
+    for name in OVERLOAD_POSITIVE:
+        for metric, value in query(prom_port, f'sum by (scenario) ({name}{{job="{JOB}"}})'):
+            if metric.get("scenario") in seen:
+                seen[metric["scenario"]]["overload"][name] = value
     return seen
 
 
@@ -298,6 +332,20 @@ def mismatches(seen):
                 problems.append(
                     f"{scenario}: degrade_fallbacks_total{{stage=\"{stage}\"}} = "
                     f"{got['fallbacks'].get(stage)}, want > 0")
+        threshold, sheds = OVERLOAD[scenario]
+        if got["threshold"] != float(threshold):
+            problems.append(
+                f"{scenario}: degrade_admission_threshold = {got['threshold']}, "
+                f"want {threshold}")
+        shed = got["shed_sheddable"]
+        if (shed is not None and shed > 0) != sheds:
+            problems.append(
+                f"{scenario}: sheddable requests shed = {shed}, want "
+                f"{'> 0' if sheds else '0'}")
+        for name in OVERLOAD_POSITIVE:
+            if not got["overload"].get(name, 0) > 0:
+                problems.append(
+                    f"{scenario}: {name} = {got['overload'].get(name)}, want > 0")
     return problems
 
 
@@ -376,7 +424,8 @@ def main():
             fallbacks = ", ".join(f"{s}={v:g}" for s, v in sorted(got["fallbacks"].items()))
             log(f"  {scenario} (--hold-phase '{hold}'): up=1; degrade_breaker_state "
                 f"{states}; degrade_level{{manager=\"recsys\"}}={got['level']:g}; "
-                f"degrade_fallbacks_total by stage: {fallbacks}")
+                f"degrade_fallbacks_total by stage: {fallbacks}; admission threshold "
+                f"{got['threshold']:g}, sheddable shed {got['shed_sheddable']:g}")
 
         # 3. The servers stop cleanly on SIGTERM.
         for p in servers:

@@ -277,35 +277,30 @@ def observe(prom_port):
     seen = {s: {"up": None, "breakers": {}, "level": None, "fallbacks": {},
                 "threshold": None, "shed_sheddable": None, "overload": {}}
             for s in SCENARIOS}
-    for metric, value in query(prom_port, f'up{{job="{JOB}"}}'):
-        if metric.get("scenario") in seen:
-            seen[metric["scenario"]]["up"] = value
-    for metric, value in query(prom_port, f'degrade_breaker_state{{job="{JOB}"}}'):
-        if metric.get("scenario") in seen:
-            seen[metric["scenario"]]["breakers"][metric.get("breaker")] = value
-    for metric, value in query(
-            prom_port, f'degrade_level{{job="{JOB}",manager="recsys"}}'):
-        if metric.get("scenario") in seen:
-            seen[metric["scenario"]]["level"] = value
-    for metric, value in query(
-            prom_port,
-            f'sum by (scenario, stage) (degrade_fallbacks_total{{job="{JOB}",pipeline="recsys"}})'):
-        if metric.get("scenario") in seen:
-            seen[metric["scenario"]]["fallbacks"][metric.get("stage")] = value
-    for metric, value in query(
-            prom_port, f'degrade_admission_threshold{{job="{JOB}",admission="front"}}'):
-        if metric.get("scenario") in seen:
-            seen[metric["scenario"]]["threshold"] = value
-    for metric, value in query(
-            prom_port,
-            f'sum by (scenario) (degrade_admission_shed_total{{job="{JOB}",'
-            f'admission="front",criticality=~"SHEDDABLE.*"}})'):
-        if metric.get("scenario") in seen:
-            seen[metric["scenario"]]["shed_sheddable"] = value
-    for name in OVERLOAD_POSITIVE:
-        for metric, value in query(prom_port, f'sum by (scenario) ({name}{{job="{JOB}"}})'):
+
+    def each(promql, store):
+        """Calls store(entry, metric, value) for each result of a scenario."""
+        for metric, value in query(prom_port, promql):
             if metric.get("scenario") in seen:
-                seen[metric["scenario"]]["overload"][name] = value
+                store(seen[metric["scenario"]], metric, value)
+
+    def put(key):
+        return lambda e, _m, v: e.__setitem__(key, v)
+
+    def put_in(key, label):
+        return lambda e, m, v: e[key].__setitem__(m.get(label), v)
+
+    each(f'up{{job="{JOB}"}}', put("up"))
+    each(f'degrade_breaker_state{{job="{JOB}"}}', put_in("breakers", "breaker"))
+    each(f'degrade_level{{job="{JOB}",manager="recsys"}}', put("level"))
+    each(f'sum by (scenario, stage) (degrade_fallbacks_total{{job="{JOB}",pipeline="recsys"}})',
+         put_in("fallbacks", "stage"))
+    each(f'degrade_admission_threshold{{job="{JOB}",admission="front"}}', put("threshold"))
+    each(f'sum by (scenario) (degrade_admission_shed_total{{job="{JOB}",'
+         f'admission="front",criticality=~"SHEDDABLE.*"}})', put("shed_sheddable"))
+    for name in OVERLOAD_POSITIVE:
+        each(f'sum by (scenario) ({name}{{job="{JOB}"}})',
+             lambda e, _m, v, name=name: e["overload"].__setitem__(name, v))
     return seen
 
 

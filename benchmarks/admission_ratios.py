@@ -28,7 +28,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ratios import TO_NS, parse_and_load  # noqa: E402  (same directory)
+from ratios import by_impl_and_threads, parse_and_load  # noqa: E402  (same directory)
 from gate_ratios import table  # noqa: E402
 
 MAX_ADMITTED_NS = 5.0
@@ -43,30 +43,11 @@ IMPLS = {
 NAME_RE = re.compile(r"^BM_(\w+?)/")
 
 
-def collect(data):
-    """Returns {(impl, threads): {"ns": median, "allocs": mean}}."""
-    results = {}
-    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
-    for b in data["benchmarks"]:
-        if b.get("error_occurred"):
-            sys.exit(f"benchmark {b['name']} failed: {b.get('error_message')}")
-        m = NAME_RE.match(b.get("run_name", b["name"]))
-        if not m or m.group(1) not in IMPLS:
-            continue
-        agg = b.get("aggregate_name") if have_aggregates else "median"
-        r = results.setdefault((IMPLS[m.group(1)], int(b["threads"])), {})
-        if agg == "median":
-            r["ns"] = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
-        if agg == "mean" or not have_aggregates:
-            r["allocs"] = b.get("allocs_per_call", float("nan"))
-    return results
-
-
 def main():
     args, data = parse_and_load(__doc__.splitlines()[0], "path to admission_benchmark")
     if data is None:
         return 2
-    results = collect(data)
+    results = by_impl_and_threads(data, NAME_RE, IMPLS)
     ctx = data.get("context", {})
     print(f"{ctx.get('host_name', '?')}: {ctx.get('num_cpus', '?')} CPUs, load avg "
           f"{', '.join(f'{x:.2f}' for x in ctx.get('load_avg', [])) or '?'}; "

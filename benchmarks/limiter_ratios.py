@@ -30,7 +30,7 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gate_ratios import table  # noqa: E402  (same directory)
-from ratios import TO_NS, parse_and_load  # noqa: E402
+from ratios import by_impl_and_threads, parse_and_load  # noqa: E402
 
 MAX_RATIO = 1 / 3
 IMPLS = {
@@ -44,32 +44,12 @@ IMPLS = {
 NAME_RE = re.compile(r"^BM_(\w+?)/")
 
 
-def collect(data):
-    """Returns {(impl, threads): [median ns, mean allocs]}."""
-    results = {}
-    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
-    for b in data["benchmarks"]:
-        if b.get("error_occurred"):
-            sys.exit(f"benchmark {b['name']} failed: {b.get('error_message')}")
-        m = NAME_RE.match(b.get("run_name", b["name"]))
-        if not m or m.group(1) not in IMPLS:
-            continue
-        agg = b.get("aggregate_name") if have_aggregates else "median"
-        if agg not in ("median", "mean"):
-            continue
-        r = results.setdefault((IMPLS[m.group(1)], int(b["threads"])), [None, None])
-        if agg == "median":
-            r[0] = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
-        if agg == "mean" or not have_aggregates:
-            r[1] = b.get("allocs_per_call", float("nan"))
-    return results
-
-
 def main():
     args, data = parse_and_load(__doc__.splitlines()[0], "path to limiter_benchmark")
     if data is None:
         return 2
-    results = collect(data)
+    results = {k: [v.get("ns"), v.get("allocs")]
+               for k, v in by_impl_and_threads(data, NAME_RE, IMPLS).items()}
     header = ("thr", "degrade ns", "ignore ns", "baseline ns", "degrade/baseline",
               "target", "allocs d/i/b", "floors cas, cas+sub, cas+win ns", "result")
     rows = []

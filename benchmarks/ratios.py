@@ -137,6 +137,28 @@ def medians_and_allocs(data, name_re, value):
     return med, allocs
 
 
+def by_impl_and_threads(data, name_re, impls):
+    """For the scripts comparing rows at several thread counts: returns
+    {(impls[row], threads): {"ns": median wall ns, "allocs": mean
+    allocs_per_call}}, a row being name_re's first group of its run name
+    (rows not in impls are skipped). Exits on a benchmark that failed."""
+    results = {}
+    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
+    for b in data["benchmarks"]:
+        if b.get("error_occurred"):
+            sys.exit(f"benchmark {b['name']} failed: {b.get('error_message')}")
+        m = name_re.match(b.get("run_name", b["name"]))
+        if not m or m.group(1) not in impls:
+            continue
+        agg = b.get("aggregate_name") if have_aggregates else "median"
+        r = results.setdefault((impls[m.group(1)], int(b["threads"])), {})
+        if agg == "median":
+            r["ns"] = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
+        if agg == "mean" or not have_aggregates:
+            r["allocs"] = b.get("allocs_per_call", float("nan"))
+    return results
+
+
 def fmt_fraction(f):
     return f"<= {f.numerator}/{f.denominator}" if f is not None else "-"
 

@@ -39,7 +39,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ratios import TO_NS, parse_and_load  # noqa: E402  (same directory)
+from ratios import by_impl_and_threads, parse_and_load  # noqa: E402  (same directory)
 
 MAX_GATE_OVER_ATOMIC = 1.1
 MIN_MUTEX_OVER_GATE = 10.0
@@ -65,23 +65,11 @@ class Result:
 def collect(data):
     """Returns {(impl, threads): Result}."""
     results = {}
-    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
-    for b in data["benchmarks"]:
-        if b.get("error_occurred"):
-            sys.exit(f"benchmark {b['name']} failed: {b.get('error_message')}")
-        m = NAME_RE.match(b.get("run_name", b["name"]))
-        if not m or m.group(1) not in IMPLS:
-            continue
-        agg = b.get("aggregate_name") if have_aggregates else "median"
-        if agg not in ("median", "mean"):
-            continue
-        r = results.setdefault((IMPLS[m.group(1)], int(b["threads"])), Result())
-        if agg == "median":
-            r.ns = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
-            r.on = b.get("on_fraction")
-            r.writer = b.get("writer_changes_per_s")
-        if agg == "mean" or not have_aggregates:
-            r.allocs = b.get("allocs_per_call", float("nan"))
+    for key, r in by_impl_and_threads(
+            data, NAME_RE, IMPLS, ("on_fraction", "writer_changes_per_s")).items():
+        x = results[key] = Result()
+        x.ns, x.allocs = r.get("ns"), r.get("allocs")
+        x.on, x.writer = r.get("on_fraction"), r.get("writer_changes_per_s")
     return results
 
 

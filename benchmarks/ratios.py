@@ -137,11 +137,12 @@ def medians_and_allocs(data, name_re, value):
     return med, allocs
 
 
-def by_impl_and_threads(data, name_re, impls):
+def by_impl_and_threads(data, name_re, impls, median_counters=()):
     """For the scripts comparing rows at several thread counts: returns
     {(impls[row], threads): {"ns": median wall ns, "allocs": mean
-    allocs_per_call}}, a row being name_re's first group of its run name
-    (rows not in impls are skipped). Exits on a benchmark that failed."""
+    allocs_per_call, and each of median_counters: its median}}, a row being
+    name_re's first group of its run name (rows not in impls are skipped).
+    Exits on a benchmark that failed."""
     results = {}
     have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
     for b in data["benchmarks"]:
@@ -154,6 +155,8 @@ def by_impl_and_threads(data, name_re, impls):
         r = results.setdefault((impls[m.group(1)], int(b["threads"])), {})
         if agg == "median":
             r["ns"] = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
+            for c in median_counters:
+                r[c] = b.get(c)
         if agg == "mean" or not have_aggregates:
             r["allocs"] = b.get("allocs_per_call", float("nan"))
     return results

@@ -186,6 +186,54 @@ void BM_Floor_OneSharedRmwPerPush(benchmark::State& state) {
   Report(state, 0, kBatch);
 }
 
+// Review controls (issue 15). The timestamped baseline above reads the
+// clock through the virtual Clock::Now() and stores a 16-byte absl::Time;
+// degrade's Push() reads RealClock::UnixNanos() (no virtual call, no Time
+// conversion) into an int64. This row stamps the baseline the way degrade
+// does, so "the same clock read the degrade rows pay" holds.
+struct NanosItem {
+  Item item;
+  std::int64_t enqueued;
+};
+std::uint64_t TagOf(const NanosItem& i) { return i.item.tag; }
+void BM_Review_MutexDequeTimestampedNanos(benchmark::State& state) {
+  const degrade::RealClock& clock = degrade::RealClock::Instance();
+  MutexDeque<NanosItem>(
+      state, [&clock](Item i) { return NanosItem{i, clock.UnixNanos()}; });
+}
+
+// The "floor" row claims to be a bounded queue, but its push never compares
+// against the consumer's head: nothing bounds it. A bounded claim needs the
+// head read (and a full check) per push; this row adds exactly that.
+void BM_Review_FloorWithCapacityCheck(benchmark::State& state) {
+  std::vector<Item> ring(kBatch);
+  std::atomic<std::uint64_t> tail{0};
+  std::atomic<std::uint64_t> head{0};
+  std::uint64_t tag = 0, sum = 0, full = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      std::uint64_t t = tail.load(std::memory_order_relaxed);
+      do {
+        if (t - head.load(std::memory_order_acquire) >= kBatch) {
+          ++full;
+          break;
+        }
+      } while (!tail.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed));
+      ring[t % kBatch] = Item{&ring, ++tag};
+    }
+    const std::uint64_t from = head.load(std::memory_order_relaxed);
+    const std::uint64_t to = tail.load(std::memory_order_acquire);
+    for (std::uint64_t k = from; k < to; ++k) sum += ring[k % kBatch].tag;
+    head.store(to, std::memory_order_release);
+    benchmark::DoNotOptimize(sum);
+  }
+  if (full != 0) state.SkipWithError("the ring filled");
+  Report(state, 0, kBatch);
+}
+
+BENCHMARK(BM_Review_MutexDequeTimestampedNanos)->UseRealTime();
+BENCHMARK(BM_Review_FloorWithCapacityCheck)->UseRealTime();
 BENCHMARK(BM_Degrade_QueuePushPopBatch32)->UseRealTime();
 BENCHMARK(BM_Baseline_MutexDequeTimestamped)->UseRealTime();
 BENCHMARK(BM_Floor_OneSharedRmwPerPush)->UseRealTime();

@@ -954,5 +954,45 @@ TEST(AdmissionControllerTest, TheWindowStepNeverGoesBelowMinThreshold) {
   EXPECT_EQ(detail::NextAdmissionLevel(h, 512 * K, 512 * K, true, step), 128 * K);
 }
 
+// Review (issue 15, RecordRefusal): with the default options (min_threshold
+// at CRITICAL_PLUS's floor) one downstream refusal of a CRITICAL_PLUS
+// request drops the adaptive threshold straight to 128: every CRITICAL
+// request, i.e. all unlabelled traffic, is refused at once. The file
+// comment promises that "a step never turns '5% fewer' into 'all of
+// them'"; this one does, and calm windows give it back only
+// loosen_fraction of the rank per window (about 1/0.01 = 94 windows, i.e.
+// ~94 s of shedding most CRITICAL traffic, for one refused request).
+// Expected to FAIL on effb744: it states the bound a review would want.
+TEST(AdmissionControllerReviewTest, OneCriticalPlusRefusalDoesNotShedAllCriticalForMinutes) {
+  FakeClock clock;
+  auto c = Make(Adaptive(&clock));  // the defaults: min_threshold 128
+  c->RecordRefusal(Class(Criticality::kCriticalPlus, 0));
+  int first_window_admitted = -1;
+  int windows_to_restore = -1;
+  uint64_t critical_shed = 0;
+  for (int w = 0; w < 300; ++w) {
+    int admitted = 0;
+    for (int i = 0; i < 1000; ++i) {
+      if (i % 50 == 0) {
+        c->Admitted(Class(Criticality::kCriticalPlus, 0));
+      } else if (c->Admitted(Class(Criticality::kCritical, 0))) {
+        ++admitted;
+      } else {
+        ++critical_shed;
+      }
+    }
+    if (w == 0) first_window_admitted = admitted;
+    if (admitted == 980 && windows_to_restore < 0) windows_to_restore = w;
+    EndWindow(*c, clock, absl::ZeroDuration());  // calm: nothing waits
+  }
+  std::printf("first window CRITICAL admitted %d/980; restored after %d calm "
+              "windows; CRITICAL shed in all %llu\n",
+              first_window_admitted, windows_to_restore,
+              static_cast<unsigned long long>(critical_shed));
+  EXPECT_GE(first_window_admitted, 980 * 95 / 100)
+      << "one refusal shed more than DAGOR's tighten step of CRITICAL";
+  EXPECT_LE(windows_to_restore, 10) << "recovery from one refusal is slow";
+}
+
 }  // namespace
 }  // namespace degrade

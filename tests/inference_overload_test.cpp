@@ -264,6 +264,43 @@ TEST(InferenceOverloadFullTest, WithoutPreemptionTheLimiterBreaksStrictOrder) {
   EXPECT_FALSE(ov::ShedOrderViolations(*r).empty());
 }
 
+// Review (issue 15, Preempt in the simulation): the limiter refuses a
+// critical request; the simulation preempts one queued lower-class request
+// and retries once. When the limit has just dropped below what is in
+// flight (AIMD backing off as the GPU halves), releasing one permit is not
+// enough: the sheddable request is dropped AND the critical one refused,
+// both lost. A preempted request is the sheddable one whose kQueueShed
+// drop happened at the very instant a critical request was refused with
+// kLimit (event times are exact on the FakeClock; a pop at an arrival only
+// happens when the queue was empty, so it cannot be one of these).
+// Expected to FAIL on e61b5d6 (seed 1: 9 of 9 preemptions wasted, seed 3:
+// 16 of 23). A fix: preempt while the retry fails and something below is
+// queued (`while (!permit && queue->Preempt(rc)) permit = TryAcquire(rc);`),
+// or preempt only when one release can make room.
+TEST(InferenceOverloadReviewTest, APreemptedSheddableRequestBuysTheCriticalOneItsPermit) {
+  for (const uint64_t seed : {1, 3}) {
+    SCOPED_TRACE(seed);
+    const ov::RunResult r = MustRun(ov::Mode::kFull, seed);
+    std::set<int64_t> critical_limited;  // arrival instants, ns
+    for (const ov::Request& q : r.requests) {
+      if (!ov::IsSheddable(ov::kClasses[q.klass].criticality) &&
+          q.fate == ov::Fate::kLimit) {
+        critical_limited.insert(absl::ToInt64Nanoseconds(q.arrival));
+      }
+    }
+    std::size_t wasted = 0;
+    for (const ov::Request& q : r.requests) {
+      if (ov::IsSheddable(ov::kClasses[q.klass].criticality) &&
+          q.fate == ov::Fate::kQueueShed && q.done != q.arrival &&
+          critical_limited.count(absl::ToInt64Nanoseconds(q.done)) > 0) {
+        ++wasted;
+      }
+    }
+    EXPECT_EQ(wasted, 0u) << "sheddable requests preempted for a critical "
+                             "request the limiter then refused anyway";
+  }
+}
+
 // ---- The report and the charts ----------------------------------------------
 
 TEST(InferenceOverloadReportTest, ShedOrderCheckFindsACriticalRefusalBesideAnAdmittedSheddable) {

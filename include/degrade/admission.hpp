@@ -178,22 +178,33 @@ class AdmissionController final {
   void RecordQueuingDelay(absl::Duration delay);
 
   // Reports that a later stage (a concurrency limiter at its limit, a full
-  // queue) refused `rc` after this controller admitted it. In adaptive mode
-  // the threshold drops at once to the end of rc's criticality, so nothing
-  // less important is admitted (never below min_threshold); calm windows
-  // then loosen it as usual. Why: the threshold moves once a window, and
+  // queue) refused `rc` after this controller admitted it. In adaptive mode,
+  // for the rest of the current window, nothing less important than rc's
+  // criticality is admitted. Why: the threshold moves once a window, and
   // within that window the later stage would go on refusing CRITICAL
   // requests while this one still admits SHEDDABLE ones, the inversion
-  // strict shed order forbids. A refused kSheddable changes nothing. Does
-  // nothing when not adaptive. Thread-safe; a relaxed load when the
-  // threshold is already that tight (the usual case: refusals come in runs),
-  // else the window's lock.
+  // strict shed order forbids.
+  //   * It shuts out sheddable classes only: a refused CRITICAL_PLUS or
+  //     CRITICAL request caps the threshold at SHEDDABLE_PLUS:0 (256), a
+  //     refused SHEDDABLE_PLUS one at SHEDDABLE:0 (384), a refused SHEDDABLE
+  //     one changes nothing. One refused CRITICAL_PLUS request must not
+  //     refuse every CRITICAL (that is, every unlabelled) request; among
+  //     the critical classes the later stage decides (a limiter's
+  //     guaranteed shares).
+  //   * It is a cap beside DAGOR's threshold, not a step of it: the window's
+  //     end lifts it, and the window's own step starts from where DAGOR
+  //     was, so one overload is not punished twice.
+  // Report refusals that mean overload only (not, say, a limiter holding
+  // admissions to re-measure). Does nothing when not adaptive. Thread-safe
+  // and lock-free; a relaxed load when the cap is already that tight.
   void RecordRefusal(RequestClass rc);
 
-  // The threshold in force: min(the manager's floor, the adaptive one).
-  // Every rank at or above it is refused; kAdmitAllRank admits everything.
+  // The threshold in force: the lowest of the manager's floor, the adaptive
+  // one and a refusal's cap (RecordRefusal). Every rank at or above it is
+  // refused; kAdmitAllRank admits everything.
   int threshold() const {
-    return std::min(ManagerFloor(manager_), adaptive_threshold());
+    return std::min({ManagerFloor(manager_), adaptive_threshold(),
+                     refusal_cap_.load(std::memory_order_relaxed)});
   }
 
   // The adaptive threshold alone (kAdmitAllRank when not adaptive), in
@@ -302,6 +313,8 @@ class AdmissionController final {
   // LevelRank * 1024 + part (detail::NextAdmissionLevel).
   alignas(detail::kCacheLine) std::atomic<int> own_level_{
       detail::kAdmitAllLevel};
+  // A rank threshold set by RecordRefusal until the window ends.
+  std::atomic<int> refusal_cap_{kAdmitAllRank};
   // The current window's requests: in total, and per rank. Written by
   // every admitting thread (adaptive mode only), emptied at the window's end.
   alignas(detail::kCacheLine) std::atomic<uint64_t> window_requests_{0};
@@ -435,16 +448,18 @@ AdmissionController::Decide(RequestClass rc) {
     window_hist_[static_cast<unsigned>(rank)].fetch_add(
         1, std::memory_order_relaxed);
     n = window_requests_.fetch_add(1, std::memory_order_relaxed) + 1;
+    const int hard =
+        std::min(floor, refusal_cap_.load(std::memory_order_relaxed));
     const int level = own_level_.load(std::memory_order_relaxed);
     const int own = detail::LevelRank(level);
     const int part = detail::LevelPart(level);
-    if (rank == own && part != 0 && own < floor) {
+    if (rank == own && part != 0 && own < hard) {
       d.part = part;
       d.admitted = detail::AdmitsPart(n, part);
     } else {
-      d.admitted = rank < std::min(own, floor);
+      d.admitted = rank < std::min(own, hard);
     }
-    d.threshold = std::min(floor, own + (part != 0 ? 1 : 0));
+    d.threshold = std::min(hard, own + (part != 0 ? 1 : 0));
   }
   const auto slot = (static_cast<unsigned>(rank) / kNumCohorts) * 2u +
                     (d.admitted ? 0u : 1u);
@@ -478,15 +493,14 @@ inline void AdmissionController::RecordQueuingDelay(absl::Duration delay) {
 
 inline void AdmissionController::RecordRefusal(RequestClass rc) {
   if (!adaptive_) return;
-  // The first rank of the next criticality: everything below rc's class.
+  // The first rank of the next criticality (everything less important than
+  // rc's class), never into the critical classes.
   const int end = (Rank(rc) / kNumCohorts + 1) * kNumCohorts;
-  const int cap = std::max(end, step_.min_threshold) * detail::kLevelSteps;
-  if (own_level_.load(std::memory_order_relaxed) <= cap) return;
-  // Under the lock: a window closing now stores a level computed from the
-  // one it read, which would undo a tightening made in between.
-  detail::MutexLock lock(&mu_);
-  if (own_level_.load(std::memory_order_relaxed) > cap) {
-    own_level_.store(cap, std::memory_order_relaxed);
+  const int cap = std::max({end, FloorRank(Criticality::kCritical),
+                            step_.min_threshold});
+  int cur = refusal_cap_.load(std::memory_order_relaxed);
+  while (cap < cur && !refusal_cap_.compare_exchange_weak(
+                          cur, cap, std::memory_order_relaxed)) {
   }
 }
 
@@ -521,6 +535,9 @@ inline void AdmissionController::CloseWindowLocked(int64_t now) {
       std::memory_order_relaxed);
   delay_sum_ = absl::ZeroDuration();
   delays_ = 0;
+  // A refusal's cap lasts the window it came in; refusals in the next one
+  // set it again.
+  refusal_cap_.store(kAdmitAllRank, std::memory_order_relaxed);
   window_start_ns_.store(now, std::memory_order_relaxed);
 }
 

@@ -389,14 +389,19 @@ TEST(AdmissionQueueTest, MoreImportantPushEvictsTheOldestOfTheLeastImportant) {
   EXPECT_THAT(f.Pop(10), ElementsAre(5, 4, 7, 8));
 }
 
-TEST(AdmissionQueueTest, PreemptDropsTheOldestOfTheLeastImportantBelowTheCaller) {
+TEST(AdmissionQueueTest, PreemptDropsTheOldestOfTheLeastImportantBelowTheCallerAndCountsThem) {
   Fixture f(Cfg(8));
   f.PushAll({1}, kSheddablePlus);
   f.PushAll({2}, kSheddable);
   f.PushAll({3}, kSheddable);
   f.PushAll({4}, kCrit);
+  EXPECT_EQ(f.queue->queued_below(kCritPlus), 4u);
+  EXPECT_EQ(f.queue->queued_below(kCrit), 3u);
+  EXPECT_EQ(f.queue->queued_below(kSheddablePlus), 2u);
+  EXPECT_EQ(f.queue->queued_below(kSheddable), 0u);
   // Not full: Preempt does not need a full queue, only a less important item.
   EXPECT_TRUE(f.queue->Preempt(kCrit));
+  EXPECT_EQ(f.queue->queued_below(kCrit), 2u);
   ASSERT_EQ(f.dropped.size(), 1u);
   EXPECT_EQ(f.dropped[0], std::make_pair(2, DropReason::kShed));
   EXPECT_TRUE(f.queue->Preempt(kSheddablePlus));

@@ -485,7 +485,15 @@ inline absl::StatusOr<RunResult> Run(const SimOptions& options) {
         // queued request of a lower class gives its permit to this one.
         if (ds.preempt_lower_classes) {
           admission->RecordRefusal(rc);
-          if (queue->Preempt(rc)) permit = limiter->TryAcquire(rc);
+          // As many permits back as the limiter needs (it may have just cut
+          // its limit below what is in flight), and only if the queue has
+          // that many below rc: dropping fewer would lose both requests.
+          const int need = limiter->in_flight() - limiter->limit() + 1;
+          if (need > 0 &&
+              queue->queued_below(rc) >= static_cast<std::size_t>(need)) {
+            for (int i = 0; i < need; ++i) queue->Preempt(rc);
+            permit = limiter->TryAcquire(rc);
+          }
         }
         if (!permit.has_value()) return refuse(Fate::kLimit);
       }

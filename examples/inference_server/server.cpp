@@ -306,7 +306,15 @@ class DisciplineBackend final : public Backend {
       // Strict order: the door now refuses every less important class, and
       // a queued request of one gives its permit up to this one.
       admission_->RecordRefusal(job->rc);
-      if (queue_->Preempt(job->rc)) permit = limiter_->Acquire(job->rc);
+      // As many permits back as the limiter needs, and only if the queue
+      // holds that many below this class (other threads may take one
+      // first: then this request is refused like any other).
+      const int need = limiter_->in_flight() - limiter_->limit() + 1;
+      if (need > 0 &&
+          queue_->queued_below(job->rc) >= static_cast<std::size_t>(need)) {
+        for (int i = 0; i < need; ++i) queue_->Preempt(job->rc);
+        permit = limiter_->Acquire(job->rc);
+      }
       if (!permit.ok()) return Refuse(*job, permit.status(), "limiter");
     }
     job->permit = *std::move(permit);

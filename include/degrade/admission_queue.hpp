@@ -161,6 +161,12 @@ class AdmissionQueue final {
   // A closed queue still preempts (its items are still queued).
   bool Preempt(RequestClass rc);
 
+  // How many queued items are of a less important criticality than rc's:
+  // how many Preempt(rc) calls can succeed now. A limiter refusing rc needs
+  // in_flight() - limit() + 1 permits back; preempting fewer than that
+  // drops requests and still refuses rc. O(1), under the queue's lock.
+  std::size_t queued_below(RequestClass rc) const;
+
   // AdmissionQueue::PopBatch()
   //
   // Moves up to `max_batch` items to the back of `*out` (which keeps what

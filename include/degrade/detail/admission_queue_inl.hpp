@@ -189,6 +189,16 @@ bool AdmissionQueue<T>::Preempt(RequestClass rc) {
 }
 
 template <typename T>
+std::size_t AdmissionQueue<T>::queued_below(RequestClass rc) const {
+  detail::MutexLock lock(&mu_);
+  std::size_t n = 0;
+  for (std::size_t c = Crit(rc) + 1; c < kNumCriticalities; ++c) {
+    n += by_criticality_[c];
+  }
+  return n;
+}
+
+template <typename T>
 absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
                                      RequestClass rc) {
   const int threshold = Threshold();

@@ -38,11 +38,15 @@
 
 #include "absl/time/time.h"
 #include "alloc_counter.hpp"
+#include "multi_threaded.hpp"
 #include "degrade/concurrency_limiter.hpp"
 #include "degrade/detail/limit_algorithms.hpp"
 #include "degrade/telemetry.hpp"
 
 namespace {
+
+// The mutex baseline in a multi-threaded process (multi_threaded.hpp).
+[[maybe_unused]] const bool kMultiThreaded = degrade_bench::StartIdleThread();
 
 // The baseline: one mutex, a check-and-increment under it, and the
 // Gradient2 arithmetic per sample under it on release.

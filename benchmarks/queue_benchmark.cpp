@@ -13,15 +13,18 @@
 //                                   the only saving measured
 //   BM_Degrade_QueuePushPopBatch32FakeClock  for information: the batch
 //                                   on a FakeClock (no clock read)
-//   BM_ClockRead                    for information: RealClock::Now()
+//   BM_ClockRead                    for information: RealClock::UnixNanos(),
+//                                   the read each Push() makes
 //   BM_Baseline_MutexDequeTimestamped  for information: the baseline with
 //                                   the clock read per push a CoDel queue
-//                                   needs
-//   BM_Floor_OneSharedRmwPerPush    for information: one atomic
-//                                   read-modify-write per push, one per
-//                                   batch pop, nothing else
+//                                   needs, read as degrade reads it
+//   BM_Floor_BoundedCasPerPush      for information: one compare-and-swap
+//                                   per push against a capacity, one store
+//                                   per batch pop, nothing else
 //
-// One thread, no contention: the cost of the discipline itself. An item is
+// One thread, no contention: the cost of the discipline itself, in a
+// process that has other threads (multi_threaded.hpp says why that matters
+// to a mutex baseline). An item is
 // a 16-byte struct (a pointer and a tag, what a server queues). Every
 // benchmark reports the time per item (wall time / items, via
 // items_per_second) and allocs_per_call: heap allocations inside the timed
@@ -40,11 +43,14 @@
 
 #include "absl/time/time.h"
 #include "alloc_counter.hpp"
+#include "multi_threaded.hpp"
 #include "degrade/admission_queue.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/telemetry.hpp"
 
 namespace {
+
+[[maybe_unused]] const bool kMultiThreaded = degrade_bench::StartIdleThread();
 
 struct Item {
   void* request;
@@ -111,20 +117,20 @@ void BM_Degrade_QueuePushPopBatch32FakeClock(benchmark::State& state) {
 
 // The floor of any timestamped queue: one precise clock read per item.
 void BM_ClockRead(benchmark::State& state) {
-  const degrade::Clock& clock = degrade::RealClock::Instance();
-  for (auto _ : state) benchmark::DoNotOptimize(clock.Now());
+  const degrade::RealClock& clock = degrade::RealClock::Instance();
+  for (auto _ : state) benchmark::DoNotOptimize(clock.UnixNanos());
   Report(state, 0, 1);
 }
 
-struct StampedItem {
+struct NanosItem {
   Item item;
-  absl::Time enqueued;
+  std::int64_t enqueued;
 };
+std::uint64_t TagOf(const NanosItem& i) { return i.item.tag; }
 std::uint64_t TagOf(const Item& i) { return i.tag; }
-std::uint64_t TagOf(const StampedItem& i) { return i.item.tag; }
 
 // The baseline: a std::deque under a std::mutex, one lock per push and per
-// pop. `make` builds each entry before the push's lock (a StampedItem reads
+// pop. `make` builds each entry before the push's lock (a NanosItem reads
 // the clock, as a CoDel queue must; an Item is the plain 16 bytes).
 template <typename Entry, typename Make>
 void MutexDeque(benchmark::State& state, Make make) {
@@ -154,58 +160,19 @@ void BM_Baseline_MutexDeque(benchmark::State& state) {
 
 // The baseline as a hand-written CoDel queue must be: each item stamped
 // with the precise clock when pushed (CoDel and the deadline check read its
-// age), the same clock read the degrade rows pay.
+// age), read the way degrade's Push() reads it (RealClock::UnixNanos(), no
+// virtual call, into an int64).
 void BM_Baseline_MutexDequeTimestamped(benchmark::State& state) {
-  const degrade::Clock& clock = degrade::RealClock::Instance();
-  MutexDeque<StampedItem>(
-      state, [&clock](Item i) { return StampedItem{i, clock.Now()}; });
-}
-
-// The floor of any bounded queue with several producers, before its
-// discipline and its clock: each push is one read-modify-write on a shared
-// word (here a fetch_add claiming a slot of a preallocated ring; a hard
-// capacity needs a shared count), and a batch pop is one more per batch.
-// On this VM that one RMW per item is already about half the baseline,
-// which takes two uncontended lock pairs per item.
-void BM_Floor_OneSharedRmwPerPush(benchmark::State& state) {
-  std::vector<Item> ring(kBatch);
-  std::atomic<std::uint64_t> tail{0};
-  std::atomic<std::uint64_t> head{0};
-  std::uint64_t tag = 0, sum = 0;
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < kBatch; ++i) {
-      const std::uint64_t slot = tail.fetch_add(1, std::memory_order_acq_rel);
-      ring[slot % kBatch] = Item{&ring, ++tag};
-    }
-    const std::uint64_t from = head.load(std::memory_order_relaxed);
-    const std::uint64_t to = tail.load(std::memory_order_acquire);
-    for (std::uint64_t k = from; k < to; ++k) sum += ring[k % kBatch].tag;
-    head.fetch_add(to - from, std::memory_order_acq_rel);
-    benchmark::DoNotOptimize(sum);
-  }
-  Report(state, 0, kBatch);
-}
-
-// Review controls (issue 15). The timestamped baseline above reads the
-// clock through the virtual Clock::Now() and stores a 16-byte absl::Time;
-// degrade's Push() reads RealClock::UnixNanos() (no virtual call, no Time
-// conversion) into an int64. This row stamps the baseline the way degrade
-// does, so "the same clock read the degrade rows pay" holds.
-struct NanosItem {
-  Item item;
-  std::int64_t enqueued;
-};
-std::uint64_t TagOf(const NanosItem& i) { return i.item.tag; }
-void BM_Review_MutexDequeTimestampedNanos(benchmark::State& state) {
   const degrade::RealClock& clock = degrade::RealClock::Instance();
   MutexDeque<NanosItem>(
       state, [&clock](Item i) { return NanosItem{i, clock.UnixNanos()}; });
 }
 
-// The "floor" row claims to be a bounded queue, but its push never compares
-// against the consumer's head: nothing bounds it. A bounded claim needs the
-// head read (and a full check) per push; this row adds exactly that.
-void BM_Review_FloorWithCapacityCheck(benchmark::State& state) {
+// The floor of any bounded queue with several producers, before its
+// discipline and its clock: each push is one compare-and-swap on a shared
+// tail against the consumer's head (a hard capacity needs both), and a
+// batch pop is one store.
+void BM_Floor_BoundedCasPerPush(benchmark::State& state) {
   std::vector<Item> ring(kBatch);
   std::atomic<std::uint64_t> tail{0};
   std::atomic<std::uint64_t> head{0};
@@ -232,12 +199,10 @@ void BM_Review_FloorWithCapacityCheck(benchmark::State& state) {
   Report(state, 0, kBatch);
 }
 
-BENCHMARK(BM_Review_MutexDequeTimestampedNanos)->UseRealTime();
-BENCHMARK(BM_Review_FloorWithCapacityCheck)->UseRealTime();
 BENCHMARK(BM_Degrade_QueuePushPopBatch32)->UseRealTime();
-BENCHMARK(BM_Baseline_MutexDequeTimestamped)->UseRealTime();
-BENCHMARK(BM_Floor_OneSharedRmwPerPush)->UseRealTime();
 BENCHMARK(BM_Baseline_MutexDeque)->UseRealTime();
+BENCHMARK(BM_Baseline_MutexDequeTimestamped)->UseRealTime();
+BENCHMARK(BM_Floor_BoundedCasPerPush)->UseRealTime();
 BENCHMARK(BM_Degrade_QueuePushPop1)->UseRealTime();
 BENCHMARK(BM_Degrade_QueuePushPopBatch32FakeClock)->UseRealTime();
 BENCHMARK(BM_ClockRead)->UseRealTime();

@@ -10,8 +10,8 @@ and the clock read are printed for information: the real-clock row pays one
 precise clock read per Push(), which on some machines costs more than the
 baseline's whole push and pop. So are the baseline with that clock read
 (what a hand-written CoDel queue pays) and the floor of any multi-producer
-bounded queue (one shared read-modify-write per push), which shows how much
-of the target is left for everything else. Exits 1 if the target fails, 2
+bounded queue (one compare-and-swap per push against its capacity), which
+shows how much of the target is left for everything else. Exits 1 if the target fails, 2
 on a usage or input error.
 """
 
@@ -27,7 +27,7 @@ NAME_RE = re.compile(r"^BM_(\w+?)/")
 TARGET = 0.5
 ROWS = ["Degrade_QueuePushPopBatch32", "Degrade_QueuePushPopBatch32FakeClock",
         "Degrade_QueuePushPop1", "ClockRead", "Baseline_MutexDequeTimestamped",
-        "Floor_OneSharedRmwPerPush"]
+        "Floor_BoundedCasPerPush"]
 BASELINE = "Baseline_MutexDeque"
 
 

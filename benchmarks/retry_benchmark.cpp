@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "alloc_counter.hpp"
+#include "run_counted.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/retry.hpp"
@@ -48,16 +49,7 @@ __attribute__((noinline)) absl::StatusOr<int> Work() {
   return result;
 }
 
-template <typename Body>
-void RunCounted(benchmark::State& state, Body body) {
-  const std::uint64_t before = degrade_bench::ThreadAllocations();
-  for (auto _ : state) {
-    body();
-  }
-  const std::uint64_t allocations = degrade_bench::ThreadAllocations() - before;
-  state.counters["allocs_per_call"] = benchmark::Counter(
-      static_cast<double>(allocations), benchmark::Counter::kAvgIterations);
-}
+using degrade_bench::RunCounted;
 
 std::unique_ptr<degrade::RetryBudget> RichBudget() {
   degrade::RetryBudgetSettings s;

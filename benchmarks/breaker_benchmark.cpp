@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "alloc_counter.hpp"
+#include "run_counted.hpp"
 #include "baseline/mutex_breaker.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/telemetry.hpp"
@@ -63,19 +64,7 @@ __attribute__((noinline)) absl::StatusOr<int> FailingWork() {
   return absl::UnavailableError("backend down");
 }
 
-// Runs `body` once per iteration and reports the allocations made by this
-// thread inside the loop. Counters are summed over threads and divided by the
-// total number of iterations (calls).
-template <typename Body>
-void RunCounted(benchmark::State& state, Body body) {
-  const std::uint64_t before = degrade_bench::ThreadAllocations();
-  for (auto _ : state) {
-    body();
-  }
-  const std::uint64_t allocations = degrade_bench::ThreadAllocations() - before;
-  state.counters["allocs_per_call"] = benchmark::Counter(
-      static_cast<double>(allocations), benchmark::Counter::kAvgIterations);
-}
+using degrade_bench::RunCounted;
 
 // ---------------------------------------------------------------------------
 // Breaker configurations. Both implementations get the same settings.

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "alloc_counter.hpp"
+#include "run_counted.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/fallback.hpp"
 
@@ -32,14 +33,7 @@ degrade::CircuitBreaker<int>& SharedBreaker() {
   return *breaker;
 }
 
-template <typename Body>
-void RunCounted(benchmark::State& state, Body body) {
-  const std::uint64_t before = degrade_bench::ThreadAllocations();
-  for (auto _ : state) body();
-  state.counters["allocs_per_call"] = benchmark::Counter(
-      static_cast<double>(degrade_bench::ThreadAllocations() - before),
-      benchmark::Counter::kAvgIterations);
-}
+using degrade_bench::RunCounted;
 
 void BM_BareCall(benchmark::State& state) {
   RunCounted(state, [] {

@@ -2,8 +2,9 @@
 //
 // Helpers shared by the metrics tests (metric_writer_test,
 // metrics_registry_test, stage_metrics_test, escalation_test): reading
-// series out of an exposition, a breaker exporting to a test registry, and a
-// registry whose event log writes into a vector.
+// series out of an exposition, a breaker exporting to a test registry, a
+// registry whose event log writes into a vector, and a fake component view
+// (overload_metrics_test, retry_metrics_test).
 
 #ifndef DEGRADE_TESTS_METRICS_TEST_UTIL_HPP_
 #define DEGRADE_TESTS_METRICS_TEST_UTIL_HPP_
@@ -102,6 +103,20 @@ inline DegradationConfig TwoLevels() {
   c.levels = {l1, l2};
   return c;
 }
+
+// A view (AdmissionView, RetrierView, ...) returning whatever the test
+// last put in `st`.
+template <typename View, typename Stats>
+class FakeView final : public View {
+ public:
+  explicit FakeView(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const override { return name_; }
+  Stats stats() const override { return st; }
+  Stats st;
+
+ private:
+  std::string name_;
+};
 
 }  // namespace degrade
 

@@ -39,11 +39,15 @@
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
+#include "degrade/retry.hpp"                // IWYU pragma: export
+#include "degrade/retry_budget.hpp"         // IWYU pragma: export
+#include "degrade/retry_stats.hpp"          // IWYU pragma: export
 #include "degrade/signals.hpp"              // IWYU pragma: export
 #include "degrade/stage_metrics.hpp"        // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
 #include "degrade/telemetry.hpp"            // IWYU pragma: export
+#include "degrade/throttle.hpp"             // IWYU pragma: export
 #include "degrade/trip.hpp"                 // IWYU pragma: export
 #include "degrade/version.hpp"              // IWYU pragma: export
 #include "degrade/with_fallback.hpp"        // IWYU pragma: export

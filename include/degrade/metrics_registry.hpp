@@ -62,6 +62,7 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/overload_metrics.hpp"
 #include "degrade/detail/reentry.hpp"
+#include "degrade/detail/retry_metrics.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/telemetry.hpp"
@@ -255,6 +256,14 @@ class MetricsRegistry : public Telemetry {
       const QueueView& queue) override;
   std::unique_ptr<TelemetryAttachment> AttachLimiter(
       const LimiterView& limiter) override;
+  // Export degrade_retry_budget_*, degrade_retry_* (attempts a histogram)
+  // and degrade_throttle_*, under the kinds "budget", "retrier", "throttle".
+  std::unique_ptr<TelemetryAttachment> AttachRetryBudget(
+      const RetryBudgetView& budget) override;
+  std::unique_ptr<TelemetryAttachment> AttachRetrier(
+      const RetrierView& retrier) override;
+  std::unique_ptr<TelemetryAttachment> AttachThrottler(
+      const ThrottleView& throttler) override;
 
  private:
   // A histogram's running bucket total, stuck at 2^64-1: wrapped, a later
@@ -593,6 +602,24 @@ inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachLimiter(
     const LimiterView& limiter) {
   return detail::AttachView(*this, "limiter", limiter,
                             detail::WriteLimiterMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachRetryBudget(
+    const RetryBudgetView& budget) {
+  return detail::AttachView(*this, "budget", budget,
+                            detail::WriteRetryBudgetMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachRetrier(
+    const RetrierView& retrier) {
+  return detail::AttachView(*this, "retrier", retrier,
+                            detail::WriteRetrierMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachThrottler(
+    const ThrottleView& throttler) {
+  return detail::AttachView(*this, "throttle", throttler,
+                            detail::WriteThrottleMetrics);
 }
 
 DEGRADE_NAMESPACE_END

@@ -108,16 +108,48 @@ inline bool IsShed(const absl::Status& status) {
   return detail::HasReason(status, detail::kReasonShed);
 }
 
-// The retry-after hint of a shed status: nullopt when there is none (or the
-// status is not a shed), a negative duration for "do not retry", otherwise
-// how long to wait. A malformed payload reads as none.
-inline std::optional<absl::Duration> ShedRetryAfter(const absl::Status& status) {
-  if (!IsShed(status)) return std::nullopt;
+// The retry-after hint of any status that carries one: a shed status, or a
+// backend's reply whose adapter copied the server's pushback (gRPC's
+// grpc-retry-pushback-ms) into the same payload. Read like ShedRetryAfter:
+// nullopt for none or malformed, negative for "do not retry".
+inline std::optional<absl::Duration> RetryAfterHint(const absl::Status& status) {
+  if (status.ok()) return std::nullopt;
   const auto p = status.GetPayload(kRetryAfterPayloadUrl);
   if (!p.has_value()) return std::nullopt;
   int64_t ms = 0;
   if (!absl::SimpleAtoi(std::string(*p), &ms)) return std::nullopt;
   return ms < 0 ? absl::Milliseconds(-1) : absl::Milliseconds(ms);
+}
+
+// The retry-after hint of a shed status: nullopt when there is none (or the
+// status is not a shed), a negative duration for "do not retry", otherwise
+// how long to wait. A malformed payload reads as none.
+inline std::optional<absl::Duration> ShedRetryAfter(const absl::Status& status) {
+  if (!IsShed(status)) return std::nullopt;
+  return RetryAfterHint(status);
+}
+
+// ---- Client-side throttling -------------------------------------------------
+
+inline constexpr absl::string_view kThrottledPayloadUrl =
+    "type.degrade.dev/degrade.Throttled";
+
+// ThrottledError(where, why)
+//
+// The status of a request the client refused itself (AdaptiveThrottler,
+// throttle.hpp) because the server has been refusing that much: a
+// ShedError without a retry-after hint (so a retry loop does not resend
+// it) that IsThrottled() also recognises. It never reached the server, so
+// a breaker must not count it: throttle outside the breaker.
+inline absl::Status ThrottledError(absl::string_view where, absl::string_view why) {
+  absl::Status s = ShedError(where, why);
+  s.SetPayload(kThrottledPayloadUrl, absl::Cord("1"));
+  return s;
+}
+
+// True for a ThrottledError: refused on this side, not by the server.
+inline bool IsThrottled(const absl::Status& status) {
+  return IsShed(status) && status.GetPayload(kThrottledPayloadUrl).has_value();
 }
 
 DEGRADE_NAMESPACE_END

@@ -64,6 +64,7 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/overload_stats.hpp"
+#include "degrade/retry_stats.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -442,6 +443,22 @@ class Telemetry {
   virtual std::unique_ptr<TelemetryAttachment> AttachLimiter(
       const LimiterView& limiter) {
     (void)limiter;
+    return nullptr;
+  }
+  // Retries (retry_stats.hpp): views only, scraped like the above.
+  virtual std::unique_ptr<TelemetryAttachment> AttachRetryBudget(
+      const RetryBudgetView& budget) {
+    (void)budget;
+    return nullptr;
+  }
+  virtual std::unique_ptr<TelemetryAttachment> AttachRetrier(
+      const RetrierView& retrier) {
+    (void)retrier;
+    return nullptr;
+  }
+  virtual std::unique_ptr<TelemetryAttachment> AttachThrottler(
+      const ThrottleView& throttler) {
+    (void)throttler;
     return nullptr;
   }
 };

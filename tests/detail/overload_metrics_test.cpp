@@ -28,6 +28,7 @@
 #include "degrade/telemetry.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "metrics_test_util.hpp"
 
 namespace degrade {
 namespace {
@@ -36,18 +37,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A view returning whatever the test last put in `st`.
-template <typename View, typename Stats>
-class FakeView final : public View {
- public:
-  explicit FakeView(std::string name) : name_(std::move(name)) {}
-  const std::string& name() const override { return name_; }
-  Stats stats() const override { return st; }
-  Stats st;
-
- private:
-  std::string name_;
-};
 using FakeAdmission = FakeView<AdmissionView, AdmissionStats>;
 using FakeQueue = FakeView<QueueView, QueueStats>;
 using FakeLimiter = FakeView<LimiterView, LimiterStats>;

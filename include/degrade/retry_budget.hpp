@@ -1,0 +1,232 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: retry_budget.hpp
+// -----------------------------------------------------------------------------
+//
+// A retry budget caps what retries may add to a downstream's load, so that
+// a brownout stays a brownout: three layers retrying three times each send
+// up to 27x the load to the bottom exactly when it can least take it. The
+// shape is Finagle's RetryBudget: over a sliding window of `ttl` (10 s),
+// retries may add at most `percent_can_retry` (20%) of the requests made,
+// plus a floor of `min_retries_per_sec` (10) x ttl retries, so that a
+// quiet client can still retry its rare failure. When the budget is empty
+// the retry is not made and the caller returns the error it had (a
+// Retrier counts it under "budget_exhausted"). One budget per downstream,
+// shared by every caller of it, Retriers and hedges alike.
+//
+// "Sliding" (detail/tick_ring.hpp): the window is ten ticks of ttl/10; a
+// request or retry counts for between 0.9 ttl and ttl, and leaves the
+// window a tick at a time, so the allowance never resets in one step.
+//
+//   degrade::RetryBudgetSettings s;
+//   s.name = "recall";
+//   auto budget = degrade::RetryBudget::Create(s).value();
+//   budget->Deposit();                    // every request, first attempts
+//   if (failed && budget->TryWithdraw()) {
+//     // retry it
+//   }
+//   // Or give it to a RetryPolicy (retry.hpp), which does both.
+//
+// Cost: Deposit() is a read of the coarse clock and one relaxed fetch_add
+// on a line every caller shares; TryWithdraw() reads the window's ten
+// ticks and makes one compare-and-swap. Neither locks nor allocates.
+//
+// Thread safety: `RetryBudget` is thread-safe.
+
+#ifndef DEGRADE_RETRY_BUDGET_HPP_
+#define DEGRADE_RETRY_BUDGET_HPP_
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/macros.hpp"
+#include "degrade/detail/setting_error.hpp"
+#include "degrade/detail/tick_ring.hpp"
+#include "degrade/retry_stats.hpp"
+#include "degrade/telemetry.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+// RetryBudgetSettings
+//
+// Defaults are Finagle's. Validate with ValidateRetryBudgetSettings();
+// RetryBudget::Create() refuses what it refuses.
+struct RetryBudgetSettings {
+  // Names the budget in errors and metrics. Non-empty.
+  std::string name = "retry_budget";
+  // Retries may add this fraction of the window's requests. Finite, in
+  // [0, 1]: 0 leaves only the floor, 1 allows one retry per request.
+  double percent_can_retry = 0.2;
+  // The floor: this many retries per second of ttl are always allowed,
+  // whatever the requests. In [0, 1000000].
+  int min_retries_per_sec = 10;
+  // The sliding window, in [1 s, 60 s] (Finagle's bounds).
+  absl::Duration ttl = absl::Seconds(10);
+  // nullptr means RealClock::Instance(). REQUIRES: outlives the budget.
+  const Clock* clock = nullptr;
+  // Where the budget reports (a RetryBudgetView through
+  // Telemetry::AttachRetryBudget). nullptr means DefaultTelemetry();
+  // NoTelemetry() means none. REQUIRES: outlives the budget.
+  Telemetry* metrics = nullptr;
+};
+
+// ValidateRetryBudgetSettings(s)
+//
+// OK, or INVALID_ARGUMENT naming the budget, the setting and its value.
+// Pure; thread-safe.
+inline absl::Status ValidateRetryBudgetSettings(const RetryBudgetSettings& s);
+
+// RetryBudget
+//
+// Thread-safe; Deposit() and TryWithdraw() are lock-free and allocate
+// nothing (relaxed atomics: the counts are estimates other threads publish,
+// not guards for other memory). Neither copyable nor movable (the
+// telemetry holds its address).
+class RetryBudget final {
+ public:
+  static absl::StatusOr<std::unique_ptr<RetryBudget>> Create(
+      RetryBudgetSettings settings);
+
+  RetryBudget(const RetryBudget&) = delete;
+  RetryBudget& operator=(const RetryBudget&) = delete;
+  ~RetryBudget() { telemetry_.reset(); }  // before anything its view reads
+
+  // Counts one request (a first attempt; a retry is a withdrawal, not a
+  // deposit).
+  DEGRADE_ALWAYS_INLINE void Deposit() { ring_.Add(0, Tick()); }
+
+  // Takes one retry from the budget if it has one: true when the caller may
+  // retry, false (counted as refused) when it must return the error it
+  // has. Never overdraws, even when threads race for the last retry.
+  bool TryWithdraw() {
+    const double percent = percent_;
+    const double reserve = reserve_;
+    const bool granted = ring_.AddSecondIf(
+        Tick(), [percent, reserve](const detail::TickSums& s) {
+          return percent * static_cast<double>(s.first) + reserve -
+                     static_cast<double>(s.second) >=
+                 1.0;
+        });
+    (granted ? granted_ : refused_).fetch_add(1, std::memory_order_relaxed);
+    return granted;
+  }
+
+  // Retries TryWithdraw() would grant now (fractional: 0.2 per request).
+  double balance() const { return BalanceOf(ring_.Read(Tick())); }
+
+  // The window and the totals. Thread-safe; a value the budget has held.
+  RetryBudgetStats stats() const;
+
+  const std::string& name() const { return name_; }
+
+ private:
+  class View final : public RetryBudgetView {
+   public:
+    explicit View(const RetryBudget* b) : b_(b) {}
+    const std::string& name() const override { return b_->name_; }
+    RetryBudgetStats stats() const override { return b_->stats(); }
+
+   private:
+    const RetryBudget* const b_;
+  };
+
+  RetryBudget(const RetryBudgetSettings& s, const Clock* clock);
+
+  DEGRADE_ALWAYS_INLINE uint32_t Tick() const {
+    return ring_.CoarseTick(clock_, real_clock_);
+  }
+
+  double BalanceOf(const detail::TickSums& s) const {
+    return std::max(0.0, percent_ * static_cast<double>(s.first) + reserve_ -
+                             static_cast<double>(s.second));
+  }
+
+  const std::string name_;
+  const double percent_;
+  const double reserve_;  // min_retries_per_sec x ttl
+  const Clock* const clock_;
+  const RealClock* const real_clock_;  // clock_ when it is the default
+  detail::TickRing ring_;               // 0: requests, 1: retries
+  alignas(detail::kCacheLine) std::atomic<uint64_t> granted_{0};
+  std::atomic<uint64_t> refused_{0};
+  const View view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;
+};
+
+// ---- Implementation details ----
+
+inline absl::Status ValidateRetryBudgetSettings(const RetryBudgetSettings& s) {
+  const std::string who = detail::SettingOwner("retry budget", s.name);
+  auto bad = [&who](absl::string_view setting, const auto& value,
+                    absl::string_view rule) {
+    return detail::SettingError(who, setting, value, rule);
+  };
+
+  if (s.name.empty()) return bad("name", "\"\"", "must not be empty");
+  if (!(std::isfinite(s.percent_can_retry) && s.percent_can_retry >= 0.0 &&
+        s.percent_can_retry <= 1.0)) {
+    return bad("percent_can_retry", s.percent_can_retry,
+               "must be a finite number in [0, 1]");
+  }
+  if (s.min_retries_per_sec < 0 || s.min_retries_per_sec > 1'000'000) {
+    return bad("min_retries_per_sec", s.min_retries_per_sec,
+               "must be in [0, 1000000]");
+  }
+  if (s.ttl < absl::Seconds(1) || s.ttl > absl::Seconds(60)) {
+    return bad("ttl", absl::FormatDuration(s.ttl), "must be in [1s, 60s]");
+  }
+  return absl::OkStatus();
+}
+
+inline absl::StatusOr<std::unique_ptr<RetryBudget>> RetryBudget::Create(
+    RetryBudgetSettings s) {
+  if (absl::Status v = ValidateRetryBudgetSettings(s); !v.ok()) return v;
+  const Clock* clock = s.clock != nullptr ? s.clock : &RealClock::Instance();
+  return std::unique_ptr<RetryBudget>(new RetryBudget(s, clock));
+}
+
+inline RetryBudget::RetryBudget(const RetryBudgetSettings& s,
+                                const Clock* clock)
+    : name_(detail::Printable(s.name)),
+      percent_(s.percent_can_retry),
+      reserve_(static_cast<double>(s.min_retries_per_sec) *
+               absl::ToDoubleSeconds(s.ttl)),
+      clock_(clock),
+      real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
+                                                  : nullptr),
+      ring_(absl::ToInt64Nanoseconds(s.ttl) / detail::TickRing::kTicks,
+            absl::ToUnixNanos(clock->CoarseNow())) {
+  // Last: the view must be complete before a telemetry may read it.
+  if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
+    telemetry_ = detail::AttachQuietly([&] { return t->AttachRetryBudget(view_); });
+  }
+}
+
+inline RetryBudgetStats RetryBudget::stats() const {
+  const detail::TickSums sums = ring_.Read(Tick());
+  RetryBudgetStats st;
+  st.window_requests = sums.first;
+  st.window_retries = sums.second;
+  st.balance = BalanceOf(sums);
+  st.granted = granted_.load(std::memory_order_relaxed);
+  st.refused = refused_.load(std::memory_order_relaxed);
+  return st;
+}
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_RETRY_BUDGET_HPP_

@@ -56,6 +56,7 @@
 #include "absl/strings/string_view.h"
 #include "degrade/degradation_episode.hpp"
 #include "degrade/detail/component_metrics.hpp"
+#include "degrade/detail/hedge_metrics.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/manager_log.hpp"
@@ -255,6 +256,9 @@ class MetricsRegistry : public Telemetry {
       const QueueView& queue) override;
   std::unique_ptr<TelemetryAttachment> AttachLimiter(
       const LimiterView& limiter) override;
+  // Exports degrade_hedge_* under the kind "hedge".
+  std::unique_ptr<TelemetryAttachment> AttachHedge(
+      const HedgeView& hedge) override;
 
  private:
   // A histogram's running bucket total, stuck at 2^64-1: wrapped, a later
@@ -593,6 +597,11 @@ inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachLimiter(
     const LimiterView& limiter) {
   return detail::AttachView(*this, "limiter", limiter,
                             detail::WriteLimiterMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachHedge(
+    const HedgeView& hedge) {
+  return detail::AttachView(*this, "hedge", hedge, detail::WriteHedgeMetrics);
 }
 
 DEGRADE_NAMESPACE_END

@@ -62,6 +62,7 @@
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/hedge_stats.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/version.hpp"
@@ -442,6 +443,12 @@ class Telemetry {
   virtual std::unique_ptr<TelemetryAttachment> AttachLimiter(
       const LimiterView& limiter) {
     (void)limiter;
+    return nullptr;
+  }
+  // Hedging (hedge_stats.hpp): a view, as for overload control.
+  virtual std::unique_ptr<TelemetryAttachment> AttachHedge(
+      const HedgeView& hedge) {
+    (void)hedge;
     return nullptr;
   }
 };

@@ -199,12 +199,8 @@ class [[nodiscard]] HedgedCall {
   // Waits up to `timeout` of real time for the answer. True if it is there.
   bool WaitFor(absl::Duration timeout) { return race_->WaitFor(timeout); }
   // Waits for the answer and returns it. REQUIRES: not called before on
-  // this call.
-  Result Take() {
-    Result r = race_->Take();
-    race_.reset();  // nothing left to cancel
-    return r;
-  }
+  // this call (the answer is moved out).
+  Result Take() { return race_->Take(); }
   // Attempts started so far (the first included).
   int attempts() const { return race_->attempts(); }
   // Which attempt answered: 0 the first, k the k-th hedge; -1 for none yet

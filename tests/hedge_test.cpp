@@ -255,6 +255,22 @@ TEST_F(HedgeTest, ARefusedHedgeIsCountedAndEndsHedging) {
   EXPECT_EQ(breaker.totals().failures, 0u);
 }
 
+TEST_F(HedgeTest, AHedgeTheBreakerRejectsIsNotSent) {
+  auto policy = Fixed();
+  CircuitBreaker<int> breaker(Breaker());
+  auto call = StartHedge(breaker, *policy, executor_,
+                         [] { return absl::StatusOr<int>(1); });
+  breaker.ForceOpen();  // opened while the first attempt runs
+  clock_.Advance(absl::Milliseconds(10));
+  EXPECT_FALSE(call.SendHedge());
+  EXPECT_EQ(executor_.pending(), 1u);
+  executor_.RunAll();
+  EXPECT_EQ(*call.Take(), 1);  // the first attempt was admitted before
+  EXPECT_EQ(policy->stats().hedges_refused, 1u);
+  EXPECT_EQ(policy->stats().hedges_sent, 0u);
+  EXPECT_EQ(policy->stats().extra_load, 0.0);  // its share given back
+}
+
 TEST_F(HedgeTest, DroppingTheCallCancelsItsAttempts) {
   auto policy = Fixed();
   CircuitBreaker<int> breaker(Breaker());

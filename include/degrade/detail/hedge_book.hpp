@@ -94,14 +94,10 @@ class HedgeBook {
     return true;
   }
 
-  // A hedge TryHedge() counted was not sent after all (the breaker or the
-  // executor refused it): it gives its share of the cap back.
-  void Refund(absl::Time now) {
-    load_.Add(now, kRefunds);
-    refused_.fetch_add(1, std::memory_order_relaxed);
-  }
-  // A hedge could not even be tried (the breaker or executor refused it
-  // before the cap was asked).
+  // A hedge TryHedge() counted was not sent after all: it gives its share
+  // of the cap back.
+  void Refund(absl::Time now) { load_.Add(now, kRefunds); }
+  // A hedge the breaker or the executor refused.
   void Refused() { refused_.fetch_add(1, std::memory_order_relaxed); }
 
   void RecordLatency(absl::Time now, absl::Duration latency) {

@@ -39,11 +39,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
@@ -90,6 +93,17 @@ class CancelToken {
 };
 
 namespace detail {
+
+// A copy of `s` that shares nothing with it: its own representation and
+// its own payload bytes (see HedgeRace::DecideLocked for why).
+inline absl::Status Detached(const absl::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  absl::Status out(s.code(), std::string(s.message()));
+  s.ForEachPayload([&out](absl::string_view url, const absl::Cord& p) {
+    out.SetPayload(url, absl::Cord(std::string(p)));
+  });
+  return out;
+}
 
 template <typename T>
 class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
@@ -158,6 +172,7 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
       case Launched::kRefused:
       case Launched::kRejected:
         book_->Refund(now);
+        book_->Refused();
         Unlaunch(i, /*close=*/true);
         return false;
       case Launched::kTooLate:
@@ -353,6 +368,14 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     decided_ = true;
     winner_ = winner;
+    // The caller's error gets a status of its own, payload bytes included:
+    // copies of a status (and of its payload Cords) share storage that is
+    // reference-counted inside libabsl, and the copies kept here
+    // (last_error_, a permit's outcome) die on other threads. Shared, the
+    // last release on an attempt's thread frees what the caller may still
+    // be reading, ordered only by a count ThreadSanitizer cannot see in
+    // Debian's prebuilt Abseil, which it reports as a race.
+    if (!StatusOf(result).ok()) result = Result(Detached(StatusOf(result)));
     result_.emplace(std::move(result));
     cancel_.store(true, std::memory_order_release);
     uint64_t losers = 0;

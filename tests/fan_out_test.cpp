@@ -9,7 +9,9 @@
 
 #include "degrade/fan_out.hpp"
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -19,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/deadline.hpp"
+#include "degrade/hedge.hpp"
 #include "degrade/hot_list.hpp"
 #include "degrade/stage_result.hpp"
 #include "degrade/status.hpp"
@@ -366,6 +370,65 @@ TEST_F(FanOutRecallValidationTest, NullBreakerOrEmptyCallIsRefused) {
 
 TEST_F(FanOutRecallValidationTest, NoRoutesIsRefused) {
   EXPECT_THAT(Refused({}).message(), HasSubstr("no routes"));
+}
+
+// Hedging per route (hedge.hpp): the vector route's first attempt hangs
+// until its hedge has won; the merged result is whole, and the route's
+// breaker counts the loser as excluded. Real threads (a pool), no timing
+// asserted: the hedge goes out after 1 ms whenever that is.
+TEST_F(FanOutRecallTest, AHedgedRouteIsAnsweredByItsHedgeAndTheLoserIsExcluded) {
+  HedgeSettings hs;
+  hs.name = "vec";
+  hs.delay = absl::Milliseconds(1);
+  hs.max_extra_load = 1.0;
+  hs.metrics = NoTelemetry();
+  auto hedge = *HedgePolicy::Create(hs);
+  BreakerSettings bs;
+  bs.name = "vec";
+  Breaker vec(bs);
+  std::vector<RecallRoute<std::string>> routes = Routes();
+  {
+    ThreadPool pool(2);  // after the policy and breaker: destroyed first
+    routes[1].breaker = &vec;
+    routes[1].hedge = hedge.get();
+    routes[1].executor = &pool;
+    // A hedged call may outlive FanOutRecall: it owns what it uses (the
+    // policy outlives the pool).
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    HedgePolicy* policy = hedge.get();
+    routes[1].call = [calls, policy,
+                      answer = answers_[1]]() -> absl::StatusOr<Items> {
+      if (calls->fetch_add(1) == 0) {
+        while (policy->stats().hedges_won == 0) std::this_thread::yield();
+        return Items{"late"};
+      }
+      return answer;
+    };
+    absl::StatusOr<StageResult<Items>> r =
+        FanOutRecall(routes, Items{"hot"},
+                     DedupCandidatesById([](const std::string& c) { return c; }));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->is_default());
+    EXPECT_THAT(r->value(), ElementsAre("a", "b", "c", "d"));
+    EXPECT_THAT(Entries(r->trace()), IsEmpty());
+  }
+  EXPECT_EQ(hedge->stats().hedges_won, 1u);
+  EXPECT_EQ(hedge->stats().attempts_cancelled, 1u);
+  EXPECT_EQ(vec.totals().successes, 1u);
+  EXPECT_EQ(vec.totals().failures, 0u);
+  EXPECT_EQ(vec.totals().exclusions, 1u);
+}
+
+TEST_F(FanOutRecallTest, AHedgedRouteNeedsAnExecutor) {
+  HedgeSettings hs;
+  hs.metrics = NoTelemetry();
+  auto hedge = *HedgePolicy::Create(hs);
+  std::vector<RecallRoute<std::string>> routes = Routes();
+  routes[2].hedge = hedge.get();
+  const absl::Status s = ValidateRecallRoutes(routes);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("route 2 'fresh'"));
+  EXPECT_THAT(s.message(), HasSubstr("executor is null"));
 }
 
 }  // namespace

@@ -34,6 +34,8 @@
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
 #include "degrade/feature_gate.hpp"         // IWYU pragma: export
 #include "degrade/gpu_signal.hpp"           // IWYU pragma: export
+#include "degrade/hedge.hpp"                // IWYU pragma: export
+#include "degrade/hedge_stats.hpp"          // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export

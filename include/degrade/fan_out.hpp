@@ -92,7 +92,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "degrade/circuit_breaker.hpp"
+#include "degrade/deadline.hpp"
 #include "degrade/detail/status_payload.hpp"
+#include "degrade/hedge.hpp"
 #include "degrade/hot_list.hpp"  // HotList::Fallback(), the usual fallback
 #include "degrade/stage_result.hpp"
 #include "degrade/version.hpp"
@@ -116,11 +118,22 @@ inline constexpr std::size_t kMaxRecallRouteNameLength =
 // `std::function`). The breaker is not owned and must outlive every
 // `FanOutRecall` using the route; one breaker per route, so that one route's
 // failures never open another's.
+//
+// Hedging (hedge.hpp), per route and optional: with `hedge` and `executor`
+// set, the route's call runs as `Hedge(*breaker, *hedge, *executor, call)`
+// instead of `breaker->Execute(call)`: attempts on the executor, a hedge
+// after the policy's delay, the first success the route's answer, each
+// attempt admitted and counted by the breaker (a cancelled loser as
+// excluded). The call is then copied into the attempts and may still run
+// after FanOutRecall has returned, so it must own what it uses (capture by
+// value), and the policy, breaker and executor must outlive its tasks.
 template <typename Candidate>
 struct RecallRoute {
   std::string name;
   CircuitBreaker<std::vector<Candidate>>* breaker = nullptr;
   std::function<absl::StatusOr<std::vector<Candidate>>()> call;
+  HedgePolicy* hedge = nullptr;  // not owned; null: not hedged
+  Executor* executor = nullptr;  // not owned; required with `hedge`
 };
 
 // ValidateRecallRoutes()
@@ -129,7 +142,8 @@ struct RecallRoute {
 // `kMaxRecallRouteNameLength` bytes from [A-Za-z0-9_.-] and distinct from
 // the others; each breaker non-null; each call non-empty. Otherwise
 // INVALID_ARGUMENT naming the first bad route (index and name, escaped) and
-// the cause. Meant for start-up checks; `FanOutRecall` runs it too.
+// the cause. A hedged route (`hedge` set) needs an executor. Meant for
+// start-up checks; `FanOutRecall` runs it too.
 //
 // Thread-safe.
 template <typename Candidate>
@@ -165,6 +179,9 @@ absl::Status ValidateRecallRoutes(
     }
     if (r.breaker == nullptr) return bad("the breaker is null");
     if (!r.call) return bad("the call is empty");
+    if (r.hedge != nullptr && r.executor == nullptr) {
+      return bad("the route is hedged but its executor is null");
+    }
   }
   return absl::OkStatus();
 }
@@ -230,7 +247,10 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> RunFanOutRecall(
     const RecallRoute<Candidate>& route = routes[i];
     // Execute() rejects without calling while the breaker is open, counts
     // the outcome, and turns a throw into a status.
-    absl::StatusOr<List> got = route.breaker->Execute(route.call);
+    absl::StatusOr<List> got =
+        route.hedge != nullptr
+            ? Hedge(*route.breaker, *route.hedge, *route.executor, route.call)
+            : route.breaker->Execute(route.call);
     if (got.ok()) {
       answers.push_back(*std::move(got));
     } else {

@@ -56,6 +56,7 @@
 #include "absl/strings/string_view.h"
 #include "degrade/degradation_episode.hpp"
 #include "degrade/detail/component_metrics.hpp"
+#include "degrade/detail/hedge_metrics.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/manager_log.hpp"
@@ -264,6 +265,11 @@ class MetricsRegistry : public Telemetry {
       const RetrierView& retrier) override;
   std::unique_ptr<TelemetryAttachment> AttachThrottler(
       const ThrottleView& throttler) override;
+}
+
+  // Exports degrade_hedge_* under the kind "hedge".
+  std::unique_ptr<TelemetryAttachment> AttachHedge(
+      const HedgeView& hedge) override;
 
  private:
   // A histogram's running bucket total, stuck at 2^64-1: wrapped, a later
@@ -620,6 +626,11 @@ inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachThrottler(
     const ThrottleView& throttler) {
   return detail::AttachView(*this, "throttle", throttler,
                             detail::WriteThrottleMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachHedge(
+    const HedgeView& hedge) {
+  return detail::AttachView(*this, "hedge", hedge, detail::WriteHedgeMetrics);
 }
 
 DEGRADE_NAMESPACE_END

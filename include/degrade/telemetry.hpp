@@ -62,6 +62,7 @@
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/hedge_stats.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/retry_stats.hpp"
@@ -459,6 +460,12 @@ class Telemetry {
   virtual std::unique_ptr<TelemetryAttachment> AttachThrottler(
       const ThrottleView& throttler) {
     (void)throttler;
+    return nullptr;
+  }
+  // Hedging (hedge_stats.hpp): a view, as for overload control.
+  virtual std::unique_ptr<TelemetryAttachment> AttachHedge(
+      const HedgeView& hedge) {
+    (void)hedge;
     return nullptr;
   }
 };

@@ -265,8 +265,6 @@ class MetricsRegistry : public Telemetry {
       const RetrierView& retrier) override;
   std::unique_ptr<TelemetryAttachment> AttachThrottler(
       const ThrottleView& throttler) override;
-}
-
   // Exports degrade_hedge_* under the kind "hedge".
   std::unique_ptr<TelemetryAttachment> AttachHedge(
       const HedgeView& hedge) override;

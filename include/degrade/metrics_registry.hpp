@@ -59,9 +59,9 @@
 #include "degrade/detail/hedge_metrics.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
-#include "degrade/detail/manager_log.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/overload_metrics.hpp"
+#include "degrade/detail/registry_attachments.hpp"
 #include "degrade/detail/reentry.hpp"
 #include "degrade/detail/retry_metrics.hpp"
 #include "degrade/event_log.hpp"
@@ -474,115 +474,16 @@ inline MetricsRegistry::Registration MetricsRegistry::Register(
 
 // ---- Implementation details ----
 
-namespace detail {
-
-// What a breaker attached to a registry keeps: its registration (series and
-// episodes, read through the view) and its event-line key.
-class RegistryBreakerListener final : public BreakerListener {
- public:
-  RegistryBreakerListener(MetricsRegistry& registry, const BreakerView& view) {
-    const BreakerView* v = &view;
-    registration_ = registry.Register(
-        "breaker", view.name(),
-        [v](MetricWriter& w) { WriteBreakerMetrics(*v, w.component(), w); },
-        [v](const std::string& name, std::vector<DegradationEpisode>* out) {
-          BreakerEpisodes(*v, name, out);
-        });
-    key_ = registration_.log().GetKey(
-        absl::StrCat("breaker/", registration_.name()));
-  }
-
-  void OnStateChange(const BreakerStateChange& change) override {
-    registration_.log().Emit(key_, [&] {
-      return BreakerStateChangeLine(change, registration_.name());
-    });
-  }
-  void OnThreshold(const BreakerThresholdEvent& event) override {
-    registration_.log().Emit(key_, [&] {
-      return BreakerThresholdLine(event, registration_.name());
-    });
-  }
-
- private:
-  MetricsRegistry::Registration registration_;
-  EventLog::Key key_;
-};
-
-// A manager's registration, and its event lines unless it has its own log.
-class RegistryManagerListener final : public ManagerListener {
- public:
-  RegistryManagerListener(MetricsRegistry& registry, const ManagerView& view) {
-    const ManagerView* v = &view;
-    registration_ = registry.Register(
-        "manager", view.name(),
-        [v](MetricWriter& w) {
-          WriteManagerMetrics(v->stats(), w.component(), w);
-        },
-        [v](const std::string& name, std::vector<DegradationEpisode>* out) {
-          ManagerEpisodes(v->stats(), name, out);
-        });
-    if (!view.has_own_log()) {
-      // Named as the metrics are: unique among live managers.
-      lines_ = std::make_unique<ManagerLog>(&registration_.log(),
-                                            registration_.name());
-    }
-  }
-
-  bool writes_lines() const override { return lines_ != nullptr; }
-  void OnLevelChange(const LevelChange& c) override {
-    if (lines_) lines_->OnLevelChange(c);
-  }
-  void OnReload(const ReloadEvent& e) override {
-    if (lines_) lines_->OnReload(e);
-  }
-  void OnOverrideExpired(const OverrideExpiredEvent& e) override {
-    if (lines_) lines_->OnOverrideExpired(e);
-  }
-  void OnPollError(const PollErrorEvent& e) override {
-    if (lines_) lines_->OnPollError(e);
-  }
-
- private:
-  MetricsRegistry::Registration registration_;
-  std::unique_ptr<ManagerLog> lines_;
-};
-
-// A component that only exports series: its registration, collecting
-// `write(view.stats(), registered name, writer)` at each scrape. Destroying
-// it waits for a collection of this component in progress (Registration).
-template <typename View, typename Write>
-class RegistryViewAttachment final : public TelemetryAttachment {
- public:
-  RegistryViewAttachment(MetricsRegistry& registry, absl::string_view kind,
-                         const View& view, Write write) {
-    const View* v = &view;
-    registration_ = registry.Register(
-        kind, view.name(),
-        [v, write](MetricWriter& w) { write(v->stats(), w.component(), w); });
-  }
-
- private:
-  MetricsRegistry::Registration registration_;
-};
-
-template <typename View, typename Write>
-std::unique_ptr<TelemetryAttachment> AttachView(MetricsRegistry& registry,
-                                                absl::string_view kind,
-                                                const View& view, Write write) {
-  return std::make_unique<RegistryViewAttachment<View, Write>>(registry, kind,
-                                                               view, write);
-}
-
-}  // namespace detail
-
 inline std::unique_ptr<BreakerListener> MetricsRegistry::AttachBreaker(
     const BreakerView& breaker) {
-  return std::make_unique<detail::RegistryBreakerListener>(*this, breaker);
+  return std::make_unique<detail::RegistryBreakerListener<MetricsRegistry>>(
+      *this, breaker);
 }
 
 inline std::unique_ptr<ManagerListener> MetricsRegistry::AttachManager(
     const ManagerView& manager) {
-  return std::make_unique<detail::RegistryManagerListener>(*this, manager);
+  return std::make_unique<detail::RegistryManagerListener<MetricsRegistry>>(
+      *this, manager);
 }
 
 inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachHotList(

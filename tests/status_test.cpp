@@ -175,5 +175,30 @@ TEST(StatusTest, ShedIsReadFromThePayloadOnly) {
   EXPECT_FALSE(IsShed(absl::OkStatus()));
 }
 
+// What an RPC adapter attaches when a server sent a pushback: the same
+// payload as a shed's, on any status, without making it a shed.
+TEST(StatusTest, WithRetryAfterGivesAnyFailureAHintAndKeepsTheRest) {
+  const absl::Status s =
+      WithRetryAfter(absl::UnavailableError("recall: down"), absl::Milliseconds(250));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "recall: down");
+  EXPECT_FALSE(IsShed(s));
+  EXPECT_EQ(RetryAfterHint(s), absl::Milliseconds(250));
+
+  // Rounded up; negative and infinite are "do not retry"; OK stays OK.
+  EXPECT_EQ(RetryAfterHint(WithRetryAfter(absl::UnknownError("x"), absl::Nanoseconds(1))),
+            absl::Milliseconds(1));
+  for (const absl::Duration d : {absl::Milliseconds(-5), absl::InfiniteDuration(),
+                                 -absl::InfiniteDuration()}) {
+    const std::optional<absl::Duration> hint =
+        RetryAfterHint(WithRetryAfter(absl::UnknownError("x"), d));
+    ASSERT_TRUE(hint.has_value()) << absl::FormatDuration(d);
+    EXPECT_LT(*hint, absl::ZeroDuration()) << absl::FormatDuration(d);
+  }
+  EXPECT_TRUE(WithRetryAfter(absl::OkStatus(), absl::Seconds(1)).ok());
+  EXPECT_EQ(RetryAfterHint(WithRetryAfter(absl::OkStatus(), absl::Seconds(1))),
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace degrade

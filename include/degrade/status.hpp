@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
@@ -73,31 +74,38 @@ inline absl::Status CallableExceptionError(absl::string_view where,
 inline constexpr absl::string_view kRetryAfterPayloadUrl =
     "type.degrade.dev/degrade.RetryAfterMs";
 
+// WithRetryAfter(status, wait)
+//
+// `status` carrying the retry-after payload RetryAfterHint() reads: `wait`
+// in whole milliseconds, rounded up (any positive wait stays positive), or
+// "do not retry" when it is negative or infinite. What ShedError() attaches,
+// and what an RPC adapter attaches when the server sent a pushback (gRPC's
+// grpc-retry-pushback-ms). OK stays OK: there is nothing to retry. Pure.
+inline absl::Status WithRetryAfter(absl::Status status, absl::Duration wait) {
+  if (status.ok()) return status;
+  int64_t ms = -1;
+  if (wait >= absl::ZeroDuration() && wait != absl::InfiniteDuration()) {
+    // Ceil, not "+ 1ms - 1ns": a Duration has quarter-nanosecond ticks.
+    ms = absl::ToInt64Milliseconds(absl::Ceil(wait, absl::Milliseconds(1)));
+  }
+  status.SetPayload(kRetryAfterPayloadUrl, absl::Cord(absl::StrCat(ms)));
+  return status;
+}
+
 // ShedError(where, why, retry_after)
 //
 // The status of a request refused by overload control (admission, a
 // concurrency limit, a disciplined queue): RESOURCE_EXHAUSTED, with the
-// payload IsShed() reads and, when `retry_after` is given, a hint in whole
-// milliseconds (rounded up; negative means "do not retry", which is what a
-// server that wants no retries at all sends). Retries and the gRPC adapter
-// read it with ShedRetryAfter().
+// payload IsShed() reads and, when `retry_after` is given, a hint as
+// WithRetryAfter() writes it (negative means "do not retry", which is what
+// a server that wants no retries at all sends). Retries and the gRPC
+// adapter read it with ShedRetryAfter().
 inline absl::Status ShedError(absl::string_view where, absl::string_view why,
                               std::optional<absl::Duration> retry_after = std::nullopt) {
   absl::Status s = detail::WithReason(
       absl::ResourceExhaustedError(absl::StrCat(where, ": shed: ", why)),
       detail::kReasonShed);
-  if (retry_after.has_value()) {
-    int64_t ms = -1;
-    if (*retry_after >= absl::ZeroDuration()) {
-      ms = *retry_after == absl::InfiniteDuration()
-               ? -1
-               // Ceil, not "+ 1ms - 1ns": a Duration has quarter-nanosecond
-               // ticks, and any positive wait must stay positive.
-               : absl::ToInt64Milliseconds(
-                     absl::Ceil(*retry_after, absl::Milliseconds(1)));
-    }
-    s.SetPayload(kRetryAfterPayloadUrl, absl::Cord(absl::StrCat(ms)));
-  }
+  if (retry_after.has_value()) s = WithRetryAfter(std::move(s), *retry_after);
   return s;
 }
 

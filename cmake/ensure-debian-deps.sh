@@ -18,6 +18,12 @@
 #                               default so `run.sh test` and CI run those
 #                               tests; without them degrade still builds and
 #                               tests everything else.
+#   gRPC:        libgrpc++-dev libprotobuf-dev protobuf-compiler
+#                               protobuf-compiler-grpc (the optional
+#                               degrade::grpc adapter; its tests start gRPC
+#                               servers on loopback inside the test process).
+#                               Without them degrade builds and tests the
+#                               rest.
 #   --sanitizers   also clang's sanitizer runtimes (libclang-rt-14-dev), which
 #                  Debian's clang only Recommends, so minimal installs lack it
 #   --dry-run      only report what is missing; exit 1 if anything is
@@ -37,7 +43,7 @@ for arg in "$@"; do
     --sanitizers) want_sanitizers=1 ;;
     --dry-run) dry_run=1 ;;
     -h | --help)
-      sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -55,7 +61,8 @@ fi
 packages=(cmake g++ clang make
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libcpp-httplib-dev python3
-  libhiredis-dev redis-server)
+  libhiredis-dev redis-server
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
 if ((want_sanitizers)); then
   packages+=(libclang-rt-14-dev)
 fi

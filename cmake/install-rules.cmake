@@ -9,9 +9,13 @@
 #   include/degrade/redis/...                              its header
 #   share/cmake/degrade/degradeRedisTargets.cmake          imported target degrade::redis
 #   share/cmake/degrade/degradeHiredis.cmake               finds hiredis for it
-# The package config loads the last two only for
-# find_package(degrade COMPONENTS redis), so the core package never looks for
-# hiredis.
+# and, only when the gRPC adapter is built (DEGRADE_HAVE_GRPC):
+#   include/degrade/grpc/...                               its headers
+#   share/cmake/degrade/degradeGrpcTargets.cmake           imported target degrade::grpc
+#   share/cmake/degrade/degradeGrpc.cmake                  finds gRPC and protobuf for it
+# The package config loads each adapter's two files only for
+# find_package(degrade COMPONENTS redis) or COMPONENTS grpc, so the core
+# package never looks for hiredis or gRPC.
 include_guard(GLOBAL)
 
 include(GNUInstallDirs)
@@ -24,7 +28,10 @@ mark_as_advanced(DEGRADE_INSTALL_CMAKEDIR)
 
 set(_degrade_header_excludes "")
 if(NOT DEGRADE_HAVE_REDIS)
-  set(_degrade_header_excludes PATTERN "redis" EXCLUDE)
+  list(APPEND _degrade_header_excludes PATTERN "redis" EXCLUDE)
+endif()
+if(NOT DEGRADE_HAVE_GRPC)
+  list(APPEND _degrade_header_excludes PATTERN "grpc" EXCLUDE)
 endif()
 install(
   DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
@@ -51,6 +58,19 @@ if(DEGRADE_HAVE_REDIS)
     COMPONENT degrade_Development)
   install(
     FILES "${PROJECT_SOURCE_DIR}/cmake/degradeHiredis.cmake"
+    DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+    COMPONENT degrade_Development)
+endif()
+
+if(DEGRADE_HAVE_GRPC)
+  install(TARGETS degrade_grpc EXPORT degradeGrpcTargets)
+  install(
+    EXPORT degradeGrpcTargets
+    NAMESPACE degrade::
+    DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+    COMPONENT degrade_Development)
+  install(
+    FILES "${PROJECT_SOURCE_DIR}/cmake/degradeGrpc.cmake"
     DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
     COMPONENT degrade_Development)
 endif()

@@ -2,7 +2,9 @@
 // add_subdirectory; DEGRADE_CONSUMER_KIND names which). Exits 0 only if the
 // breaker behaves as documented with default settings, and, when built
 // against degrade::redis (DEGRADE_CONSUMER_REDIS), the Redis adapter's header
-// compiles, links against hiredis and validates its settings.
+// compiles, links against hiredis and validates its settings; against
+// degrade::grpc (DEGRADE_CONSUMER_GRPC), the gRPC adapter's header compiles,
+// links against gRPC and maps a status with its pushback.
 #include <cstdio>
 #include <string>
 
@@ -13,6 +15,9 @@
 
 #if DEGRADE_CONSUMER_REDIS
 #include "degrade/redis/hot_list_source.hpp"
+#endif
+#if DEGRADE_CONSUMER_GRPC
+#include "degrade/grpc/status.hpp"
 #endif
 
 namespace {
@@ -92,6 +97,19 @@ int main() {
   auto source = degrade::redis::HotListSource::Create(rs);
   Check(source.ok() && !(*source)->connected(),
         "redis: Create validates and does not connect");
+#endif
+
+#if DEGRADE_CONSUMER_GRPC
+  const absl::Status unavailable = degrade::grpc::FromGrpcStatus(
+      ::grpc::Status(::grpc::StatusCode::UNAVAILABLE, "down"));
+  Check(absl::IsUnavailable(unavailable) && unavailable.message() == "down",
+        "grpc: UNAVAILABLE crosses with its message");
+  Check(degrade::grpc::ParsePushback("-1") < absl::ZeroDuration(),
+        "grpc: pushback -1 is do-not-retry");
+  Check(degrade::grpc::ToGrpcReply(degrade::ShedError("consumer", "busy"),
+                                   nullptr)
+                .error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "grpc: a shed replies RESOURCE_EXHAUSTED");
 #endif
 
   if (failures != 0) return 1;

@@ -1,0 +1,90 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// A real gRPC server on a free loopback port, in the test's own process,
+// whose replies the test scripts: the status code, and a pushback trailer
+// (grpc-retry-pushback-ms) when asked for. It counts the attempts that reach
+// it, which is what the retry tests assert on: gRPC's retries happen inside
+// the channel, invisible to the caller, and only the server sees them all.
+// A real TCP port rather than an in-process channel, because gRPC 1.51's
+// in-process channels have no retry filter at all.
+//
+// Thread safety: the script is set before calls are made; the count is
+// atomic. The destructor shuts the server down, also when a test fails.
+
+#ifndef DEGRADE_TESTS_GRPC_ECHO_SERVER_HPP_
+#define DEGRADE_TESTS_GRPC_ECHO_SERVER_HPP_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "degrade/grpc/status.hpp"
+#include "echo.grpc.pb.h"
+
+namespace degrade_test {
+
+class EchoServer final : public degrade::test::Echo::Service {
+ public:
+  // What every call is answered with; OK replies echo the request.
+  struct Script {
+    ::grpc::StatusCode code = ::grpc::StatusCode::OK;
+    std::optional<std::string> pushback;  // grpc-retry-pushback-ms
+    // When set, the reply is degrade::grpc::ToGrpcReply(reply_with()), and
+    // `code` and `pushback` are not used: the adapter's server side, with
+    // whatever the handler does (a Retrier of its own, say) inside.
+    std::function<absl::Status()> reply_with;
+  };
+
+  explicit EchoServer(Script script) : script_(std::move(script)) {
+    ::grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+
+  ~EchoServer() override {
+    if (server_) {
+      server_->Shutdown(std::chrono::system_clock::now() +
+                        std::chrono::seconds(5));
+    }
+  }
+
+  bool started() const { return server_ != nullptr && port_ > 0; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int attempts() const { return attempts_.load(); }
+
+  ::grpc::Status Say(::grpc::ServerContext* context,
+                     const degrade::test::EchoRequest* request,
+                     degrade::test::EchoReply* reply) override {
+    attempts_.fetch_add(1);
+    if (script_.reply_with) {
+      return degrade::grpc::ToGrpcReply(script_.reply_with(), context);
+    }
+    if (script_.pushback.has_value()) {
+      context->AddTrailingMetadata("grpc-retry-pushback-ms", *script_.pushback);
+    }
+    if (script_.code != ::grpc::StatusCode::OK) {
+      return ::grpc::Status(script_.code, "scripted failure");
+    }
+    reply->set_text(request->text());
+    return ::grpc::Status::OK;
+  }
+
+ private:
+  const Script script_;
+  int port_ = 0;
+  std::atomic<int> attempts_{0};
+  std::unique_ptr<::grpc::Server> server_;
+};
+
+}  // namespace degrade_test
+
+#endif  // DEGRADE_TESTS_GRPC_ECHO_SERVER_HPP_

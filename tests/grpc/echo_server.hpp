@@ -40,6 +40,11 @@ class EchoServer final : public degrade::test::Echo::Service {
     // `code` and `pushback` are not used: the adapter's server side, with
     // whatever the handler does (a Retrier of its own, say) inside.
     std::function<absl::Status()> reply_with;
+    // When set, the whole handler: what a test's middle or bottom hop does.
+    std::function<::grpc::Status(::grpc::ServerContext*,
+                                 const degrade::test::EchoRequest&,
+                                 degrade::test::EchoReply*)>
+        handler;
   };
 
   explicit EchoServer(Script script) : script_(std::move(script)) {
@@ -65,6 +70,7 @@ class EchoServer final : public degrade::test::Echo::Service {
                      const degrade::test::EchoRequest* request,
                      degrade::test::EchoReply* reply) override {
     attempts_.fetch_add(1);
+    if (script_.handler) return script_.handler(context, *request, reply);
     if (script_.reply_with) {
       return degrade::grpc::ToGrpcReply(script_.reply_with(), context);
     }

@@ -1,0 +1,214 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: grpc/metadata.hpp
+// -----------------------------------------------------------------------------
+//
+// What degrade carries across a gRPC hop, and how. Forward, on the request:
+//   * the caller's request class, so every hop sheds the same traffic
+//     first;
+//   * the caller's deadline, as the call's own gRPC deadline, so a budget
+//     set at the front expires at the back.
+// Back, in the trailers:
+//   * the server's degradation trace, so the front's trace names what
+//     degraded anywhere below it;
+//   * the server's degradation level.
+//
+// Keys are lower-case and versioned like the trace's own "v1"
+// (docs/grpc.md). Everything read from the wire is decoded strictly and
+// never trusted: a malformed value is an INVALID_ARGUMENT naming the key,
+// which the caller counts and otherwise ignores. Never a crash, never a
+// partial merge.
+//
+//   // Client, before the call:
+//   grpc::ClientContext ctx;
+//   degrade::grpc::SetDeadline(&ctx, deadline);
+//   degrade::grpc::SetRequestClass(&ctx, rc);
+//   grpc::Status s = stub->Rank(&ctx, req, &reply);
+//   absl::Status merged = degrade::grpc::MergeTrace(ctx, &trace);
+//
+//   // Server, at the top of a handler:
+//   degrade::RequestClass rc = degrade::grpc::ReadRequestClass(*ctx).value_or({});
+//   degrade::Deadline deadline = degrade::grpc::ReadDeadline(*ctx);
+//   ...
+//   degrade::grpc::AttachTrace(ctx, trace);   // before returning
+//
+// Thread safety: each function touches only the context it is given, which
+// gRPC lets one thread use at a time; the rest is pure.
+
+#ifndef DEGRADE_GRPC_METADATA_HPP_
+#define DEGRADE_GRPC_METADATA_HPP_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/server_context.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/deadline.hpp"
+#include "degrade/degradation_trace.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace grpc {
+
+// Request metadata: the caller's request class, "<CRITICALITY>:<cohort>"
+// (request_class.hpp EncodeRequestClass).
+inline constexpr absl::string_view kRequestClassKey = "degrade-request-class-v1";
+// Trailers: the server's degradation trace (degradation_trace.hpp Encode),
+// and its manager's level, a decimal integer.
+inline constexpr absl::string_view kTraceKey = "degrade-trace-v1";
+inline constexpr absl::string_view kLevelKey = "degrade-level-v1";
+
+namespace detail {
+
+// The value of `key` among `md`, or nullopt when absent. A key sent more
+// than once is malformed (one caller, one class; one server, one trace):
+// the second value is reported as an error by the callers.
+template <typename Multimap>
+absl::StatusOr<std::optional<absl::string_view>> OneValue(const Multimap& md,
+                                                          absl::string_view key) {
+  const auto range = md.equal_range(::grpc::string_ref(key.data(), key.size()));
+  if (range.first == range.second) return std::optional<absl::string_view>();
+  auto next = range.first;
+  if (++next != range.second) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gRPC metadata '", key, "': sent more than once"));
+  }
+  return std::optional<absl::string_view>(
+      absl::string_view(range.first->second.data(), range.first->second.size()));
+}
+
+// `status` with the key it came from in front of its message.
+inline absl::Status NamingKey(absl::string_view key, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat("gRPC metadata '", key, "': ", status.message()));
+}
+
+}  // namespace detail
+
+// SetDeadline(context, deadline)
+//
+// Makes `deadline` the call's gRPC deadline: the time it has left on its
+// own clock, from now on the system clock, so a FakeClock deadline in a
+// test and a real one in production both give the call what is left. An
+// infinite deadline sets none; an expired one sets now, so gRPC fails the
+// call at once with DEADLINE_EXCEEDED. Touches only `context`, before the
+// call starts.
+inline void SetDeadline(::grpc::ClientContext* context, const Deadline& deadline) {
+  if (deadline.when() == absl::InfiniteFuture()) return;
+  const absl::Duration left = deadline.remaining();
+  const auto now = std::chrono::system_clock::now();
+  // Capped at a day: a longer "deadline" is a mistake, and far-future
+  // time_points overflow gRPC's own conversion.
+  const absl::Duration capped = std::min(left, absl::Hours(24));
+  context->set_deadline(now + absl::ToChronoNanoseconds(capped));
+}
+
+// SetRequestClass(context, rc)
+//
+// Sends `rc` as kRequestClassKey. Touches only `context`, before the call.
+inline void SetRequestClass(::grpc::ClientContext* context, const RequestClass& rc) {
+  context->AddMetadata(std::string(kRequestClassKey), EncodeRequestClass(rc));
+}
+
+// ReadRequestClass(context)
+//
+// The caller's request class: nullopt when it sent none (the server picks
+// a default; RequestClass{} is CRITICAL), INVALID_ARGUMENT naming the key
+// when it sent a malformed one or more than one. Touches only `context`.
+inline absl::StatusOr<std::optional<RequestClass>> ReadRequestClass(
+    const ::grpc::ServerContext& context) {
+  auto value = detail::OneValue(context.client_metadata(), kRequestClassKey);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return std::optional<RequestClass>();
+  absl::StatusOr<RequestClass> rc = DecodeRequestClass(**value);
+  if (!rc.ok()) return detail::NamingKey(kRequestClassKey, rc.status());
+  return std::optional<RequestClass>(*rc);
+}
+
+// ReadDeadline(context[, clock])
+//
+// The caller's deadline as a Deadline on `clock` (the real clock by
+// default): the time the call has left, from now on `clock`. A call
+// without a deadline gets an infinite one. Hand it to the handler's own
+// downstream calls (SetDeadline) so the budget holds across hops. Touches
+// only `context`.
+inline Deadline ReadDeadline(const ::grpc::ServerContext& context,
+                             const Clock* clock = nullptr) {
+  const auto when = context.deadline();
+  if (when == std::chrono::system_clock::time_point::max()) {
+    return Deadline::At(absl::InfiniteFuture(), clock);
+  }
+  const auto left = when - std::chrono::system_clock::now();
+  return Deadline::In(
+      std::max(absl::FromChrono(left), absl::ZeroDuration()), clock);
+}
+
+// AttachTrace(context, trace) / AttachLevel(context, level)
+//
+// Send the handler's degradation trace and its manager's level in the
+// trailers. Call each at most once per call, before the handler returns.
+// Touch only `context`.
+inline void AttachTrace(::grpc::ServerContext* context, const DegradationTrace& trace) {
+  context->AddTrailingMetadata(std::string(kTraceKey), trace.Encode());
+}
+inline void AttachLevel(::grpc::ServerContext* context, int level) {
+  context->AddTrailingMetadata(std::string(kLevelKey), absl::StrCat(level));
+}
+
+// MergeTrace(context, into)
+//
+// Merges the server's trace, when it sent one, into `into`: OK when it
+// sent none or one that decodes; INVALID_ARGUMENT naming the key (and
+// `into` unchanged) when it is malformed or sent twice: count it and carry
+// on. REQUIRES: the call on `context` has finished. Touches only `context`
+// and `into`.
+inline absl::Status MergeTrace(const ::grpc::ClientContext& context,
+                               DegradationTrace* into) {
+  auto value = detail::OneValue(context.GetServerTrailingMetadata(), kTraceKey);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return absl::OkStatus();
+  absl::StatusOr<DegradationTrace> trace = DegradationTrace::Decode(**value);
+  if (!trace.ok()) return detail::NamingKey(kTraceKey, trace.status());
+  into->Merge(*trace);
+  return absl::OkStatus();
+}
+
+// ServerLevel(context)
+//
+// The server's degradation level: nullopt when it sent none,
+// INVALID_ARGUMENT naming the key when it is not a decimal integer in
+// [0, 1000] or was sent twice. REQUIRES: the call has finished.
+inline absl::StatusOr<std::optional<int>> ServerLevel(
+    const ::grpc::ClientContext& context) {
+  auto value = detail::OneValue(context.GetServerTrailingMetadata(), kLevelKey);
+  if (!value.ok()) return value.status();
+  if (!value->has_value()) return std::optional<int>();
+  int level = 0;
+  const absl::string_view text = **value;
+  const bool digits_only =
+      !text.empty() && text.size() <= 4 &&
+      text.find_first_not_of("0123456789") == absl::string_view::npos;
+  if (!digits_only || !absl::SimpleAtoi(text, &level) || level > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gRPC metadata '", kLevelKey, "': not a level in [0, 1000]"));
+  }
+  return std::optional<int>(level);
+}
+
+}  // namespace grpc
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_GRPC_METADATA_HPP_

@@ -1,0 +1,136 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: grpc/client.hpp
+// -----------------------------------------------------------------------------
+//
+// One synchronous gRPC call behind degrade: the glue every feature, recall
+// and rank client would otherwise write by hand around `stub->Method()`.
+// `Call()` does the following, in order:
+//   1. A call whose Deadline has passed fails with DEADLINE_EXCEEDED
+//      without touching the network or the breaker.
+//   2. The throttler, if given, may refuse it locally. That is a shed,
+//      never a breaker failure.
+//   3. The breaker runs the RPC. Open, it rejects without touching the
+//      network; the OutcomeTable the breaker was set up with
+//      (outcome.hpp) decides what counts.
+//   4. The call's gRPC deadline is what the Deadline has left, and the
+//      request class goes with it (metadata.hpp).
+//   5. When the status arrives, the server's pushback becomes the status's
+//      retry-after (status.hpp), and the server's trace is merged into the
+//      caller's. A malformed trace is counted and ignored.
+//   6. The throttler learns whether the server accepted.
+// Wrap Call() in a Retrier (retry.hpp) for retries: each attempt is one
+// Call(). Turn gRPC's own retries off on that channel (docs/grpc.md).
+//
+//   degrade::grpc::ClientOptions opts;
+//   opts.request_class = rc;
+//   opts.trace = &trace;
+//   auto r = degrade::grpc::Call<RankReply>(
+//       rank_breaker, opts, deadline,
+//       [&](grpc::ClientContext* ctx, RankReply* reply) {
+//         return stub->Rank(ctx, request, reply);
+//       });
+//   if (!r.ok()) { /* r.status(): IsRejected, IsShed, UNAVAILABLE, ... */ }
+//
+// Thread safety: Call() may run on many threads at once with the same
+// breaker and throttler (both thread-safe). ClientOptions' trace and
+// counters are written by the calling thread: give each request its own
+// trace, and use the counters' atomics.
+
+#ifndef DEGRADE_GRPC_CLIENT_HPP_
+#define DEGRADE_GRPC_CLIENT_HPP_
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/deadline.hpp"
+#include "degrade/degradation_trace.hpp"
+#include "degrade/grpc/metadata.hpp"
+#include "degrade/grpc/status.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/throttle.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace grpc {
+
+// ClientCounters
+//
+// What Call() counts beyond the breaker's and throttler's own series.
+// Thread-safe (relaxed atomics).
+struct ClientCounters {
+  // Replies whose degrade-trace-v1 trailer was malformed or repeated; the
+  // caller's trace was left as it was.
+  std::atomic<uint64_t> malformed_trailers{0};
+};
+
+// ClientOptions
+//
+// Per call, or shared by calls that differ only in what they pass.
+struct ClientOptions {
+  // Sent as degrade-request-class-v1.
+  RequestClass request_class{};
+  // The caller's trace, into which the server's is merged. nullptr means
+  // the server's trace is not read.
+  DegradationTrace* trace = nullptr;
+  // Client-side throttling for this downstream (throttle.hpp). Optional.
+  AdaptiveThrottler* throttler = nullptr;
+  // Where malformed trailers are counted. Optional.
+  ClientCounters* counters = nullptr;
+};
+
+// Call<Reply>(breaker, options, deadline, rpc)
+//
+// Runs `rpc(context, &reply)` (a `::grpc::Status` from a synchronous stub
+// method) as one call through `breaker`, as the file comment describes,
+// and returns the reply or the status: DEADLINE_EXCEEDED for a deadline
+// already passed, the throttler's refusal (IsShed, IsThrottled), the
+// breaker's rejection (IsRejected), or the RPC's status read through
+// FromGrpcCall. A throwing `rpc` is the breaker's: IsCallableException.
+// Thread-safe as the file comment says.
+template <typename Reply, typename Rpc>
+typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
+                                            const ClientOptions& options,
+                                            const Deadline& deadline, Rpc&& rpc) {
+  using Result = typename CircuitBreaker<Reply>::Result;
+  if (deadline.expired()) {
+    return Result(absl::DeadlineExceededError(absl::StrCat(
+        "gRPC call through '", breaker.name(), "': the deadline had passed")));
+  }
+  if (options.throttler != nullptr) {
+    if (absl::Status t = options.throttler->Admit(); !t.ok()) return Result(t);
+  }
+  Result r = breaker.Execute([&]() -> absl::StatusOr<Reply> {
+    ::grpc::ClientContext context;
+    SetDeadline(&context, deadline);
+    SetRequestClass(&context, options.request_class);
+    Reply reply;
+    const ::grpc::Status s = rpc(&context, &reply);
+    if (options.trace != nullptr && !MergeTrace(context, options.trace).ok() &&
+        options.counters != nullptr) {
+      options.counters->malformed_trailers.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!s.ok()) return FromGrpcCall(s, context);
+    return reply;
+  });
+  // A breaker's rejection never reached the server: it tells the throttler
+  // nothing about what the server accepts.
+  if (options.throttler != nullptr && !IsRejected(r.status())) {
+    options.throttler->RecordStatus(r.status());
+  }
+  return r;
+}
+
+}  // namespace grpc
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_GRPC_CLIENT_HPP_

@@ -1,0 +1,158 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// degrade/grpc/client.hpp against real gRPC servers on loopback: an open
+// breaker and an expired deadline fail without a call reaching the server;
+// the request class goes out and the server's trace comes back (a malformed
+// one counted, not merged); a server that refuses everything is throttled
+// locally and never opens the breaker.
+
+#include "degrade/grpc/client.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "degrade/breaker_settings.hpp"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/deadline.hpp"
+#include "degrade/degradation_trace.hpp"
+#include "degrade/grpc/metadata.hpp"
+#include "degrade/grpc/outcome.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/status.hpp"
+#include "degrade/telemetry.hpp"
+#include "degrade/throttle.hpp"
+#include "echo_server.hpp"
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+using Reply = degrade::test::EchoReply;
+
+class GrpcClientTest : public ::testing::Test {
+ protected:
+  GrpcClientTest() {
+    BreakerSettings s;
+    s.name = "echo";
+    s.clock = &clock_;
+    s.metrics = NoTelemetry();
+    grpc::OutcomeTable::Default().ApplyTo(s);
+    breaker_ = std::make_unique<CircuitBreaker<Reply>>(s);
+    options_.counters = &counters_;
+  }
+
+  static std::unique_ptr<degrade::test::Echo::Stub> Stub(const degrade_test::EchoServer& s) {
+    return degrade::test::Echo::NewStub(
+        ::grpc::CreateChannel(s.address(), ::grpc::InsecureChannelCredentials()));
+  }
+
+  CircuitBreaker<Reply>::Result Say(degrade::test::Echo::Stub& stub,
+                                    absl::Duration budget = absl::Seconds(10)) {
+    degrade::test::EchoRequest request;
+    request.set_text("hi");
+    return grpc::Call<Reply>(*breaker_, options_, Deadline::In(budget, &clock_),
+                             [&](::grpc::ClientContext* ctx, Reply* reply) {
+                               return stub.Say(ctx, request, reply);
+                             });
+  }
+
+  static degrade_test::EchoServer::Script Replying(::grpc::StatusCode code) {
+    degrade_test::EchoServer::Script s;
+    s.code = code;
+    return s;
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<CircuitBreaker<Reply>> breaker_;
+  grpc::ClientCounters counters_;
+  grpc::ClientOptions options_;
+};
+
+TEST_F(GrpcClientTest, ASuccessReturnsTheReply) {
+  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  const auto r = Say(*stub);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r.value().text(), "hi");
+}
+
+TEST_F(GrpcClientTest, AnOpenBreakerFailsFastWithNoCallReachingTheServer) {
+  degrade_test::EchoServer server(Replying(::grpc::StatusCode::UNAVAILABLE));
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(absl::IsUnavailable(Say(*stub).status()));
+  ASSERT_EQ(breaker_->state(), State::kOpen);
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(IsRejected(Say(*stub).status()));
+  EXPECT_EQ(server.attempts(), 6);
+}
+
+TEST_F(GrpcClientTest, AnExpiredDeadlineNeverReachesTheServerOrTheBreaker) {
+  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  const auto r = Say(*stub, absl::ZeroDuration());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_EQ(server.attempts(), 0);
+  EXPECT_EQ(breaker_->counts().requests, 0u);
+}
+
+TEST_F(GrpcClientTest, TheClassGoesOutAndTheServersTraceComesBack) {
+  std::atomic<int> rank_seen{-1};
+  std::string trailer = "v1;rank=open";
+  degrade_test::EchoServer::Script script;
+  script.handler = [&](::grpc::ServerContext* ctx, const auto&, auto*) {
+    auto rc = grpc::ReadRequestClass(*ctx);
+    if (rc.ok() && rc->has_value()) rank_seen = Rank(**rc);
+    ctx->AddTrailingMetadata(std::string(grpc::kTraceKey), trailer);
+    return ::grpc::Status::OK;
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  DegradationTrace trace;
+  trace.Add("features", DegradeReason::kTimeout);
+  options_.trace = &trace;
+  options_.request_class.criticality = Criticality::kSheddablePlus;
+  options_.request_class.cohort = 3;
+  ASSERT_TRUE(Say(*stub).ok());
+  EXPECT_EQ(rank_seen.load(), Rank(options_.request_class));
+  EXPECT_EQ(trace.Encode(), "v1;features=timeout;rank=open");
+
+  trailer = "v1;rank=exploded";  // malformed: counted, not merged
+  ASSERT_TRUE(Say(*stub).ok());
+  EXPECT_EQ(trace.Encode(), "v1;features=timeout;rank=open");
+  EXPECT_EQ(counters_.malformed_trailers.load(), 1u);
+}
+
+TEST_F(GrpcClientTest, ARefusingServerIsThrottledLocallyAndNeverOpensTheBreaker) {
+  degrade_test::EchoServer server(Replying(::grpc::StatusCode::RESOURCE_EXHAUSTED));
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  ThrottleSettings ts;
+  ts.clock = &clock_;
+  ts.metrics = NoTelemetry();
+  auto throttler = AdaptiveThrottler::Create(ts).value();
+  options_.throttler = throttler.get();
+
+  int throttled = 0;
+  for (int i = 0; i < 300; ++i) {
+    const absl::Status s = Say(*stub).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+    if (IsThrottled(s)) ++throttled;
+  }
+  EXPECT_EQ(breaker_->state(), State::kClosed);  // RESOURCE_EXHAUSTED is excluded
+  EXPECT_GT(throttled, 150);                       // most never left the client
+  EXPECT_EQ(server.attempts(), 300 - throttled);
+}
+
+}  // namespace
+}  // namespace degrade

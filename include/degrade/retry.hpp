@@ -50,9 +50,9 @@
 // per-attempt timeout > the call (docs/retries-and-hedging.md). Each
 // attempt is one call at the breaker; an open breaker stops the loop.
 //
-// Cost of a call that succeeds first time: two plain adds on a per-thread
+// Cost of a call that succeeds first time: one plain add on a per-thread
 // counter line and, with a budget, its Deposit(); the clock is read only
-// to decide a retry.
+// to decide a retry, and the retry loop is out of line.
 //
 // Thread safety: `Retrier` is thread-safe; the attempt, the predicate and
 // `sleep` are called on the calling thread.
@@ -246,12 +246,32 @@ class Retrier final {
   };
 
   struct alignas(detail::kCacheLine) Shard {
+    // Calls whose first attempt succeeded: one add instead of an attempts
+    // bucket and a stop, which stats() adds back.
+    detail::ShardCounter first_time_ok;
     detail::ShardCounter attempts[kAttemptBuckets];
     detail::ShardCounter stops[kNumRetryStops];
   };
 
   explicit Retrier(RetryPolicy policy);
 
+  // One attempt. A callable declared noexcept (Retry() with a breaker
+  // wraps Execute(), which catches) needs no exception boundary of ours.
+  template <typename T, typename Bound>
+  DEGRADE_ALWAYS_INLINE detail::ResultOf<T> RunAttempt(Bound& bound) const {
+    if constexpr (std::is_nothrow_invocable_v<Bound&>) {
+      return detail::InvokeToResult<T>(bound);
+    } else {
+      return detail::InvokeCatching<T>(bound, "retry", name_);
+    }
+  }
+  // Call() after its first attempt failed: the retry loop, the record,
+  // the counts and the reworded error. Out of line, to keep the first
+  // attempt's path short.
+  template <typename T, typename Bound>
+  void AfterFirstFailure(detail::ResultOf<T>& result, Bound& bound,
+                         int& number, const Deadline& deadline,
+                         RetryRecord* record);
   // What to do after attempt `n` failed with `s`: stop (and why), or retry
   // after `*wait`. Only failures come here.
   bool ShouldRetry(const absl::Status& s, int n, const Deadline& deadline,
@@ -329,7 +349,11 @@ template <typename F>
 auto Retrier::Call(const Deadline& deadline, F&& attempt, RetryRecord* record) {
   // The attempt with its RetryAttempt bound, whichever form it takes.
   int number = 1;
-  auto bound = [&]() -> decltype(auto) {
+  constexpr bool kNoThrow =
+      std::is_invocable_v<F&, const RetryAttempt&>
+          ? std::is_nothrow_invocable_v<F&, const RetryAttempt&>
+          : std::is_nothrow_invocable_v<F&>;
+  auto bound = [&]() noexcept(kNoThrow) -> decltype(auto) {
     if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
       return std::invoke(attempt, RetryAttempt{number, deadline});
     } else {
@@ -341,21 +365,42 @@ auto Retrier::Call(const Deadline& deadline, F&& attempt, RetryRecord* record) {
   using Result = detail::ResultOf<T>;
 
   if (policy_.budget != nullptr) policy_.budget->Deposit();
+  // The first attempt is all most calls make: nothing a retry needs (the
+  // record, the clock, the loop) is built before it fails, and the one
+  // `result` is returned on every path so that it is constructed in place.
+  Result result = RunAttempt<T>(bound);
+  if (DEGRADE_LIKELY(detail::StatusOf(result).ok())) {
+    shards_[detail::ThreadShardIndex()].first_time_ok.Add(1);
+    if (record != nullptr) *record = RetryRecord{1};
+  } else {
+    AfterFirstFailure<T>(result, bound, number, deadline, record);
+  }
+  return result;
+}
+
+template <typename T, typename Bound>
+DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
+                                                 Bound& bound, int& number,
+                                                 const Deadline& deadline,
+                                                 RetryRecord* record) {
   RetryRecord rec;
   for (;;) {
-    Result result = detail::InvokeCatching<T>(bound, "retry", name_);
     rec.attempts = number;
-    const absl::Status& s = detail::StatusOf(result);
     absl::Duration wait;
-    if (DEGRADE_LIKELY(s.ok()) || !ShouldRetry(s, number, deadline, &wait, &rec)) {
-      Count(rec);
-      if (record != nullptr) *record = rec;
-      if (s.ok()) return result;
-      return Result(Final(s, rec));
+    if (detail::StatusOf(result).ok() ||
+        !ShouldRetry(detail::StatusOf(result), number, deadline, &wait,
+                     &rec)) {
+      break;
     }
     Wait(wait);
     rec.waited += wait;
-    ++number;
+    ++number;  // `bound` reads it
+    result = RunAttempt<T>(bound);
+  }
+  Count(rec);
+  if (record != nullptr) *record = rec;
+  if (!detail::StatusOf(result).ok()) {
+    result = detail::ResultOf<T>(Final(detail::StatusOf(result), rec));
   }
 }
 
@@ -437,6 +482,9 @@ inline absl::Status Retrier::Final(const absl::Status& s,
 inline RetrierStats Retrier::stats() const {
   RetrierStats st;
   for (std::size_t i = 0; i < shard_count_; ++i) {
+    const uint64_t first_time_ok = shards_[i].first_time_ok.Load();
+    st.attempts[0] += first_time_ok;
+    st.stops[static_cast<std::size_t>(RetryStop::kSucceeded)] += first_time_ok;
     for (std::size_t a = 0; a < kAttemptBuckets; ++a) {
       st.attempts[a] += shards_[i].attempts[a].Load();
     }
@@ -461,7 +509,8 @@ typename CircuitBreaker<T>::Result Retry(Retrier& retrier,
                                          RetryRecord* record) {
   return retrier.Call(
       deadline,
-      [&](const RetryAttempt& a) {
+      // noexcept: Execute() turns a throw into a status.
+      [&](const RetryAttempt& a) noexcept {
         return breaker.Execute([&]() -> decltype(auto) {
           if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
             return std::invoke(attempt, a);

@@ -52,7 +52,9 @@
 //
 // Cost of a call that succeeds first time: one plain add on a per-thread
 // counter line and, with a budget, its Deposit(); the clock is read only
-// to decide a retry, and the retry loop is out of line.
+// to decide a retry. Call() and Retry() are forced inline and the retry
+// loop is out of line, so a first success costs little more than the
+// attempt (docs/performance.md).
 //
 // Thread safety: `Retrier` is thread-safe; the attempt, the predicate and
 // `sleep` are called on the calling thread.
@@ -258,11 +260,15 @@ class Retrier final {
   // One attempt. A callable declared noexcept (Retry() with a breaker
   // wraps Execute(), which catches) needs no exception boundary of ours.
   template <typename T, typename Bound>
-  DEGRADE_ALWAYS_INLINE detail::ResultOf<T> RunAttempt(Bound& bound) const {
-    if constexpr (std::is_nothrow_invocable_v<Bound&>) {
-      return detail::InvokeToResult<T>(bound);
+  DEGRADE_ALWAYS_INLINE detail::ResultOf<T> RunAttempt(Bound& bound,
+                                                       int number) const {
+    auto numbered = [&bound, number]() noexcept(
+                        std::is_nothrow_invocable_v<Bound&, int>)
+        -> decltype(auto) { return bound(number); };
+    if constexpr (std::is_nothrow_invocable_v<Bound&, int>) {
+      return detail::InvokeToResult<T>(numbered);
     } else {
-      return detail::InvokeCatching<T>(bound, "retry", name_);
+      return detail::InvokeCatching<T>(numbered, "retry", name_);
     }
   }
   // Call() after its first attempt failed: the retry loop, the record,
@@ -270,8 +276,7 @@ class Retrier final {
   // attempt's path short.
   template <typename T, typename Bound>
   void AfterFirstFailure(detail::ResultOf<T>& result, Bound& bound,
-                         int& number, const Deadline& deadline,
-                         RetryRecord* record);
+                         const Deadline& deadline, RetryRecord* record);
   // What to do after attempt `n` failed with `s`: stop (and why), or retry
   // after `*wait`. Only failures come here.
   bool ShouldRetry(const absl::Status& s, int n, const Deadline& deadline,
@@ -346,21 +351,23 @@ inline Retrier::Retrier(RetryPolicy policy)
 }
 
 template <typename F>
-auto Retrier::Call(const Deadline& deadline, F&& attempt, RetryRecord* record) {
+DEGRADE_ALWAYS_INLINE auto Retrier::Call(const Deadline& deadline, F&& attempt,
+                                         RetryRecord* record) {
   // The attempt with its RetryAttempt bound, whichever form it takes.
-  int number = 1;
   constexpr bool kNoThrow =
       std::is_invocable_v<F&, const RetryAttempt&>
           ? std::is_nothrow_invocable_v<F&, const RetryAttempt&>
           : std::is_nothrow_invocable_v<F&>;
-  auto bound = [&]() noexcept(kNoThrow) -> decltype(auto) {
+  // The number is an argument, not a captured local, so that the first
+  // attempt's path keeps it in a register.
+  auto bound = [&](int number) noexcept(kNoThrow) -> decltype(auto) {
     if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
       return std::invoke(attempt, RetryAttempt{number, deadline});
     } else {
       return std::invoke(attempt);
     }
   };
-  using R = std::decay_t<std::invoke_result_t<decltype(bound)&>>;
+  using R = std::decay_t<std::invoke_result_t<decltype(bound)&, int>>;
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
 
@@ -368,23 +375,23 @@ auto Retrier::Call(const Deadline& deadline, F&& attempt, RetryRecord* record) {
   // The first attempt is all most calls make: nothing a retry needs (the
   // record, the clock, the loop) is built before it fails, and the one
   // `result` is returned on every path so that it is constructed in place.
-  Result result = RunAttempt<T>(bound);
+  Result result = RunAttempt<T>(bound, 1);
   if (DEGRADE_LIKELY(detail::StatusOf(result).ok())) {
     shards_[detail::ThreadShardIndex()].first_time_ok.Add(1);
     if (record != nullptr) *record = RetryRecord{1};
   } else {
-    AfterFirstFailure<T>(result, bound, number, deadline, record);
+    AfterFirstFailure<T>(result, bound, deadline, record);
   }
   return result;
 }
 
 template <typename T, typename Bound>
 DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
-                                                 Bound& bound, int& number,
+                                                 Bound& bound,
                                                  const Deadline& deadline,
                                                  RetryRecord* record) {
   RetryRecord rec;
-  for (;;) {
+  for (int number = 1;; ++number) {
     rec.attempts = number;
     absl::Duration wait;
     if (detail::StatusOf(result).ok() ||
@@ -394,8 +401,7 @@ DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
     }
     Wait(wait);
     rec.waited += wait;
-    ++number;  // `bound` reads it
-    result = RunAttempt<T>(bound);
+    result = RunAttempt<T>(bound, number + 1);
   }
   Count(rec);
   if (record != nullptr) *record = rec;
@@ -497,16 +503,15 @@ inline RetrierStats Retrier::stats() const {
 }
 
 template <typename F>
-auto Retry(Retrier& retrier, const Deadline& deadline, F&& attempt,
-           RetryRecord* record) {
+DEGRADE_ALWAYS_INLINE auto Retry(Retrier& retrier, const Deadline& deadline,
+                                 F&& attempt, RetryRecord* record) {
   return retrier.Call(deadline, std::forward<F>(attempt), record);
 }
 
 template <typename T, typename F>
-typename CircuitBreaker<T>::Result Retry(Retrier& retrier,
-                                         CircuitBreaker<T>& breaker,
-                                         const Deadline& deadline, F&& attempt,
-                                         RetryRecord* record) {
+DEGRADE_ALWAYS_INLINE typename CircuitBreaker<T>::Result Retry(
+    Retrier& retrier, CircuitBreaker<T>& breaker, const Deadline& deadline,
+    F&& attempt, RetryRecord* record) {
   return retrier.Call(
       deadline,
       // noexcept: Execute() turns a throw into a status.

@@ -7,6 +7,9 @@
 //   BM_Baseline_RelaxedFetchAdd one relaxed fetch_add on a shared word: the
 //                               floor of anything counted per request
 //   BM_Degrade_BreakerDirect    breaker.Execute(Work), default settings
+//   BM_Degrade_BreakerDeposit   budget.Deposit() then breaker.Execute(Work):
+//                               what a budgeted retry costs at least, so
+//                               that retry over it is the wrapper's own cost
 //   BM_Degrade_RetryFirstTime   Retry(retrier, breaker, deadline, Work) with a
 //                               RetryBudget (Deposit() included) that
 //                               succeeds first time
@@ -18,7 +21,8 @@
 // benchmark reports `allocs_per_call` (heap allocations inside the timed
 // loop per call). benchmarks/retry_ratios.py turns the output into the
 // table with the targets: withdraw <= 10 ns, retry first time <= 1.2x the
-// breaker-direct call, zero allocations.
+// breaker-direct call (with a budget: the breaker-direct call and a
+// Deposit()), zero allocations.
 //
 // Keeping the budget in funds: percent_can_retry = 1 and a floor of 10^6
 // retries/s over 60 s allow 6 x 10^7 retries per window, more than a run
@@ -115,6 +119,15 @@ void BM_Degrade_BreakerDirect(benchmark::State& state) {
   });
 }
 
+void BM_Degrade_BreakerDeposit(benchmark::State& state) {
+  SetUp(state, true);
+  RunCounted(state, [] {
+    g_budget->Deposit();
+    auto r = g_breaker->Execute(Work);
+    benchmark::DoNotOptimize(r);
+  });
+}
+
 void RetryFirstTime(benchmark::State& state, bool budgeted) {
   SetUp(state, budgeted);
   const degrade::Deadline deadline = degrade::Deadline::At(absl::InfiniteFuture());
@@ -148,6 +161,7 @@ DEGRADE_RETRY_BENCHMARK(BM_Budget_Withdraw);
 DEGRADE_RETRY_BENCHMARK(BM_Budget_Deposit);
 DEGRADE_RETRY_BENCHMARK(BM_Baseline_RelaxedFetchAdd);
 DEGRADE_RETRY_BENCHMARK(BM_Degrade_BreakerDirect);
+DEGRADE_RETRY_BENCHMARK(BM_Degrade_BreakerDeposit);
 DEGRADE_RETRY_BENCHMARK(BM_Degrade_RetryFirstTime);
 DEGRADE_RETRY_BENCHMARK(BM_Degrade_RetryUnbudgeted);
 DEGRADE_RETRY_BENCHMARK(BM_Throttle_Admit);

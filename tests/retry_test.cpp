@@ -409,6 +409,121 @@ TEST_F(RetryTest, RefusesBadPoliciesNamingSettingAndValue) {
   EXPECT_TRUE(Retrier::Create(unbudgeted).ok());
 }
 
+// The first attempt runs on a short path of its own (retry.hpp): these pin
+// that it behaves as the loop did.
+
+TEST_F(RetryTest, AFirstSuccessOverwritesTheRecordAndCountsAsOneAttempt) {
+  auto r = Make(Policy());
+  RetryRecord rec;
+  rec.attempts = 7;
+  rec.stop = RetryStop::kDeadline;
+  rec.budget_refused = true;
+  rec.waited = absl::Seconds(3);
+  ASSERT_TRUE(
+      Retry(*r, In(absl::Seconds(1)), FailThen(0, absl::OkStatus()), &rec).ok());
+  EXPECT_EQ(rec.attempts, 1);
+  EXPECT_EQ(rec.stop, RetryStop::kSucceeded);
+  EXPECT_FALSE(rec.budget_refused);
+  EXPECT_EQ(rec.waited, absl::ZeroDuration());
+  const RetrierStats st = r->stats();
+  EXPECT_EQ(st.calls, 1u);
+  EXPECT_EQ(st.attempts[0], 1u);
+  EXPECT_EQ(st.stops[static_cast<int>(RetryStop::kSucceeded)], 1u);
+}
+
+TEST_F(RetryTest, AnExpiredDeadlineStillRunsTheFirstAttemptButNoRetry) {
+  auto r = Make(Policy());
+  const Deadline d = In(absl::Milliseconds(10));
+  clock_.Advance(absl::Milliseconds(20));
+  RetryRecord rec;
+  auto ok = Retry(*r, d, FailThen(0, absl::OkStatus()), &rec);
+  ASSERT_TRUE(ok.ok());  // the attempt decides what an expired deadline means
+  EXPECT_EQ(rec.stop, RetryStop::kSucceeded);
+  calls_ = 0;
+  auto v = Retry(*r, d, FailThen(100, absl::UnavailableError("down")), &rec);
+  EXPECT_EQ(calls_, 1);
+  EXPECT_EQ(rec.stop, RetryStop::kDeadline);
+  EXPECT_TRUE(slept_.empty());
+  EXPECT_EQ(budget_->stats().granted, 0u);
+  EXPECT_TRUE(absl::IsUnavailable(v.status()));
+}
+
+TEST_F(RetryTest, OneAttemptAllowedIsOneAttemptMade) {
+  RetryPolicy p = Policy();
+  p.max_attempts = 1;
+  auto r = Make(p);
+  RetryRecord rec;
+  auto v = Retry(*r, In(absl::Seconds(10)),
+                 FailThen(100, absl::UnavailableError("down")), &rec);
+  EXPECT_EQ(calls_, 1);
+  EXPECT_EQ(rec.attempts, 1);
+  EXPECT_EQ(rec.stop, RetryStop::kAttemptsExhausted);
+  EXPECT_THAT(v.status().message(), HasSubstr("1 attempt, stopped"));
+  EXPECT_EQ(budget_->stats().granted, 0u);
+}
+
+TEST_F(RetryTest, AThrowThroughTheBreakerIsItsFailureAndNotRetried) {
+  auto r = Make(Policy());
+  BreakerSettings bs;
+  bs.clock = &clock_;
+  bs.metrics = NoTelemetry();
+  CircuitBreaker<int> breaker(bs);
+  RetryRecord rec;
+  auto v = Retry(*r, breaker, In(absl::Seconds(10)),
+                 [&]() -> absl::StatusOr<int> {
+                   ++calls_;
+                   throw std::runtime_error("boom");
+                 },
+                 &rec);
+  EXPECT_TRUE(IsCallableException(v.status()));
+  EXPECT_THAT(v.status().message(), HasSubstr("boom"));
+  EXPECT_EQ(calls_, 1);
+  EXPECT_EQ(rec.stop, RetryStop::kNotRetryable);
+  EXPECT_EQ(breaker.totals().failures, 1u);
+}
+
+TEST_F(RetryTest, ANoexceptAttemptIsRetriedLikeAnyOther) {
+  auto r = Make(Policy());
+  RetryRecord rec;
+  int n = 0;
+  auto v = Retry(*r, In(absl::Seconds(10)),
+                 [&](const RetryAttempt& a) noexcept -> absl::StatusOr<int> {
+                   ++n;
+                   if (a.number < 3) return absl::UnavailableError("down");
+                   return a.number;
+                 },
+                 &rec);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 3);
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(rec.attempts, 3);
+}
+
+TEST_F(RetryTest, AnAttemptMayRetryThroughTheSameRetrier) {
+  auto r = Make(Policy());
+  RetryRecord outer;
+  RetryRecord inner;
+  int outer_calls = 0;
+  auto v = Retry(*r, In(absl::Seconds(10)),
+                 [&]() -> absl::StatusOr<int> {
+                   ++outer_calls;
+                   auto x = Retry(*r, In(absl::Seconds(10)),
+                                  FailThen(1, absl::UnavailableError("x")),
+                                  &inner);
+                   if (outer_calls == 1) return absl::UnavailableError("y");
+                   return x;
+                 },
+                 &outer);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(outer.attempts, 2);
+  EXPECT_EQ(inner.attempts, 1);  // the second inner call succeeded at once
+  const RetrierStats st = r->stats();
+  EXPECT_EQ(st.calls, 3u);
+  EXPECT_EQ(st.attempts[0], 1u);
+  EXPECT_EQ(st.attempts[1], 2u);
+  EXPECT_EQ(st.stops[static_cast<int>(RetryStop::kSucceeded)], 3u);
+}
+
 TEST(RetryConcurrencyTest, ThreadsShareOneRetrierAndBudget) {
   FakeClock clock;
   RetryBudgetSettings bs;

@@ -50,9 +50,11 @@
 // per-attempt timeout > the call (docs/retries-and-hedging.md). Each
 // attempt is one call at the breaker; an open breaker stops the loop.
 //
-// Cost of a call that succeeds first time: two plain adds on a per-thread
+// Cost of a call that succeeds first time: one plain add on a per-thread
 // counter line and, with a budget, its Deposit(); the clock is read only
-// to decide a retry.
+// to decide a retry. Call() and Retry() are forced inline and the retry
+// loop is out of line, so a first success costs little more than the
+// attempt (docs/performance.md).
 //
 // Thread safety: `Retrier` is thread-safe; the attempt, the predicate and
 // `sleep` are called on the calling thread.
@@ -246,12 +248,35 @@ class Retrier final {
   };
 
   struct alignas(detail::kCacheLine) Shard {
+    // Calls whose first attempt succeeded: one add instead of an attempts
+    // bucket and a stop, which stats() adds back.
+    detail::ShardCounter first_time_ok;
     detail::ShardCounter attempts[kAttemptBuckets];
     detail::ShardCounter stops[kNumRetryStops];
   };
 
   explicit Retrier(RetryPolicy policy);
 
+  // One attempt. A callable declared noexcept (Retry() with a breaker
+  // wraps Execute(), which catches) needs no exception boundary of ours.
+  template <typename T, typename Bound>
+  DEGRADE_ALWAYS_INLINE detail::ResultOf<T> RunAttempt(Bound& bound,
+                                                       int number) const {
+    auto numbered = [&bound, number]() noexcept(
+                        std::is_nothrow_invocable_v<Bound&, int>)
+        -> decltype(auto) { return bound(number); };
+    if constexpr (std::is_nothrow_invocable_v<Bound&, int>) {
+      return detail::InvokeToResult<T>(numbered);
+    } else {
+      return detail::InvokeCatching<T>(numbered, "retry", name_);
+    }
+  }
+  // Call() after its first attempt failed: the retry loop, the record,
+  // the counts and the reworded error. Out of line, to keep the first
+  // attempt's path short.
+  template <typename T, typename Bound>
+  void AfterFirstFailure(detail::ResultOf<T>& result, Bound& bound,
+                         const Deadline& deadline, RetryRecord* record);
   // What to do after attempt `n` failed with `s`: stop (and why), or retry
   // after `*wait`. Only failures come here.
   bool ShouldRetry(const absl::Status& s, int n, const Deadline& deadline,
@@ -326,36 +351,62 @@ inline Retrier::Retrier(RetryPolicy policy)
 }
 
 template <typename F>
-auto Retrier::Call(const Deadline& deadline, F&& attempt, RetryRecord* record) {
+DEGRADE_ALWAYS_INLINE auto Retrier::Call(const Deadline& deadline, F&& attempt,
+                                         RetryRecord* record) {
   // The attempt with its RetryAttempt bound, whichever form it takes.
-  int number = 1;
-  auto bound = [&]() -> decltype(auto) {
+  constexpr bool kNoThrow =
+      std::is_invocable_v<F&, const RetryAttempt&>
+          ? std::is_nothrow_invocable_v<F&, const RetryAttempt&>
+          : std::is_nothrow_invocable_v<F&>;
+  // The number is an argument, not a captured local, so that the first
+  // attempt's path keeps it in a register.
+  auto bound = [&](int number) noexcept(kNoThrow) -> decltype(auto) {
     if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
       return std::invoke(attempt, RetryAttempt{number, deadline});
     } else {
       return std::invoke(attempt);
     }
   };
-  using R = std::decay_t<std::invoke_result_t<decltype(bound)&>>;
+  using R = std::decay_t<std::invoke_result_t<decltype(bound)&, int>>;
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
 
   if (policy_.budget != nullptr) policy_.budget->Deposit();
+  // The first attempt is all most calls make: nothing a retry needs (the
+  // record, the clock, the loop) is built before it fails, and the one
+  // `result` is returned on every path so that it is constructed in place.
+  Result result = RunAttempt<T>(bound, 1);
+  if (DEGRADE_LIKELY(detail::StatusOf(result).ok())) {
+    shards_[detail::ThreadShardIndex()].first_time_ok.Add(1);
+    if (record != nullptr) *record = RetryRecord{1};
+  } else {
+    AfterFirstFailure<T>(result, bound, deadline, record);
+  }
+  return result;
+}
+
+template <typename T, typename Bound>
+DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
+                                                 Bound& bound,
+                                                 const Deadline& deadline,
+                                                 RetryRecord* record) {
   RetryRecord rec;
-  for (;;) {
-    Result result = detail::InvokeCatching<T>(bound, "retry", name_);
+  for (int number = 1;; ++number) {
     rec.attempts = number;
-    const absl::Status& s = detail::StatusOf(result);
     absl::Duration wait;
-    if (DEGRADE_LIKELY(s.ok()) || !ShouldRetry(s, number, deadline, &wait, &rec)) {
-      Count(rec);
-      if (record != nullptr) *record = rec;
-      if (s.ok()) return result;
-      return Result(Final(s, rec));
+    if (detail::StatusOf(result).ok() ||
+        !ShouldRetry(detail::StatusOf(result), number, deadline, &wait,
+                     &rec)) {
+      break;
     }
     Wait(wait);
     rec.waited += wait;
-    ++number;
+    result = RunAttempt<T>(bound, number + 1);
+  }
+  Count(rec);
+  if (record != nullptr) *record = rec;
+  if (!detail::StatusOf(result).ok()) {
+    result = detail::ResultOf<T>(Final(detail::StatusOf(result), rec));
   }
 }
 
@@ -437,6 +488,9 @@ inline absl::Status Retrier::Final(const absl::Status& s,
 inline RetrierStats Retrier::stats() const {
   RetrierStats st;
   for (std::size_t i = 0; i < shard_count_; ++i) {
+    const uint64_t first_time_ok = shards_[i].first_time_ok.Load();
+    st.attempts[0] += first_time_ok;
+    st.stops[static_cast<std::size_t>(RetryStop::kSucceeded)] += first_time_ok;
     for (std::size_t a = 0; a < kAttemptBuckets; ++a) {
       st.attempts[a] += shards_[i].attempts[a].Load();
     }
@@ -449,19 +503,19 @@ inline RetrierStats Retrier::stats() const {
 }
 
 template <typename F>
-auto Retry(Retrier& retrier, const Deadline& deadline, F&& attempt,
-           RetryRecord* record) {
+DEGRADE_ALWAYS_INLINE auto Retry(Retrier& retrier, const Deadline& deadline,
+                                 F&& attempt, RetryRecord* record) {
   return retrier.Call(deadline, std::forward<F>(attempt), record);
 }
 
 template <typename T, typename F>
-typename CircuitBreaker<T>::Result Retry(Retrier& retrier,
-                                         CircuitBreaker<T>& breaker,
-                                         const Deadline& deadline, F&& attempt,
-                                         RetryRecord* record) {
+DEGRADE_ALWAYS_INLINE typename CircuitBreaker<T>::Result Retry(
+    Retrier& retrier, CircuitBreaker<T>& breaker, const Deadline& deadline,
+    F&& attempt, RetryRecord* record) {
   return retrier.Call(
       deadline,
-      [&](const RetryAttempt& a) {
+      // noexcept: Execute() turns a throw into a status.
+      [&](const RetryAttempt& a) noexcept {
         return breaker.Execute([&]() -> decltype(auto) {
           if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
             return std::invoke(attempt, a);

@@ -257,8 +257,8 @@ class Retrier final {
 
   explicit Retrier(RetryPolicy policy);
 
-  // One attempt. A callable declared noexcept (Retry() with a breaker
-  // wraps Execute(), which catches) needs no exception boundary of ours.
+  // One attempt. A callable the user declared noexcept needs no exception
+  // boundary of ours.
   template <typename T, typename Bound>
   DEGRADE_ALWAYS_INLINE detail::ResultOf<T> RunAttempt(Bound& bound,
                                                        int number) const {
@@ -514,8 +514,10 @@ DEGRADE_ALWAYS_INLINE typename CircuitBreaker<T>::Result Retry(
     F&& attempt, RetryRecord* record) {
   return retrier.Call(
       deadline,
-      // noexcept: Execute() turns a throw into a status.
-      [&](const RetryAttempt& a) noexcept {
+      // Not noexcept, although Execute() turns the callable's throw into a
+      // status: what Execute() itself may throw (bad_alloc building a
+      // rejection) must reach the retrier's boundary, not std::terminate.
+      [&](const RetryAttempt& a) {
         return breaker.Execute([&]() -> decltype(auto) {
           if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
             return std::invoke(attempt, a);

@@ -20,7 +20,13 @@ macro(degrade_find_grpc)
     set(DEGRADE_GRPC_FOUND FALSE)
     # Protobuf first: gRPC's package config expects protobuf's targets.
     find_package(Protobuf QUIET)
-    if(Protobuf_FOUND)
+    # Debian's gRPC package config (libgrpc-dev) stops the whole configure
+    # with a hard error when its plugins (protobuf-compiler-grpc) are not
+    # installed, QUIET or not: look for the plugin first, so that a missing
+    # one means "not found", as AUTO promises.
+    find_program(DEGRADE_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+    mark_as_advanced(DEGRADE_GRPC_CPP_PLUGIN)
+    if(Protobuf_FOUND AND DEGRADE_GRPC_CPP_PLUGIN)
       find_package(gRPC CONFIG QUIET)
     endif()
     if(Protobuf_FOUND AND TARGET gRPC::grpc++ AND TARGET protobuf::libprotobuf)

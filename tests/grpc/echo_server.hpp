@@ -91,6 +91,16 @@ class EchoServer final : public degrade::test::Echo::Service {
   std::unique_ptr<::grpc::Server> server_;
 };
 
+// A channel to `address` that never goes through a proxy: gRPC follows
+// http_proxy from the environment even to 127.0.0.1, and a developer's or
+// CI machine's proxy must not fail these tests.
+inline std::shared_ptr<::grpc::Channel> LoopbackChannel(
+    const std::string& address, ::grpc::ChannelArguments args = {}) {
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  return ::grpc::CreateCustomChannel(address, ::grpc::InsecureChannelCredentials(),
+                                     args);
+}
+
 }  // namespace degrade_test
 
 #endif  // DEGRADE_TESTS_GRPC_ECHO_SERVER_HPP_

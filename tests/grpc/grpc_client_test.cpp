@@ -49,7 +49,7 @@ class GrpcClientTest : public ::testing::Test {
 
   static std::unique_ptr<degrade::test::Echo::Stub> Stub(const degrade_test::EchoServer& s) {
     return degrade::test::Echo::NewStub(
-        ::grpc::CreateChannel(s.address(), ::grpc::InsecureChannelCredentials()));
+        degrade_test::LoopbackChannel(s.address()));
   }
 
   CircuitBreaker<Reply>::Result Say(degrade::test::Echo::Stub& stub,

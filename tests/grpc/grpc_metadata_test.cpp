@@ -36,7 +36,7 @@ using Handler = decltype(degrade_test::EchoServer::Script::handler);
 
 std::unique_ptr<degrade::test::Echo::Stub> StubTo(const degrade_test::EchoServer& s) {
   return degrade::test::Echo::NewStub(
-      ::grpc::CreateChannel(s.address(), ::grpc::InsecureChannelCredentials()));
+      degrade_test::LoopbackChannel(s.address()));
 }
 
 degrade_test::EchoServer::Script Handling(Handler h) {

@@ -76,8 +76,7 @@ class GrpcOutcomeBreakerTest : public ::testing::Test {
 
   static std::unique_ptr<degrade::test::Echo::Stub> Stub(
       const degrade_test::EchoServer& server) {
-    return degrade::test::Echo::NewStub(::grpc::CreateChannel(
-        server.address(), ::grpc::InsecureChannelCredentials()));
+    return degrade::test::Echo::NewStub(degrade_test::LoopbackChannel(server.address()));
   }
 
   // One call through the breaker on `stub`.

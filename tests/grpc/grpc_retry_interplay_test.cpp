@@ -51,8 +51,7 @@ class GrpcRetryInterplayTest : public ::testing::Test {
     ::grpc::ChannelArguments args;
     args.SetServiceConfigJSON(ServiceConfig(codes));
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, grpc_retries ? 1 : 0);
-    return degrade::test::Echo::NewStub(::grpc::CreateCustomChannel(
-        server.address(), ::grpc::InsecureChannelCredentials(), args));
+    return degrade::test::Echo::NewStub(degrade_test::LoopbackChannel(server.address(), args));
   }
 
   // One attempt: a gRPC call read through the adapter.

@@ -90,8 +90,7 @@ class GrpcServerTest : public ::testing::Test {
         R"("maxBackoff":"0.001s","backoffMultiplier":1,)"
         R"("retryableStatusCodes":["RESOURCE_EXHAUSTED"]}}]})");
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, grpc_retries ? 1 : 0);
-    return degrade::test::Echo::NewStub(::grpc::CreateCustomChannel(
-        s.address(), ::grpc::InsecureChannelCredentials(), args));
+    return degrade::test::Echo::NewStub(degrade_test::LoopbackChannel(s.address(), args));
   }
 
   // One call as `rc` (or with raw class metadata); returns the status read

@@ -46,9 +46,30 @@ TEST(GrpcStatusTest, ACodeTheOtherSideLacksIsUnknown) {
   EXPECT_THAT(from.message(), HasSubstr("gRPC status code 20"));
   EXPECT_THAT(from.message(), HasSubstr("from the future"));
 
-  const ::grpc::Status to =
-      grpc::ToGrpcStatus(absl::Status(static_cast<absl::StatusCode>(99), "x"));
-  EXPECT_EQ(to.error_code(), ::grpc::StatusCode::UNKNOWN);
+  // 17, the first past the last code, both ways; and a negative Abseil
+  // code (Abseil's enum is an int, so any value is defined).
+  EXPECT_EQ(grpc::FromGrpcStatus(
+                ::grpc::Status(static_cast<::grpc::StatusCode>(17), "x"))
+                .code(),
+            absl::StatusCode::kUnknown);
+  for (const int code : {17, 99, -1}) {
+    const ::grpc::Status to =
+        grpc::ToGrpcStatus(absl::Status(static_cast<absl::StatusCode>(code), "x"));
+    EXPECT_EQ(to.error_code(), ::grpc::StatusCode::UNKNOWN) << code;
+  }
+}
+
+TEST(GrpcStatusTest, ALongMessageIsCutAtACharacterBoundary) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "\xE2\x82\xAC";  // U+20AC, 3 bytes
+  const ::grpc::Status g = grpc::ToGrpcStatus(absl::UnavailableError(text));
+  const std::string& m = g.error_message();
+  EXPECT_LE(m.size(), grpc::kMaxMessageBytes + 16);
+  EXPECT_THAT(m, ::testing::EndsWith(" [truncated]"));
+  const std::string kept = m.substr(0, m.size() - std::string(" [truncated]").size());
+  EXPECT_EQ(kept.size() % 3, 0u);  // whole characters only
+  EXPECT_EQ(grpc::ToGrpcStatus(absl::UnavailableError("short")).error_message(),
+            "short");
 }
 
 TEST(GrpcStatusTest, PushbackIsReadAsGrpcReadsIt) {
@@ -59,14 +80,18 @@ TEST(GrpcStatusTest, PushbackIsReadAsGrpcReadsIt) {
   for (const char* v : {"-1", "-250", "soon", "", "1.5", "99999999999999999999"}) {
     EXPECT_LT(grpc::ParsePushback(v), absl::ZeroDuration()) << v;
   }
+  // Up to an hour is a wait; beyond, a peer asking for (say) INT64_MAX ms
+  // would park a caller without a deadline for ever: "do not retry".
+  EXPECT_EQ(grpc::ParsePushback("3600000"), absl::Hours(1));
+  EXPECT_LT(grpc::ParsePushback("3600001"), absl::ZeroDuration());
+  EXPECT_LT(grpc::ParsePushback("9223372036854775807"), absl::ZeroDuration());
 }
 
 class GrpcStatusCallTest : public ::testing::Test {
  protected:
   // One call to `server`, read through FromGrpcCall.
   absl::Status Call(const degrade_test::EchoServer& server) {
-    auto channel = ::grpc::CreateChannel(server.address(),
-                                         ::grpc::InsecureChannelCredentials());
+    auto channel = degrade_test::LoopbackChannel(server.address());
     auto stub = degrade::test::Echo::NewStub(channel);
     ::grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -99,6 +124,24 @@ TEST_F(GrpcStatusCallTest, AShedThatSaysDoNotRetryArrivesAsDoNotRetry) {
   ASSERT_TRUE(server.started());
 
   const std::optional<absl::Duration> hint = RetryAfterHint(Call(server));
+  ASSERT_TRUE(hint.has_value());
+  EXPECT_LT(*hint, absl::ZeroDuration());
+}
+
+TEST_F(GrpcStatusCallTest, ALongShedMessageStillArrivesWithItsDoNotRetry) {
+  // 8,000 bytes would pass gRPC's 8 KB header limit uncut: the client
+  // would see "metadata size exceeds limit" and lose the pushback.
+  degrade_test::EchoServer::Script script;
+  script.reply_with = [] {
+    return ShedError("front", std::string(8000, 'x'), absl::Milliseconds(-1));
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+
+  const absl::Status s = Call(server);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("[truncated]"));
+  const std::optional<absl::Duration> hint = RetryAfterHint(s);
   ASSERT_TRUE(hint.has_value());
   EXPECT_LT(*hint, absl::ZeroDuration());
 }

@@ -40,6 +40,7 @@
 #ifndef DEGRADE_GRPC_STATUS_HPP_
 #define DEGRADE_GRPC_STATUS_HPP_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,31 +81,64 @@ inline absl::Status FromGrpcStatus(const ::grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(code), s.error_message());
 }
 
+// The longest status message ToGrpcStatus() sends, in bytes. gRPC sends
+// the message percent-encoded in a header, and a client refuses headers
+// over 8 KB: the whole reply, its code and its pushback, would be lost
+// for a long message (non-ASCII text triples in size). 1 KB encodes to at
+// most 3 KB.
+inline constexpr std::size_t kMaxMessageBytes = 1024;
+
+namespace detail {
+
+// `message` cut to kMaxMessageBytes at a UTF-8 character boundary, saying
+// so.
+inline std::string CappedMessage(absl::string_view message) {
+  if (message.size() <= kMaxMessageBytes) return std::string(message);
+  std::size_t end = kMaxMessageBytes;
+  // Back up over continuation bytes (10xxxxxx) to a character's start.
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return absl::StrCat(message.substr(0, end), " [truncated]");
+}
+
+}  // namespace detail
+
 // ToGrpcStatus(s)
 //
-// The same code and message as a ::grpc::Status; payloads do not cross
-// (ToGrpcReply() carries the one that matters, the retry-after). An Abseil
-// code gRPC lacks reads as UNKNOWN. Pure; thread-safe.
+// The same code and message as a ::grpc::Status, the message capped at
+// kMaxMessageBytes; payloads do not cross (ToGrpcReply() carries the one
+// that matters, the retry-after). An Abseil code gRPC lacks reads as
+// UNKNOWN. Pure; thread-safe.
 inline ::grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return ::grpc::Status::OK;
   const int code = static_cast<int>(s.code());
   if (code < 0 || code > static_cast<int>(::grpc::StatusCode::UNAUTHENTICATED)) {
-    return ::grpc::Status(::grpc::StatusCode::UNKNOWN, std::string(s.message()));
+    return ::grpc::Status(::grpc::StatusCode::UNKNOWN,
+                          detail::CappedMessage(s.message()));
   }
   return ::grpc::Status(static_cast<::grpc::StatusCode>(code),
-                        std::string(s.message()));
+                        detail::CappedMessage(s.message()));
 }
+
+// The longest pushback honoured as a wait: a server asking for more than
+// an hour is read as "do not retry". A caller with no deadline would
+// otherwise sleep as long as any peer says (INT64_MAX ms is 292 million
+// years), and no server that wants a retry means one an hour later.
+inline constexpr absl::Duration kMaxPushback = absl::Hours(1);
 
 // ParsePushback(value)
 //
 // A pushback trailer's value as gRPC reads it: a non-negative decimal
 // integer is that many milliseconds; anything else, negative numbers and
 // garbage alike, is "do not retry" (a negative duration), which is what
-// gRPC's own retry code does with it. Pure; thread-safe.
+// gRPC's own retry code does with it. Above kMaxPushback it is "do not
+// retry" too. Pure; thread-safe.
 inline absl::Duration ParsePushback(absl::string_view value) {
   int64_t ms = 0;
   if (!absl::SimpleAtoi(value, &ms) || ms < 0) return absl::Milliseconds(-1);
-  return absl::Milliseconds(ms);
+  const absl::Duration wait = absl::Milliseconds(ms);
+  return wait > kMaxPushback ? absl::Milliseconds(-1) : wait;
 }
 
 // FromGrpcCall(s, context)

@@ -7,6 +7,8 @@ prints, per thread count, the median wall-clock ns of
     withdraw   RetryBudget::TryWithdraw(), granted (BM_Budget_Withdraw)
     deposit    RetryBudget::Deposit() (info)
     fetch_add  one relaxed fetch_add on a shared word (the floor, info)
+    clock+cas  a coarse clock read and one compare-and-swap on a shared
+               word: the floor of an exact withdrawal (info)
     direct     breaker.Execute(f) (BM_Degrade_BreakerDirect)
     retry      Retry(retrier, breaker, deadline, f) with a budget, first
                attempt succeeding (BM_Degrade_RetryFirstTime)
@@ -37,6 +39,7 @@ IMPLS = {
     "Budget_Withdraw": "withdraw",
     "Budget_Deposit": "deposit",
     "Baseline_RelaxedFetchAdd": "fetch_add",
+    "Baseline_CoarseClockCas": "clock+cas",
     "Degrade_BreakerDirect": "direct",
     "Degrade_RetryFirstTime": "retry",
     "Degrade_RetryUnbudgeted": "unbudgeted",
@@ -71,7 +74,8 @@ def main():
                 problems.append(f"{impl} allocs")
         failed |= bool(problems)
         info = ", ".join(f"{impl} {get(impl).get('ns', nan):.2f}"
-                         for impl in ("deposit", "fetch_add", "unbudgeted", "throttle"))
+                         for impl in ("deposit", "fetch_add", "clock+cas", "unbudgeted",
+                                      "throttle"))
         rows.append((str(t), f"{w['ns']:.2f}", f"<= {MAX_WITHDRAW_NS:g}",
                      f"{d['ns']:.2f}", f"{r['ns']:.2f}", f"{ratio:.2f}",
                      f"<= {MAX_RETRY_OVER_DIRECT:g}", info,

@@ -6,6 +6,9 @@
 //   BM_Budget_Deposit           RetryBudget::Deposit()
 //   BM_Baseline_RelaxedFetchAdd one relaxed fetch_add on a shared word: the
 //                               floor of anything counted per request
+//   BM_Baseline_CoarseClockCas  a coarse clock read and one compare-and-swap
+//                               on a shared word: the floor of an exact
+//                               withdrawal
 //   BM_Degrade_BreakerDirect    breaker.Execute(Work), default settings
 //   BM_Degrade_BreakerDeposit   budget.Deposit() then breaker.Execute(Work):
 //                               what a budgeted retry costs at least, so
@@ -111,6 +114,19 @@ void BM_Baseline_RelaxedFetchAdd(benchmark::State& state) {
   RunCounted(state, [] { g_word.fetch_add(1, std::memory_order_relaxed); });
 }
 
+// The floor of a withdrawal: the coarse clock read and one compare-and-swap
+// on a shared word, which any exact lock-free budget needs at the least.
+void BM_Baseline_CoarseClockCas(benchmark::State& state) {
+  const degrade::RealClock& clock = degrade::RealClock::Instance();
+  RunCounted(state, [&clock] {
+    uint64_t w = g_word.load(std::memory_order_relaxed);
+    const uint64_t stamp = static_cast<uint64_t>(clock.CoarseUnixNanos());
+    while (!g_word.compare_exchange_weak(w, w + (stamp & 1) + 1,
+                                         std::memory_order_relaxed)) {
+    }
+  });
+}
+
 void BM_Degrade_BreakerDirect(benchmark::State& state) {
   SetUp(state, true);
   RunCounted(state, [] {
@@ -160,6 +176,7 @@ void BM_Throttle_Admit(benchmark::State& state) {
 DEGRADE_RETRY_BENCHMARK(BM_Budget_Withdraw);
 DEGRADE_RETRY_BENCHMARK(BM_Budget_Deposit);
 DEGRADE_RETRY_BENCHMARK(BM_Baseline_RelaxedFetchAdd);
+DEGRADE_RETRY_BENCHMARK(BM_Baseline_CoarseClockCas);
 DEGRADE_RETRY_BENCHMARK(BM_Degrade_BreakerDirect);
 DEGRADE_RETRY_BENCHMARK(BM_Degrade_BreakerDeposit);
 DEGRADE_RETRY_BENCHMARK(BM_Degrade_RetryFirstTime);

@@ -7,6 +7,8 @@ prints, per thread count, the median wall-clock ns of
     withdraw   RetryBudget::TryWithdraw(), granted (BM_Budget_Withdraw)
     deposit    RetryBudget::Deposit() (info)
     fetch_add  one relaxed fetch_add on a shared word (the floor, info)
+    clock+cas  a coarse clock read and one compare-and-swap on a shared
+               word: the floor of an exact withdrawal (info)
     direct     breaker.Execute(f) (BM_Degrade_BreakerDirect)
     +deposit   budget.Deposit() then breaker.Execute(f)
                (BM_Degrade_BreakerDeposit)
@@ -45,6 +47,7 @@ IMPLS = {
     "Budget_Withdraw": "withdraw",
     "Budget_Deposit": "deposit",
     "Baseline_RelaxedFetchAdd": "fetch_add",
+    "Baseline_CoarseClockCas": "clock+cas",
     "Degrade_BreakerDirect": "direct",
     "Degrade_BreakerDeposit": "+deposit",
     "Degrade_RetryFirstTime": "retry",
@@ -84,7 +87,7 @@ def main():
                 problems.append(f"{impl} allocs")
         failed |= bool(problems)
         info = ", ".join(f"{impl} {get(impl).get('ns', nan):.2f}"
-                         for impl in ("deposit", "fetch_add", "throttle"))
+                         for impl in ("deposit", "fetch_add", "clock+cas", "throttle"))
         rows.append((str(t), f"{w['ns']:.2f}", f"{d['ns']:.2f}", f"{dd['ns']:.2f}",
                      f"{r['ns']:.2f}", f"{u['ns']:.2f}", f"{budgeted:.2f}",
                      f"{unbudgeted:.2f}", f"{issue:.2f}", info,

@@ -15,9 +15,12 @@
 // Retrier counts it under "budget_exhausted"). One budget per downstream,
 // shared by every caller of it, Retriers and hedges alike.
 //
-// "Sliding" (detail/tick_ring.hpp): the window is ten ticks of ttl/10; a
-// request or retry counts for between 0.9 ttl and ttl, and leaves the
-// window a tick at a time, so the allowance never resets in one step.
+// "Sliding" (detail/tick_window.hpp): the window is ten ticks of
+// ttl/10; a request or retry counts for between 0.9 ttl and ttl, and
+// leaves the window a tick at a time, so the allowance never resets in
+// one step. A clock set back (a FakeClock) holds the window at the newest
+// tick a withdrawal has seen until the clock catches up, so no retry
+// already granted is forgotten.
 //
 //   degrade::RetryBudgetSettings s;
 //   s.name = "recall";
@@ -29,8 +32,10 @@
 //   // Or give it to a RetryPolicy (retry.hpp), which does both.
 //
 // Cost: Deposit() is a read of the coarse clock and one relaxed fetch_add
-// on a line every caller shares; TryWithdraw() reads the window's ten
-// ticks and makes one compare-and-swap. Neither locks nor allocates.
+// on a line every caller shares; TryWithdraw() reads the coarse clock, the
+// cached sums of the nine completed ticks and the current tick's two
+// words, and makes one compare-and-swap (the first withdrawal of each
+// tick also seals and sums the nine). Neither locks nor allocates.
 //
 // Thread safety: `RetryBudget` is thread-safe.
 
@@ -40,6 +45,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,7 +60,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/setting_error.hpp"
-#include "degrade/detail/tick_ring.hpp"
+#include "degrade/detail/tick_window.hpp"
 #include "degrade/retry_stats.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -107,7 +113,7 @@ class RetryBudget final {
 
   // Counts one request (a first attempt; a retry is a withdrawal, not a
   // deposit).
-  DEGRADE_ALWAYS_INLINE void Deposit() { ring_.Add(0, Tick()); }
+  DEGRADE_ALWAYS_INLINE void Deposit() { ring_.Add(kRequests, Tick()); }
 
   // Takes one retry from the budget if it has one: true when the caller may
   // retry, false (counted as refused) when it must return the error it
@@ -115,10 +121,10 @@ class RetryBudget final {
   bool TryWithdraw() {
     const double percent = percent_;
     const double reserve = reserve_;
-    const bool granted = ring_.AddSecondIf(
-        Tick(), [percent, reserve](const detail::TickSums& s) {
-          return percent * static_cast<double>(s.first) + reserve -
-                     static_cast<double>(s.second) >=
+    const bool granted = ring_.AddIf(
+        kRetries, Tick(), [percent, reserve](const Window::Sums& s) {
+          return percent * static_cast<double>(s[kRequests]) + reserve -
+                     static_cast<double>(s[kRetries]) >=
                  1.0;
         });
     (granted ? granted_ : refused_).fetch_add(1, std::memory_order_relaxed);
@@ -126,7 +132,7 @@ class RetryBudget final {
   }
 
   // Retries TryWithdraw() would grant now (fractional: 0.2 per request).
-  double balance() const { return BalanceOf(ring_.Read(Tick())); }
+  double balance() const { return BalanceOf(ring_.Sum(Tick())); }
 
   // The window and the totals. Thread-safe; a value the budget has held.
   RetryBudgetStats stats() const;
@@ -144,15 +150,19 @@ class RetryBudget final {
     const RetryBudget* const b_;
   };
 
+  using Window = detail::TickWindow<2>;
+  static constexpr std::size_t kRequests = 0;
+  static constexpr std::size_t kRetries = 1;
+
   RetryBudget(const RetryBudgetSettings& s, const Clock* clock);
 
-  DEGRADE_ALWAYS_INLINE uint32_t Tick() const {
+  DEGRADE_ALWAYS_INLINE uint64_t Tick() const {
     return ring_.CoarseTick(clock_, real_clock_);
   }
 
-  double BalanceOf(const detail::TickSums& s) const {
-    return std::max(0.0, percent_ * static_cast<double>(s.first) + reserve_ -
-                             static_cast<double>(s.second));
+  double BalanceOf(const Window::Sums& s) const {
+    return std::max(0.0, percent_ * static_cast<double>(s[kRequests]) +
+                             reserve_ - static_cast<double>(s[kRetries]));
   }
 
   const std::string name_;
@@ -160,7 +170,7 @@ class RetryBudget final {
   const double reserve_;  // min_retries_per_sec x ttl
   const Clock* const clock_;
   const RealClock* const real_clock_;  // clock_ when it is the default
-  detail::TickRing ring_;               // 0: requests, 1: retries
+  Window ring_;
   alignas(detail::kCacheLine) std::atomic<uint64_t> granted_{0};
   std::atomic<uint64_t> refused_{0};
   const View view_{this};
@@ -208,8 +218,7 @@ inline RetryBudget::RetryBudget(const RetryBudgetSettings& s,
       clock_(clock),
       real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
                                                   : nullptr),
-      ring_(absl::ToInt64Nanoseconds(s.ttl) / detail::TickRing::kTicks,
-            absl::ToUnixNanos(clock->CoarseNow())) {
+      ring_(s.ttl, clock->CoarseNow()) {
   // Last: the view must be complete before a telemetry may read it.
   if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
     telemetry_ = detail::AttachQuietly([&] { return t->AttachRetryBudget(view_); });
@@ -217,10 +226,10 @@ inline RetryBudget::RetryBudget(const RetryBudgetSettings& s,
 }
 
 inline RetryBudgetStats RetryBudget::stats() const {
-  const detail::TickSums sums = ring_.Read(Tick());
+  const Window::Sums sums = ring_.Sum(Tick());
   RetryBudgetStats st;
-  st.window_requests = sums.first;
-  st.window_retries = sums.second;
+  st.window_requests = sums[kRequests];
+  st.window_retries = sums[kRetries];
   st.balance = BalanceOf(sums);
   st.granted = granted_.load(std::memory_order_relaxed);
   st.refused = refused_.load(std::memory_order_relaxed);

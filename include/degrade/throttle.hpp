@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,7 +60,7 @@
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/setting_error.hpp"
 #include "degrade/detail/splitmix.hpp"
-#include "degrade/detail/tick_ring.hpp"
+#include "degrade/detail/tick_window.hpp"
 #include "degrade/retry_stats.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
@@ -118,9 +119,9 @@ class AdaptiveThrottler final {
   // ThrottledError with probability rejection_probability(). A refused
   // request needs no Record().
   absl::Status Admit() {
-    const uint32_t tick = Tick();
-    const double p = ProbabilityOf(ring_.Read(tick));
-    ring_.Add(0, tick);
+    const uint64_t tick = Tick();
+    const double p = ProbabilityAt(tick);
+    ring_.Add(kRequests, tick);
     if (p > 0.0 && Draw() < p) {
       throttled_.fetch_add(1, std::memory_order_relaxed);
       return Refusal(p);
@@ -132,7 +133,7 @@ class AdaptiveThrottler final {
   // Reports the server's answer to an admitted request: `accepted` unless
   // the server refused it for overload.
   void Record(bool accepted) {
-    if (accepted) ring_.Add(1, Tick());
+    if (accepted) ring_.Add(kAccepts, Tick());
   }
 
   // Record() from the status of the call: RESOURCE_EXHAUSTED (a shed reply,
@@ -146,7 +147,7 @@ class AdaptiveThrottler final {
 
   // The probability Admit() refuses now.
   double rejection_probability() const {
-    return ProbabilityOf(ring_.Read(Tick()));
+    return ProbabilityAt(Tick());
   }
 
   ThrottleStats stats() const;
@@ -164,21 +165,32 @@ class AdaptiveThrottler final {
     const AdaptiveThrottler* const t_;
   };
 
+  using Window = detail::TickWindow<2>;
+  static constexpr std::size_t kRequests = 0;
+  static constexpr std::size_t kAccepts = 1;
+
   AdaptiveThrottler(const ThrottleSettings& s, const Clock* clock);
 
-  uint32_t Tick() const { return ring_.CoarseTick(clock_, real_clock_); }
+  uint64_t Tick() const { return ring_.CoarseTick(clock_, real_clock_); }
 
   static double Formula(double k, uint64_t requests, uint64_t accepts) {
     const double r = static_cast<double>(requests);
     return (r - k * static_cast<double>(accepts)) / (r + 1.0);
   }
 
-  double ProbabilityOf(const detail::TickSums& s) const {
-    double p = Formula(k_, s.first, s.second);
+  // `recent`: the newest two ticks (ThrottleSettings::fast_recovery).
+  double ProbabilityOf(const Window::Sums& s, const Window::Sums& recent) const {
+    double p = Formula(k_, s[kRequests], s[kAccepts]);
     if (fast_recovery_) {
-      p = std::min(p, Formula(k_, s.first_recent, s.second_recent));
+      p = std::min(p, Formula(k_, recent[kRequests], recent[kAccepts]));
     }
     return std::clamp(p, 0.0, max_p_);
+  }
+
+  double ProbabilityAt(uint64_t tick) const {
+    Window::Sums recent;
+    const Window::Sums s = ring_.Sum(tick, &recent);
+    return ProbabilityOf(s, recent);
   }
 
   // Uniform in [0, 1): the k-th draw is a pure function of (seed, k).
@@ -202,7 +214,7 @@ class AdaptiveThrottler final {
   const uint64_t seed_;
   const Clock* const clock_;
   const RealClock* const real_clock_;
-  detail::TickRing ring_;  // 0: requests, 1: accepts
+  Window ring_;
   alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
   alignas(detail::kCacheLine) std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> throttled_{0};
@@ -248,19 +260,19 @@ inline AdaptiveThrottler::AdaptiveThrottler(const ThrottleSettings& s,
       clock_(clock),
       real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
                                                   : nullptr),
-      ring_(absl::ToInt64Nanoseconds(s.window) / detail::TickRing::kTicks,
-            absl::ToUnixNanos(clock->CoarseNow())) {
+      ring_(s.window, clock->CoarseNow()) {
   if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
     telemetry_ = detail::AttachQuietly([&] { return t->AttachThrottler(view_); });
   }
 }
 
 inline ThrottleStats AdaptiveThrottler::stats() const {
-  const detail::TickSums sums = ring_.Read(Tick());
+  Window::Sums recent;
+  const Window::Sums sums = ring_.Sum(Tick(), &recent);
   ThrottleStats st;
-  st.window_requests = sums.first;
-  st.window_accepts = sums.second;
-  st.rejection_probability = ProbabilityOf(sums);
+  st.window_requests = sums[kRequests];
+  st.window_accepts = sums[kAccepts];
+  st.rejection_probability = ProbabilityOf(sums, recent);
   st.admitted = admitted_.load(std::memory_order_relaxed);
   st.throttled = throttled_.load(std::memory_order_relaxed);
   return st;

@@ -42,7 +42,7 @@ TEST(LatencyHistogramTest, BucketsAreContiguousMonotonicAndAQuarterOctave) {
 }
 
 TEST(LatencyHistogramTest, QuantilesOfAUniformSpreadAreWithinABucket) {
-  LatencyHistogram h(absl::Seconds(10), 10, kT0);
+  LatencyHistogram h(absl::Seconds(10), kT0);
   for (int us = 1; us <= 100000; us += 10) {
     h.Record(kT0, absl::Microseconds(us));
   }
@@ -56,7 +56,7 @@ TEST(LatencyHistogramTest, QuantilesOfAUniformSpreadAreWithinABucket) {
 }
 
 TEST(LatencyHistogramTest, TheTailIsSeenNotAveragedAway) {
-  LatencyHistogram h(absl::Seconds(10), 10, kT0);
+  LatencyHistogram h(absl::Seconds(10), kT0);
   for (int i = 0; i < 980; ++i) h.Record(kT0, absl::Milliseconds(10));
   for (int i = 0; i < 20; ++i) h.Record(kT0, absl::Milliseconds(100));
   EXPECT_LT(*h.Quantile(kT0, 0.95, 1), absl::Milliseconds(13));
@@ -64,7 +64,7 @@ TEST(LatencyHistogramTest, TheTailIsSeenNotAveragedAway) {
 }
 
 TEST(LatencyHistogramTest, TooFewSamplesGiveNoQuantile) {
-  LatencyHistogram h(absl::Seconds(10), 10, kT0);
+  LatencyHistogram h(absl::Seconds(10), kT0);
   EXPECT_FALSE(h.Quantile(kT0, 0.5, 1).has_value());
   for (int i = 0; i < 9; ++i) h.Record(kT0, absl::Milliseconds(1));
   EXPECT_FALSE(h.Quantile(kT0, 0.5, 10).has_value());
@@ -74,7 +74,7 @@ TEST(LatencyHistogramTest, TooFewSamplesGiveNoQuantile) {
 }
 
 TEST(LatencyHistogramTest, TheEstimateFollowsTheRouteAsTheWindowSlides) {
-  LatencyHistogram h(absl::Seconds(10), 10, kT0);
+  LatencyHistogram h(absl::Seconds(10), kT0);
   for (int i = 0; i < 100; ++i) h.Record(kT0, absl::Milliseconds(50));
   const absl::Time later = kT0 + absl::Seconds(10);
   for (int i = 0; i < 100; ++i) h.Record(later, absl::Milliseconds(5));

@@ -6,11 +6,12 @@
 // apart from hedge.hpp so that the race (hedge_race.hpp) can use it
 // without the public header.
 //
-// The cap is exact against other hedges: TryHedge() reads the window and
-// adds its hedge under one small lock, so concurrent calls can never
-// together overshoot max_extra_load of the calls counted so far (hedges
-// are rare, at most a few per cent of calls, so the lock is uncontended).
-// Calls are counted without the lock.
+// The cap is exact against other hedges: TryHedge() is the window's
+// conditional add (tick_window.hpp), so concurrent calls can never
+// together overshoot max_extra_load of the calls counted so far, even
+// across a tick boundary; no lock is taken. Calls and refunds are plain
+// adds. The window is ten ticks of window/10: a call or hedge counts for
+// between 0.9 and 1 window.
 //
 // The quantile delay is read a few times per window, not per call: the
 // cached value is refreshed when it is older than a fiftieth of the window
@@ -34,7 +35,7 @@
 #include "degrade/detail/hedge_settings.hpp"
 #include "degrade/detail/latency_histogram.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/sliding_counters.hpp"
+#include "degrade/detail/tick_window.hpp"
 #include "degrade/hedge_stats.hpp"
 #include "degrade/version.hpp"
 
@@ -43,15 +44,13 @@ namespace detail {
 
 class HedgeBook {
  public:
-  static constexpr uint32_t kSlices = 10;
-
   // REQUIRES: ValidateHedgeSettings(s) is OK.
   explicit HedgeBook(HedgeSettings s)
       : settings_(std::move(s)),
         clock_(settings_.clock != nullptr ? settings_.clock
                                           : &RealClock::Instance()),
-        load_(settings_.window, kSlices, clock_->Now()),
-        latencies_(settings_.window, kSlices, clock_->Now()),
+        load_(settings_.window, clock_->Now()),
+        latencies_(settings_.window, clock_->Now()),
         refresh_(settings_.window / 50) {}
 
   const HedgeSettings& settings() const { return settings_; }
@@ -59,7 +58,7 @@ class HedgeBook {
 
   // A call starts at `now`: counted, and given the delay in force.
   absl::Duration StartCall(absl::Time now) {
-    load_.Add(now, kCalls);
+    load_.Add(kCalls, load_.TickOf(now));
     calls_.fetch_add(1, std::memory_order_relaxed);
     return Delay(now);
   }
@@ -80,23 +79,19 @@ class HedgeBook {
 
   // Whether one more hedge fits the cap at `now`; if so it is counted.
   bool TryHedge(absl::Time now) {
-    MutexLock lock(&hedge_mu_);
-    const auto sums = load_.Sum(now);
-    const uint64_t used = sums[kHedges] > sums[kRefunds]
-                              ? sums[kHedges] - sums[kRefunds]
-                              : 0;
-    if (static_cast<double>(used + 1) >
-        settings_.max_extra_load * static_cast<double>(sums[kCalls])) {
-      over_budget_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    load_.Add(now, kHedges);
-    return true;
+    const double cap = settings_.max_extra_load;
+    const bool fits = load_.AddIf(
+        kHedges, load_.TickOf(now), [cap](const Window::Sums& sums) {
+          return static_cast<double>(Used(sums) + 1) <=
+                 cap * static_cast<double>(sums[kCalls]);
+        });
+    if (!fits) over_budget_.fetch_add(1, std::memory_order_relaxed);
+    return fits;
   }
 
   // A hedge TryHedge() counted was not sent after all: it gives its share
   // of the cap back.
-  void Refund(absl::Time now) { load_.Add(now, kRefunds); }
+  void Refund(absl::Time now) { load_.Add(kRefunds, load_.TickOf(now)); }
   // A hedge the breaker or the executor refused.
   void Refused() { refused_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -120,9 +115,8 @@ class HedgeBook {
     st.hedges_over_budget = over_budget_.load(std::memory_order_relaxed);
     st.hedges_refused = refused_.load(std::memory_order_relaxed);
     st.delay = Delay(now);
-    const auto sums = load_.Sum(now);
-    const uint64_t used =
-        sums[kHedges] > sums[kRefunds] ? sums[kHedges] - sums[kRefunds] : 0;
+    const auto sums = load_.Sum(load_.TickOf(now));
+    const uint64_t used = Used(sums);
     st.extra_load = sums[kCalls] == 0 ? 0.0
                                       : static_cast<double>(used) /
                                             static_cast<double>(sums[kCalls]);
@@ -134,6 +128,14 @@ class HedgeBook {
   static constexpr std::size_t kHedges = 1;
   static constexpr std::size_t kRefunds = 2;
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
+
+  using Window = TickWindow<3>;  // calls, hedges, refunds
+
+  // Hedges counted and not refunded.
+  static uint64_t Used(const Window::Sums& sums) {
+    return sums[kHedges] > sums[kRefunds] ? sums[kHedges] - sums[kRefunds]
+                                          : 0;
+  }
 
   // One thread refreshes; the others use the value it is replacing.
   void Refresh(absl::Time now) {
@@ -153,10 +155,9 @@ class HedgeBook {
 
   const HedgeSettings settings_;
   const Clock* const clock_;
-  SlidingCounters<3> load_;  // calls, hedges, refunds
+  Window load_;
   LatencyHistogram latencies_;
   const absl::Duration refresh_;
-  Mutex hedge_mu_;    // TryHedge's read-and-add
   Mutex refresh_mu_;  // one refresher at a time
   std::atomic<int64_t> cached_delay_{kNever};
   std::atomic<int64_t> cached_at_{kNever};

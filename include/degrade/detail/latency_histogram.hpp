@@ -10,12 +10,13 @@
 // lower bound wide and a quantile read from it is within about 25% of the
 // true one (interpolated linearly inside the bucket, usually much closer).
 // 112 buckets reach about 8 minutes; anything longer counts in the last.
-// The buckets are summed over a sliding window (sliding_counters.hpp), so
-// the estimate follows the route as it speeds up or slows down.
+// The buckets are summed over a sliding window (tick_window.hpp: ten
+// ticks of window/10), so the estimate follows the route as it speeds up or
+// slows down.
 //
 // Recording is a bucket index from the leading bit (no logarithm) and one
-// relaxed add. Reading a quantile sums every bucket of every slice
-// (112 x slices loads): callers cache it (HedgePolicy refreshes its delay a
+// relaxed add. Reading a quantile sums every bucket of every tick
+// (112 x 10 loads): callers cache it (HedgePolicy refreshes its delay a
 // few times per window).
 //
 // Thread safety: Record() and Quantile() from any thread, concurrently.
@@ -29,7 +30,7 @@
 
 #include "absl/numeric/bits.h"
 #include "absl/time/time.h"
-#include "degrade/detail/sliding_counters.hpp"
+#include "degrade/detail/tick_window.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -40,18 +41,18 @@ class LatencyHistogram {
   static constexpr std::size_t kBuckets = 112;
   static constexpr int kUnitShift = 10;  // one unit is 1024 ns
 
-  LatencyHistogram(absl::Duration window, uint32_t slices, absl::Time origin)
-      : counts_(window, slices, origin) {}
+  LatencyHistogram(absl::Duration window, absl::Time origin)
+      : counts_(window, origin) {}
 
   // Counts one latency at `now`. A negative latency counts as zero.
   void Record(absl::Time now, absl::Duration latency) {
-    counts_.Add(now, BucketOf(latency));
+    counts_.Add(BucketOf(latency), counts_.TickOf(now));
   }
 
   // Samples in the window ending at `now`.
   uint64_t count(absl::Time now) const {
     uint64_t n = 0;
-    for (uint64_t c : counts_.Sum(now)) n += c;
+    for (uint64_t c : counts_.Sum(counts_.TickOf(now))) n += c;
     return n;
   }
 
@@ -59,7 +60,7 @@ class LatencyHistogram {
   // with fewer than `min_samples` (at least 1) samples in it.
   std::optional<absl::Duration> Quantile(absl::Time now, double q,
                                          uint64_t min_samples) const {
-    const auto sums = counts_.Sum(now);
+    const auto sums = counts_.Sum(counts_.TickOf(now));
     uint64_t total = 0;
     for (uint64_t c : sums) total += c;
     if (total == 0 || total < min_samples) return std::nullopt;
@@ -100,7 +101,7 @@ class LatencyHistogram {
   }
 
  private:
-  SlidingCounters<kBuckets> counts_;
+  TickWindow<kBuckets> counts_;
 };
 
 }  // namespace detail

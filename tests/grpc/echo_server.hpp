@@ -25,6 +25,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "degrade/breaker_settings.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/grpc/status.hpp"
 #include "echo.grpc.pb.h"
 
@@ -90,6 +93,22 @@ class EchoServer final : public degrade::test::Echo::Service {
   std::atomic<int> attempts_{0};
   std::unique_ptr<::grpc::Server> server_;
 };
+
+// A script that answers every call with `code`.
+inline EchoServer::Script Replying(::grpc::StatusCode code) {
+  EchoServer::Script s;
+  s.code = code;
+  return s;
+}
+
+// The tests' breaker: named "echo", on `clock`, reporting nowhere.
+inline degrade::BreakerSettings EchoBreakerSettings(const degrade::Clock* clock) {
+  degrade::BreakerSettings s;
+  s.name = "echo";
+  s.clock = clock;
+  s.metrics = degrade::NoTelemetry();
+  return s;
+}
 
 // A channel to `address` that never goes through a proxy: gRPC follows
 // http_proxy from the environment even to 127.0.0.1, and a developer's or

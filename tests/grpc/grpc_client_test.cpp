@@ -38,10 +38,7 @@ using Reply = degrade::test::EchoReply;
 class GrpcClientTest : public ::testing::Test {
  protected:
   GrpcClientTest() {
-    BreakerSettings s;
-    s.name = "echo";
-    s.clock = &clock_;
-    s.metrics = NoTelemetry();
+    BreakerSettings s = degrade_test::EchoBreakerSettings(&clock_);
     grpc::OutcomeTable::Default().ApplyTo(s);
     breaker_ = std::make_unique<CircuitBreaker<Reply>>(s);
     options_.counters = &counters_;
@@ -63,9 +60,7 @@ class GrpcClientTest : public ::testing::Test {
   }
 
   static degrade_test::EchoServer::Script Replying(::grpc::StatusCode code) {
-    degrade_test::EchoServer::Script s;
-    s.code = code;
-    return s;
+    return degrade_test::Replying(code);
   }
 
   FakeClock clock_;

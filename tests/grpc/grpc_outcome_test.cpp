@@ -66,10 +66,7 @@ TEST(GrpcOutcomeTest, OverridesTakeAndNothingReadsAsDefault) {
 class GrpcOutcomeBreakerTest : public ::testing::Test {
  protected:
   GrpcOutcomeBreakerTest() {
-    BreakerSettings s;
-    s.name = "echo";
-    s.clock = &clock_;
-    s.metrics = NoTelemetry();
+    BreakerSettings s = degrade_test::EchoBreakerSettings(&clock_);
     grpc::OutcomeTable::Default().ApplyTo(s);
     breaker_ = std::make_unique<CircuitBreaker<int>>(s);
   }
@@ -96,9 +93,7 @@ class GrpcOutcomeBreakerTest : public ::testing::Test {
   }
 
   static degrade_test::EchoServer::Script Replying(::grpc::StatusCode code) {
-    degrade_test::EchoServer::Script s;
-    s.code = code;
-    return s;
+    return degrade_test::Replying(code);
   }
 
   FakeClock clock_;

@@ -1,0 +1,238 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: grpc/interceptor.hpp
+// -----------------------------------------------------------------------------
+//
+// A client interceptor that puts every method of a channel behind its own
+// circuit breaker, so no call site can forget to. Install it once, where
+// the channel is made. Each call then goes through these steps:
+//   * It asks the method's breaker (from a BreakerFamily keyed by the
+//     method's full name, "/pkg.Service/Method") for a permit.
+//   * When the breaker is open, the interceptor hijacks the call: it
+//     answers UNAVAILABLE at once, with the trailer degrade-rejected-v1
+//     naming the breaker, and nothing touches the network.
+//     `RejectedByBreaker(context)` tells the caller so.
+//   * Otherwise the call proceeds, and the arriving status is reported to
+//     the permit, classified by an OutcomeTable (outcome.hpp). A client's
+//     INVALID_ARGUMENT or CANCELLED never opens the breaker for everyone.
+//   * The request class and the trace come from a `CallScope` the caller
+//     opens on its thread (metadata.hpp has the keys). The class is sent
+//     unless the context already carries one. The server's trace is merged
+//     into the scope's trace when the status arrives.
+//
+// What an interceptor cannot do: set the call's deadline. gRPC fixes it
+// when the call starts, before interceptors run. Call
+// SetDeadline(&context, deadline) first, or use Call() (client.hpp), which
+// does that and the rest for synchronous stubs.
+//
+//   degrade::BreakerFamily<std::string, degrade::grpc::Unit> breakers(settings);
+//   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> f;
+//   f.push_back(degrade::grpc::MakeBreakerInterceptor(breakers));
+//   auto channel = grpc::experimental::CreateCustomChannelWithInterceptors(
+//       target, grpc::InsecureChannelCredentials(), args, std::move(f));
+//   ...
+//   degrade::grpc::CallScope scope(rc, &trace);   // on the request's thread
+//   grpc::ClientContext ctx;
+//   degrade::grpc::SetDeadline(&ctx, deadline);
+//   grpc::Status s = stub->Rank(&ctx, req, &reply);
+//
+// Thread safety: the factory and the family are shared by every call and
+// thread-safe. One interceptor belongs to one call. A CallScope is
+// per-thread. Its trace is written when the call's status arrives, on
+// whatever thread gRPC uses for that, so a trace must not be touched by
+// anything else until the call has finished.
+
+#ifndef DEGRADE_GRPC_INTERCEPTOR_HPP_
+#define DEGRADE_GRPC_INTERCEPTOR_HPP_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/client_interceptor.h>
+#include <grpcpp/support/interceptor.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "degrade/breaker_family.hpp"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/degradation_trace.hpp"
+#include "degrade/grpc/metadata.hpp"
+#include "degrade/grpc/outcome.hpp"
+#include "degrade/grpc/status.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace grpc {
+
+// The value type of the interceptor's breakers: an interceptor sees
+// statuses, never replies.
+struct Unit {};
+
+// The trailer a hijacked (rejected) call carries: the breaker's name.
+inline constexpr absl::string_view kRejectedKey = "degrade-rejected-v1";
+
+// CallScope
+//
+// What the interceptor sends and merges for the calls this thread starts
+// while the scope lives. Scopes nest; the innermost wins. Not copyable;
+// destroy it on the thread that built it.
+class CallScope {
+ public:
+  explicit CallScope(const RequestClass& rc, DegradationTrace* trace = nullptr)
+      : rc_(rc), trace_(trace), outer_(Current()) {
+    Current() = this;
+  }
+  ~CallScope() { Current() = outer_; }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  // The innermost scope of this thread, or nullptr.
+  static const CallScope* Innermost() { return Current(); }
+
+  const RequestClass& request_class() const { return rc_; }
+  DegradationTrace* trace() const { return trace_; }
+
+ private:
+  static const CallScope*& Current() {
+    static thread_local const CallScope* current = nullptr;
+    return current;
+  }
+
+  const RequestClass rc_;
+  DegradationTrace* const trace_;
+  const CallScope* const outer_;
+};
+
+// RejectedByBreaker(context)
+//
+// The name of the breaker that refused the call without sending it, or
+// nullopt when the call went to the server. REQUIRES: the call finished.
+inline std::optional<std::string> RejectedByBreaker(const ::grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  const auto it =
+      trailers.find(::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()));
+  if (it == trailers.end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
+
+namespace detail {
+
+template <typename Family>
+class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
+ public:
+  BreakerInterceptor(std::shared_ptr<typename Family::Breaker> breaker,
+                     const OutcomeTable& table, ::grpc::ClientContext* context)
+      : breaker_(std::move(breaker)), table_(table), context_(context) {}
+
+  void Intercept(::grpc::experimental::InterceptorBatchMethods* m) override {
+    using Hook = ::grpc::experimental::InterceptionHookPoints;
+    bool hijack = false;
+    if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_INITIAL_METADATA)) {
+      absl::StatusOr<Permit> permit = breaker_->Allow();
+      if (!permit.ok()) {
+        rejected_ = true;
+        hijack = true;
+      } else {
+        permit_.emplace(std::move(*permit));
+        Scope(m);
+      }
+    }
+    if (rejected_) {
+      // The hijacked call's answer, filled in where gRPC asks for it.
+      if (m->QueryInterceptionHookPoint(Hook::PRE_RECV_MESSAGE)) {
+        m->FailHijackedRecvMessage();
+      }
+      if (m->QueryInterceptionHookPoint(Hook::PRE_RECV_STATUS)) {
+        *m->GetRecvStatus() = ::grpc::Status(
+            ::grpc::StatusCode::UNAVAILABLE,
+            absl::StrCat("circuit breaker '", breaker_->name(),
+                         "' is open: the call was not sent"));
+        // Valid until the call object goes, which outlives the caller's
+        // reads of the context: the name lives in this interceptor.
+        m->GetRecvTrailingMetadata()->emplace(
+            ::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()),
+            ::grpc::string_ref(breaker_->name()));
+      }
+    } else if (m->QueryInterceptionHookPoint(Hook::POST_RECV_STATUS)) {
+      const absl::Status s = FromGrpcStatus(*m->GetRecvStatus());
+      if (permit_.has_value()) {
+        permit_->Done(s, table_.Of(s));
+        permit_.reset();
+      }
+      if (trace_ != nullptr && context_ != nullptr) {
+        (void)MergeTrace(*context_, trace_);  // malformed: ignored
+      }
+    }
+    if (hijack) {
+      m->Hijack();
+    } else {
+      m->Proceed();
+    }
+  }
+
+ private:
+  // Sends the calling thread's request class, unless the caller already
+  // put one on the context, and remembers its trace.
+  void Scope(::grpc::experimental::InterceptorBatchMethods* m) {
+    const CallScope* scope = CallScope::Innermost();
+    if (scope == nullptr) return;
+    trace_ = scope->trace();
+    auto* md = m->GetSendInitialMetadata();
+    if (md != nullptr && md->count(std::string(kRequestClassKey)) == 0) {
+      md->emplace(std::string(kRequestClassKey),
+                  EncodeRequestClass(scope->request_class()));
+    }
+  }
+
+  const std::shared_ptr<typename Family::Breaker> breaker_;
+  const OutcomeTable table_;
+  ::grpc::ClientContext* const context_;
+  std::optional<Permit> permit_;
+  DegradationTrace* trace_ = nullptr;
+  bool rejected_ = false;
+};
+
+template <typename Family>
+class BreakerInterceptorFactory final
+    : public ::grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  BreakerInterceptorFactory(Family& family, OutcomeTable table)
+      : family_(family), table_(table) {}
+
+  ::grpc::experimental::Interceptor* CreateClientInterceptor(
+      ::grpc::experimental::ClientRpcInfo* info) override {
+    const char* method = info->method();
+    return new BreakerInterceptor<Family>(
+        family_.Get(method != nullptr ? std::string(method) : std::string()),
+        table_, info->client_context());
+  }
+
+ private:
+  Family& family_;
+  const OutcomeTable table_;
+};
+
+}  // namespace detail
+
+// MakeBreakerInterceptor(family[, table])
+//
+// The interceptor factory for a channel: one breaker per method from
+// `family`, outcomes classified by `table`. REQUIRES: `family` outlives
+// the channel. Its breakers' names are "<settings.name>/<method>".
+template <typename Family>
+std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>
+MakeBreakerInterceptor(Family& family, OutcomeTable table = OutcomeTable::Default()) {
+  return std::make_unique<detail::BreakerInterceptorFactory<Family>>(family, table);
+}
+
+}  // namespace grpc
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_GRPC_INTERCEPTOR_HPP_

@@ -1,0 +1,150 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// degrade/grpc/interceptor.hpp on a real channel to a real server on
+// loopback: UNAVAILABLE replies open the method's breaker, after which
+// calls fail fast with no call reaching the server and say which breaker
+// refused them; 1,000 INVALID_ARGUMENT and 1,000 CANCELLED replies never
+// open it; the CallScope's class is sent (unless the context carries one)
+// and the server's trace merged into the scope's trace.
+
+#include "degrade/grpc/interceptor.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "degrade/breaker_family.hpp"
+#include "degrade/breaker_settings.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/degradation_trace.hpp"
+#include "degrade/grpc/metadata.hpp"
+#include "degrade/request_class.hpp"
+#include "degrade/telemetry.hpp"
+#include "echo_server.hpp"
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+using Family = BreakerFamily<std::string, grpc::Unit>;
+constexpr const char* kMethod = "/degrade.test.Echo/Say";
+
+class GrpcInterceptorTest : public ::testing::Test {
+ protected:
+  GrpcInterceptorTest() {
+    BreakerSettings s = degrade_test::EchoBreakerSettings(&clock_);
+    family_ = std::make_unique<Family>(s);
+  }
+
+  std::unique_ptr<degrade::test::Echo::Stub> Stub(const degrade_test::EchoServer& server) {
+    ::grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+    std::vector<std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>> f;
+    f.push_back(grpc::MakeBreakerInterceptor(*family_));
+    return degrade::test::Echo::NewStub(
+        ::grpc::experimental::CreateCustomChannelWithInterceptors(
+            server.address(), ::grpc::InsecureChannelCredentials(), args,
+            std::move(f)));
+  }
+
+  // One call; `rejected_by` gets RejectedByBreaker's answer.
+  static ::grpc::Status Say(degrade::test::Echo::Stub& stub,
+                            std::optional<std::string>* rejected_by = nullptr,
+                            const RequestClass* on_context = nullptr) {
+    ::grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    if (on_context != nullptr) grpc::SetRequestClass(&ctx, *on_context);
+    degrade::test::EchoRequest request;
+    degrade::test::EchoReply reply;
+    const ::grpc::Status s = stub.Say(&ctx, request, &reply);
+    if (rejected_by != nullptr) *rejected_by = grpc::RejectedByBreaker(ctx);
+    return s;
+  }
+
+  static degrade_test::EchoServer::Script Replying(::grpc::StatusCode code) {
+    return degrade_test::Replying(code);
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<Family> family_;
+};
+
+TEST_F(GrpcInterceptorTest, UnavailableOpensTheMethodsBreakerAndThenNothingIsSent) {
+  degrade_test::EchoServer server(Replying(::grpc::StatusCode::UNAVAILABLE));
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  std::optional<std::string> rejected_by;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(Say(*stub, &rejected_by).error_code(), ::grpc::StatusCode::UNAVAILABLE);
+    EXPECT_FALSE(rejected_by.has_value());
+  }
+  ASSERT_EQ(family_->Get(kMethod)->state(), State::kOpen);
+  for (int i = 0; i < 100; ++i) {
+    const ::grpc::Status s = Say(*stub, &rejected_by);
+    EXPECT_EQ(s.error_code(), ::grpc::StatusCode::UNAVAILABLE);
+    ASSERT_TRUE(rejected_by.has_value());
+    EXPECT_EQ(*rejected_by, std::string("echo/") + kMethod);
+  }
+  EXPECT_EQ(server.attempts(), 6);  // the 100 rejected calls never left
+}
+
+TEST_F(GrpcInterceptorTest, ClientErrorsAndCancellationsNeverOpenIt) {
+  degrade_test::EchoServer invalid(Replying(::grpc::StatusCode::INVALID_ARGUMENT));
+  degrade_test::EchoServer cancelled(Replying(::grpc::StatusCode::CANCELLED));
+  ASSERT_TRUE(invalid.started() && cancelled.started());
+  auto to_invalid = Stub(invalid);
+  auto to_cancelled = Stub(cancelled);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(Say(*to_invalid).error_code(), ::grpc::StatusCode::INVALID_ARGUMENT);
+    ASSERT_EQ(Say(*to_cancelled).error_code(), ::grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_EQ(family_->Get(kMethod)->state(), State::kClosed);
+  EXPECT_EQ(invalid.attempts() + cancelled.attempts(), 2000);
+}
+
+TEST_F(GrpcInterceptorTest, TheScopesClassIsSentAndTheServersTraceMerged) {
+  std::atomic<int> rank_seen{-1};
+  degrade_test::EchoServer::Script script;
+  script.handler = [&](::grpc::ServerContext* ctx, const auto&, auto*) {
+    auto rc = grpc::ReadRequestClass(*ctx);
+    rank_seen = rc.ok() && rc->has_value() ? Rank(**rc) : -2;
+    DegradationTrace t;
+    t.Add("rank", DegradeReason::kBreakerOpen);
+    grpc::AttachTrace(ctx, t);
+    return ::grpc::Status::OK;
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  RequestClass rc;
+  rc.criticality = Criticality::kSheddable;
+  rc.cohort = 5;
+  DegradationTrace trace;
+  {
+    grpc::CallScope scope(rc, &trace);
+    ASSERT_TRUE(Say(*stub).ok());
+    EXPECT_EQ(rank_seen.load(), Rank(rc));
+    EXPECT_EQ(trace.Encode(), "v1;rank=open");
+
+    // A class the caller put on the context itself is not overridden.
+    RequestClass explicit_rc;
+    explicit_rc.criticality = Criticality::kCriticalPlus;
+    ASSERT_TRUE(Say(*stub, nullptr, &explicit_rc).ok());
+    EXPECT_EQ(rank_seen.load(), Rank(explicit_rc));
+  }
+  // No scope: nothing sent, nothing merged.
+  ASSERT_TRUE(Say(*stub).ok());
+  EXPECT_EQ(rank_seen.load(), -2);
+}
+
+}  // namespace
+}  // namespace degrade

@@ -68,6 +68,8 @@ class EchoServer final : public degrade::test::Echo::Service {
   bool started() const { return server_ != nullptr && port_ > 0; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int attempts() const { return attempts_.load(); }
+  // For in-process channels (benchmarks/grpc_benchmark.cpp).
+  ::grpc::Server* server() const { return server_.get(); }
 
   ::grpc::Status Say(::grpc::ServerContext* context,
                      const degrade::test::EchoRequest* request,

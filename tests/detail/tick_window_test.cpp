@@ -101,6 +101,51 @@ TEST(TickWindowTest, ACountSaturatesInsteadOfCarryingIntoItsTick) {
   EXPECT_EQ(w.Sum(15)[0], 0u);   // and it leaves the window on time
 }
 
+// A saturated count cannot record another grant, so AddIf must refuse
+// rather than grant without counting (the attack review's case: every
+// call granted once the count was full).
+TEST(TickWindowTest, AddIfRefusesOnceItsCountIsSaturated) {
+  TickWindow<1> w(kWindow, kOrigin);
+  // Saturated with plain adds, which is quicker than 2^31 conditional ones.
+  for (int i = 0; i < 4096; ++i) w.Add(0, 5, 1u << 20);
+  int granted = 0;
+  for (int i = 0; i < 100; ++i) {
+    granted += w.AddIf(0, 5, [](const TickWindow<1>::Sums&) { return true; }) ? 1 : 0;
+  }
+  EXPECT_EQ(granted, 0);
+}
+
+// A caller that read an old tick and stalled while the clock jumped more
+// than 2^20 ticks ahead (a FakeClock moved by 12 days at a 10 s window)
+// must not take the newer tick's word for an old one and overwrite its
+// grants (the attack review's reproducer: 20 more granted than allowed).
+TEST(TickWindowTest, AStalledAddIfNeverOverwritesAFarNewerTick) {
+  TickWindow<1> w(kWindow, kOrigin);
+  const auto at_most_20 = [](const TickWindow<1>::Sums& s) { return s[0] < 20; };
+  const uint64_t t = 100;
+  const uint64_t far = t + 1048580;  // same slot, 2^20 + 4 ticks ahead
+  std::atomic<bool> inside{false};
+  std::atomic<bool> release{false};
+  bool stalled_granted = false;
+  std::thread stalled([&] {
+    stalled_granted = w.AddIf(0, t, [&](const TickWindow<1>::Sums& s) {
+      inside = true;
+      while (!release) std::this_thread::yield();
+      return s[0] < 20;
+    });
+  });
+  while (!inside) std::this_thread::yield();
+  int granted = 0;
+  for (int i = 0; i < 30; ++i) granted += w.AddIf(0, far, at_most_20) ? 1 : 0;
+  EXPECT_EQ(granted, 20);
+  release = true;
+  stalled.join();
+  for (int i = 0; i < 30; ++i) granted += w.AddIf(0, far, at_most_20) ? 1 : 0;
+  granted += stalled_granted ? 1 : 0;
+  EXPECT_EQ(granted, 20);
+  EXPECT_EQ(w.Sum(far)[0], 20u);
+}
+
 TEST(TickWindowTest, AddIfChecksTheWindowAsItIsBeforeTheAdd) {
   Window2 w(kWindow, kOrigin);
   w.Add(0, 0, 5);

@@ -18,9 +18,14 @@
 // and a 31-bit count. A writer whose word holds an older tick starts it
 // with a compare-and-swap, so a tick is recycled by whoever first needs it
 // and no lock is ever taken; an add to the tick it holds is one relaxed
-// fetch_add. The 32-bit stamps wrap without harm: a word can only be
-// mistaken for a current one if it is a multiple of 5 x 2^32 ticks old
-// (68 years of 100 ms ticks).
+// fetch_add. A stamp up to 2^31 ticks ahead of a caller's tick is a newer
+// tick (another caller saw the clock later); one further off is an old
+// word whose 32-bit stamp wrapped. So a word left untouched for 2^31 ticks
+// (6.8 years of 100 ms ticks, 68 of 1 s ones) reads as a future tick, and
+// the window waits for it rather than overwriting what may be a newer
+// tick's grants: exactness first. A caller stalled while the clock jumps
+// 2^31 ticks or more (only a FakeClock does) is the one case left where
+// a newer tick's word can be taken for an old one.
 //
 // AddIf() is the exact conditional add the budget and the hedge cap need:
 // never more successes than the predicate allows, however threads race.
@@ -39,17 +44,21 @@
 // recycled for a newer tick lands in the newer one; a Sum() racing an add
 // may miss it; the cache misses plain adds made to a completed tick after
 // it was computed. Each is within one event per racing thread: noise to a
-// throttling probability or a quantile, and on the safe side for a budget
-// (a missed deposit grants less, never more).
+// throttling probability or a quantile. For a budget a missed deposit
+// grants less; a deposit whose thread stalled a whole window lands in a
+// newer tick and may allow one retry more (one per stalled thread), as may
+// a hedge refund.
 //
 // A tick behind the newest one AddIf() has seen (a thread that read the
 // clock a while ago, a FakeClock set back): AddIf() decides at the newest
 // tick instead, so the retries of the ticks ahead are never forgotten and
 // the budget stays exact; the window stands still until the clock catches
 // up (a FakeClock set to InfiniteFuture and back holds it for good: the
-// window then counts everything since). Plain adds and sums use the tick they are given: counts in ticks ahead
-// of it are not seen until the clock catches up. RealClock is monotonic;
-// only a FakeClock goes back.
+// window then counts everything since; so does a window created while the
+// FakeClock reads InfiniteFuture, whose origin no later time passes). Plain
+// adds and sums use the tick they are given: counts in ticks ahead of it
+// are not seen until the clock catches up. RealClock is monotonic; only a
+// FakeClock goes back.
 //
 // Thread safety: every member may be called from any thread at once.
 
@@ -101,8 +110,9 @@ class TickWindow {
                                  width_);
   }
 
-  // Adds `n` to counter `which` of `tick`. REQUIRES: which < N; n <= 2^20
-  // (so that a million racing adds cannot carry past the cap).
+  // Adds `n` to counter `which` of `tick`. REQUIRES: which < N; n small
+  // (every caller adds 1): the cap leaves 2^20 of headroom, so racing adds
+  // of 1 cannot carry into the seal bit, but two of 2^20 could.
   DEGRADE_ALWAYS_INLINE void Add(std::size_t which, uint64_t tick,
                                  uint32_t n = 1) {
     std::atomic<uint64_t>& word = Word(which, tick);
@@ -165,10 +175,12 @@ class TickWindow {
         ahead = Lead(w, t);
         if (ahead > 0 || (ahead == 0 && Sealed(w))) break;  // moved on
         const bool current = ahead == 0;
+        // A saturated count cannot record one more grant: refusing is the
+        // only answer that stays exact.
+        if (current && CountOf(w) > kCountCap) return false;
         sums[which] = done + (current ? CountOf(w) : 0);
         if (!allowed(static_cast<const Sums&>(sums))) return false;
-        const uint64_t next =
-            current ? (CountOf(w) > kCountCap ? w : w + 1) : Pack(Low(t), 1);
+        const uint64_t next = current ? w + 1 : Pack(Low(t), 1);
         if (word.compare_exchange_weak(w, next, std::memory_order_relaxed)) {
           return true;
         }
@@ -187,7 +199,13 @@ class TickWindow {
   // with a million threads adding at once.
   static constexpr uint32_t kCountCap = (1u << 31) - (1u << 20) - 1;
   static constexpr uint64_t kSeal = uint64_t{1} << 31;
-  static constexpr uint32_t kMaxLead = uint32_t{1} << 20;
+  // Half the stamp's range. A word up to this many ticks ahead is a newer
+  // tick; only one at least this old is taken for a wrapped stamp. Why so
+  // wide: a caller that stalled while the clock jumped far ahead (a
+  // FakeClock moved by days) must see the newer tick's word as newer, or it
+  // would overwrite that tick's grants and the budget would grant them
+  // again.
+  static constexpr uint32_t kMaxLead = uint32_t{1} << 31;
 
   struct Slot {
     std::atomic<uint64_t> counts[N] = {};
@@ -210,9 +228,9 @@ class TickWindow {
 
   // How far the word's tick is ahead of `tick`: 0 when it is `tick`'s, > 0
   // when newer, -1 when older or when the stamp says nothing: a word never
-  // written is all zero, whose stamp means no tick, and a lead of 2^20
-  // ticks (29 hours of 100 ms ticks) or more is an old stamp wrapped round,
-  // not a tick another caller has seen.
+  // written is all zero, whose stamp means no tick, and a lead of 2^31
+  // ticks (6.8 years of 100 ms ticks) or more is an old stamp wrapped
+  // round, not a tick another caller has seen.
   static int64_t Lead(uint64_t w, uint64_t tick) {
     const uint32_t d = StampOf(w) - Low(tick);
     if (d == 0) return 0;

@@ -11,7 +11,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "absl/status/status.h"
@@ -147,6 +151,84 @@ TEST_F(GrpcClientTest, ARefusingServerIsThrottledLocallyAndNeverOpensTheBreaker)
   EXPECT_EQ(breaker_->state(), State::kClosed);  // RESOURCE_EXHAUSTED is excluded
   EXPECT_GT(throttled, 150);                       // most never left the client
   EXPECT_EQ(server.attempts(), 300 - throttled);
+}
+
+// ---- CallAsync: the callback stub ----------------------------------------
+
+class GrpcCallAsyncTest : public GrpcClientTest {
+ protected:
+  // Starts one callback call and waits (bounded by its 10 s gRPC deadline)
+  // for `done`; `on_caller_thread` says whether done ran before CallAsync
+  // returned.
+  CircuitBreaker<Reply>::Result SayAsync(degrade::test::Echo::Stub& stub,
+                                         bool* on_caller_thread = nullptr,
+                                         bool throw_in_start = false) {
+    degrade::test::EchoRequest request;
+    request.set_text("hi");
+    std::promise<CircuitBreaker<Reply>::Result> result;
+    auto future = result.get_future();
+    std::atomic<bool> returned{false};
+    std::atomic<bool> early{false};
+    grpc::CallAsync<Reply>(
+        *breaker_, options_, Deadline::In(absl::Seconds(10), &clock_),
+        [&](::grpc::ClientContext* ctx, Reply* reply,
+            std::function<void(::grpc::Status)> on_status) {
+          if (throw_in_start) throw std::runtime_error("no stub");
+          stub.async()->Say(ctx, &request, reply, std::move(on_status));
+        },
+        [&](CircuitBreaker<Reply>::Result r) {
+          early = !returned.load();
+          result.set_value(std::move(r));
+        });
+    returned = true;
+    EXPECT_EQ(future.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    if (on_caller_thread != nullptr) *on_caller_thread = early.load();
+    return future.get();
+  }
+};
+
+TEST_F(GrpcCallAsyncTest, ASuccessArrivesWithItsReplyAndTrace) {
+  degrade_test::EchoServer::Script script;
+  script.handler = [](::grpc::ServerContext* ctx, const auto& req, auto* reply) {
+    DegradationTrace t;
+    t.Add("rank", DegradeReason::kTimeout);
+    grpc::AttachTrace(ctx, t);
+    reply->set_text(req.text());
+    return ::grpc::Status::OK;
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  DegradationTrace trace;
+  options_.trace = &trace;
+
+  const auto r = SayAsync(*stub);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r.value().text(), "hi");
+  EXPECT_EQ(trace.Encode(), "v1;rank=timeout");
+}
+
+TEST_F(GrpcCallAsyncTest, AnOpenBreakerAnswersOnTheCallersThreadAndSendsNothing) {
+  degrade_test::EchoServer server(Replying(::grpc::StatusCode::UNAVAILABLE));
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(absl::IsUnavailable(SayAsync(*stub).status()));
+  ASSERT_EQ(breaker_->state(), State::kOpen);
+
+  bool on_caller_thread = false;
+  EXPECT_TRUE(IsRejected(SayAsync(*stub, &on_caller_thread).status()));
+  EXPECT_TRUE(on_caller_thread);
+  EXPECT_EQ(server.attempts(), 6);
+}
+
+TEST_F(GrpcCallAsyncTest, AThrowingStartIsAFailureAndReportedOnce) {
+  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  const auto r = SayAsync(*stub, nullptr, /*throw_in_start=*/true);
+  EXPECT_TRUE(IsCallableException(r.status())) << r.status();
+  EXPECT_EQ(breaker_->counts().total_failures, 1u);
+  EXPECT_EQ(server.attempts(), 0);
 }
 
 }  // namespace

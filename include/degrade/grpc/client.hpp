@@ -43,6 +43,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <grpcpp/client_context.h>
@@ -53,10 +57,12 @@
 #include "absl/strings/str_cat.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/status.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/status.hpp"
 #include "degrade/throttle.hpp"
 #include "degrade/version.hpp"
 
@@ -128,6 +134,90 @@ typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
     options.throttler->RecordStatus(r.status());
   }
   return r;
+}
+
+// CallAsync<Reply>(breaker, options, deadline, start, done)
+//
+// The same for a callback stub: `start(context, &reply, on_status)` starts
+// the call, e.g.
+//   [&](grpc::ClientContext* c, Reply* r, std::function<void(grpc::Status)> cb) {
+//     stub->async()->Rank(c, &request, r, std::move(cb));
+//   }
+// and `done(result)` receives the Result exactly once:
+//   * on the calling thread, before CallAsync returns, when the deadline
+//     had passed, the throttler refused, or the breaker rejected;
+//   * otherwise on the thread gRPC completes the call on.
+// The context and the reply live until `done` returns. `options.trace`
+// is merged into on that thread, so it must not be touched until `done`
+// runs; `request` (captured by `start`) must live until then too. A
+// `start` that throws before starting the call is reported to the breaker
+// as a failure and to `done` as IsCallableException. REQUIRES: `start`
+// does not throw after it has handed `on_status` to gRPC (the completion
+// then owns the call). Thread-safe as Call().
+template <typename Reply, typename Start, typename Done>
+void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
+               const Deadline& deadline, Start&& start, Done&& done) {
+  using Result = typename CircuitBreaker<Reply>::Result;
+  if (deadline.expired()) {
+    done(Result(absl::DeadlineExceededError(absl::StrCat(
+        "gRPC call through '", breaker.name(), "': the deadline had passed"))));
+    return;
+  }
+  if (options.throttler != nullptr) {
+    if (absl::Status t = options.throttler->Admit(); !t.ok()) {
+      done(Result(t));
+      return;
+    }
+  }
+  absl::StatusOr<Permit> permit = breaker.Allow();
+  if (!permit.ok()) {
+    done(Result(permit.status()));
+    return;
+  }
+  // Everything the completion needs, on the heap: the caller's frame is
+  // gone by then.
+  struct InFlight {
+    ::grpc::ClientContext context;
+    Reply reply;
+    std::optional<Permit> permit;
+    ClientOptions options;
+    std::decay_t<Done> done;
+  };
+  auto* call = new InFlight{{}, Reply(), std::move(*permit), options,
+                            std::forward<Done>(done)};
+  SetDeadline(&call->context, deadline);
+  SetRequestClass(&call->context, options.request_class);
+  auto on_status = [call](::grpc::Status s) {
+    std::unique_ptr<InFlight> owned(call);
+    const absl::Status status = s.ok() ? absl::OkStatus() : FromGrpcCall(s, call->context);
+    call->permit->Done(status);
+    const ClientOptions& o = call->options;
+    if (o.trace != nullptr && !MergeTrace(call->context, o.trace).ok() &&
+        o.counters != nullptr) {
+      o.counters->malformed_trailers.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (o.throttler != nullptr) o.throttler->RecordStatus(status);
+    if (status.ok()) {
+      call->done(Result(std::move(call->reply)));
+    } else {
+      call->done(Result(status));
+    }
+  };
+  const absl::Status started = ::degrade::detail::InvokeOr(
+      [&] {
+        start(&call->context, &call->reply,
+              std::function<void(::grpc::Status)>(on_status));
+        return absl::OkStatus();
+      },
+      [&](absl::string_view what) {
+        return CallableExceptionError(
+            absl::StrCat("gRPC call through '", breaker.name(), "'"), what);
+      });
+  if (!started.ok()) {
+    std::unique_ptr<InFlight> owned(call);
+    call->permit->Done(started);
+    call->done(Result(started));
+  }
 }
 
 }  // namespace grpc

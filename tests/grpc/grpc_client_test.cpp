@@ -171,10 +171,9 @@ class GrpcCallAsyncTest : public GrpcClientTest {
     std::atomic<bool> early{false};
     grpc::CallAsync<Reply>(
         *breaker_, options_, Deadline::In(absl::Seconds(10), &clock_),
-        [&](::grpc::ClientContext* ctx, Reply* reply,
-            std::function<void(::grpc::Status)> on_status) {
+        [&](::grpc::ClientContext* ctx, Reply* reply, ::grpc::ClientUnaryReactor* reactor) {
           if (throw_in_start) throw std::runtime_error("no stub");
-          stub.async()->Say(ctx, &request, reply, std::move(on_status));
+          stub.async()->Say(ctx, &request, reply, reactor);
         },
         [&](CircuitBreaker<Reply>::Result r) {
           early = !returned.load();

@@ -34,6 +34,10 @@ namespace {
 using ::testing::HasSubstr;
 using Handler = decltype(degrade_test::EchoServer::Script::handler);
 
+// How much longer than the caller's budget a server may read: gRPC rounds
+// the grpc-timeout header up to its unit.
+constexpr absl::Duration kWireRounding = absl::Milliseconds(50);
+
 std::unique_ptr<degrade::test::Echo::Stub> StubTo(const degrade_test::EchoServer& s) {
   return degrade::test::Echo::NewStub(
       degrade_test::LoopbackChannel(s.address()));
@@ -198,7 +202,9 @@ TEST(GrpcMetadataTest, AFakeClockDeadlineGivesTheCallWhatIsLeft) {
                 grpc::SetDeadline(&c, d);
               }).ok());
   EXPECT_GT(seen, absl::Seconds(4));
-  EXPECT_LE(seen, absl::Seconds(5));
+  // gRPC sends the timeout rounded up to its wire units, so the server may
+  // read a few ms more than the caller had (seen: 5.009 s of 5 s).
+  EXPECT_LE(seen, absl::Seconds(5) + kWireRounding);
 
   // An infinite deadline sets none (the safety deadline stays); a call
   // without any deadline reads as infinite on the server.
@@ -210,8 +216,18 @@ TEST(GrpcMetadataTest, AFakeClockDeadlineGivesTheCallWhatIsLeft) {
   EXPECT_EQ(seen, absl::InfiniteDuration());
 }
 
-TEST(GrpcMetadataTest, AnExpiredDeadlineFailsTheCallWithoutReachingTheServer) {
-  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+// A call whose deadline is already now races gRPC's deadline timer: gRPC
+// usually fails it with DEADLINE_EXCEEDED, but on a loaded machine the
+// server may get it first (seen in CI, and as an OK reply). Either way the
+// server reads a deadline with no time left to spend. Call() (client.hpp)
+// never starts such a call at all.
+TEST(GrpcMetadataTest, AnExpiredDeadlineFailsTheCallAndLeavesTheServerNoTime) {
+  std::atomic<int64_t> left_ms{-1};
+  degrade_test::EchoServer server(Handling(
+      [&](::grpc::ServerContext* ctx, const auto&, auto*) {
+        left_ms = absl::ToInt64Milliseconds(grpc::ReadDeadline(*ctx).remaining());
+        return ::grpc::Status::OK;
+      }));
   ASSERT_TRUE(server.started());
   auto stub = StubTo(server);
   FakeClock clock;
@@ -221,8 +237,11 @@ TEST(GrpcMetadataTest, AnExpiredDeadlineFailsTheCallWithoutReachingTheServer) {
   const ::grpc::Status s = CallWith(*stub, ctx, [&](::grpc::ClientContext& c) {
     grpc::SetDeadline(&c, d);
   });
-  EXPECT_EQ(s.error_code(), ::grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(server.attempts(), 0);
+  if (server.attempts() == 0) {
+    EXPECT_EQ(s.error_code(), ::grpc::StatusCode::DEADLINE_EXCEEDED);
+  } else {
+    EXPECT_LE(left_ms.load(), absl::ToInt64Milliseconds(kWireRounding));
+  }
 }
 
 // front -> A -> B -> C: each middle hop forwards what it read.
@@ -304,7 +323,7 @@ TEST(GrpcMetadataTest, ADeadlineSetAtTheFrontExpiresAtTheThirdHop) {
   EXPECT_EQ(s.error_code(), ::grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_TRUE(cancelled_at_bottom);
   EXPECT_GE(budget_at_bottom_ms.load(), 0);  // it got there, with a budget
-  EXPECT_LE(budget_at_bottom_ms.load(), 300);
+  EXPECT_LE(budget_at_bottom_ms.load(), 300 + absl::ToInt64Milliseconds(kWireRounding));
 }
 
 }  // namespace

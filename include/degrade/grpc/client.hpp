@@ -50,6 +50,7 @@
 #include <utility>
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
 #include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
@@ -138,22 +139,24 @@ typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
 
 // CallAsync<Reply>(breaker, options, deadline, start, done)
 //
-// The same for a callback stub: `start(context, &reply, on_status)` starts
-// the call, e.g.
-//   [&](grpc::ClientContext* c, Reply* r, std::function<void(grpc::Status)> cb) {
-//     stub->async()->Rank(c, &request, r, std::move(cb));
+// The same for a callback stub. `start(context, &reply, reactor)` starts
+// the call with gRPC's reactor form, e.g.
+//   [&](grpc::ClientContext* c, Reply* r, grpc::ClientUnaryReactor* reactor) {
+//     stub->async()->Rank(c, &request, r, reactor);
 //   }
-// and `done(result)` receives the Result exactly once:
+// (CallAsync then calls reactor->StartCall()), and `done(result)` receives
+// the Result exactly once:
 //   * on the calling thread, before CallAsync returns, when the deadline
 //     had passed, the throttler refused, or the breaker rejected;
 //   * otherwise on the thread gRPC completes the call on.
-// The context and the reply live until `done` returns. `options.trace`
-// is merged into on that thread, so it must not be touched until `done`
-// runs; `request` (captured by `start`) must live until then too. A
-// `start` that throws before starting the call is reported to the breaker
-// as a failure and to `done` as IsCallableException. REQUIRES: `start`
-// does not throw after it has handed `on_status` to gRPC (the completion
-// then owns the call). Thread-safe as Call().
+// The reactor owns the context and the reply, and deletes itself once
+// gRPC has finished with the call (OnDone, where gRPC allows it; deleting
+// a context inside a std::function callback aborts gRPC), before `done`
+// runs, so `done` may tear down the channel. `options.trace` is merged into on that thread, so it must
+// not be touched until `done` runs; `request` (captured by `start`) must
+// live until then too. A `start` that throws is reported to the breaker as
+// a failure and to `done` as IsCallableException. REQUIRES: `start` does
+// not throw after handing `reactor` to gRPC. Thread-safe as Call().
 template <typename Reply, typename Start, typename Done>
 void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
                const Deadline& deadline, Start&& start, Done&& done) {
@@ -174,39 +177,53 @@ void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
     done(Result(permit.status()));
     return;
   }
-  // Everything the completion needs, on the heap: the caller's frame is
-  // gone by then.
-  struct InFlight {
+  // Everything the completion needs, owned by the reactor: the caller's
+  // frame is gone by then.
+  class InFlight final : public ::grpc::ClientUnaryReactor {
+   public:
+    InFlight(Permit p, const ClientOptions& o, std::decay_t<Done> d)
+        : permit_(std::move(p)), options_(o), done_(std::move(d)) {}
     ::grpc::ClientContext context;
     Reply reply;
-    std::optional<Permit> permit;
-    ClientOptions options;
-    std::decay_t<Done> done;
+
+    void OnDone(const ::grpc::Status& s) override {
+      const absl::Status status = s.ok() ? absl::OkStatus() : FromGrpcCall(s, context);
+      permit_.Done(status);
+      if (options_.trace != nullptr && !MergeTrace(context, options_.trace).ok() &&
+          options_.counters != nullptr) {
+        options_.counters->malformed_trailers.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (options_.throttler != nullptr) options_.throttler->RecordStatus(status);
+      Result result = status.ok() ? Result(std::move(reply)) : Result(status);
+      Finish(std::move(result));
+    }
+    // For a start() that threw: nothing reached gRPC.
+    void Fail(const absl::Status& why) {
+      permit_.Done(why);
+      Finish(Result(why));
+    }
+
+   private:
+    // The context goes before `done` runs: once `done` returns, the caller
+    // may tear down the channel and gRPC itself, and a context destroyed
+    // after that aborts inside gRPC.
+    void Finish(Result result) {
+      std::decay_t<Done> done = std::move(done_);
+      delete this;
+      done(std::move(result));
+    }
+
+    Permit permit_;
+    const ClientOptions options_;
+    std::decay_t<Done> done_;
   };
-  auto* call = new InFlight{{}, Reply(), std::move(*permit), options,
-                            std::forward<Done>(done)};
+  auto* call = new InFlight(std::move(*permit), options, std::forward<Done>(done));
   SetDeadline(&call->context, deadline);
   SetRequestClass(&call->context, options.request_class);
-  auto on_status = [call](::grpc::Status s) {
-    std::unique_ptr<InFlight> owned(call);
-    const absl::Status status = s.ok() ? absl::OkStatus() : FromGrpcCall(s, call->context);
-    call->permit->Done(status);
-    const ClientOptions& o = call->options;
-    if (o.trace != nullptr && !MergeTrace(call->context, o.trace).ok() &&
-        o.counters != nullptr) {
-      o.counters->malformed_trailers.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (o.throttler != nullptr) o.throttler->RecordStatus(status);
-    if (status.ok()) {
-      call->done(Result(std::move(call->reply)));
-    } else {
-      call->done(Result(status));
-    }
-  };
   const absl::Status started = ::degrade::detail::InvokeOr(
       [&] {
         start(&call->context, &call->reply,
-              std::function<void(::grpc::Status)>(on_status));
+              static_cast<::grpc::ClientUnaryReactor*>(call));
         return absl::OkStatus();
       },
       [&](absl::string_view what) {
@@ -214,10 +231,10 @@ void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
             absl::StrCat("gRPC call through '", breaker.name(), "'"), what);
       });
   if (!started.ok()) {
-    std::unique_ptr<InFlight> owned(call);
-    call->permit->Done(started);
-    call->done(Result(started));
+    call->Fail(started);
+    return;
   }
+  call->StartCall();
 }
 
 }  // namespace grpc

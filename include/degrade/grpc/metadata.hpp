@@ -104,8 +104,9 @@ inline absl::Status NamingKey(absl::string_view key, const absl::Status& status)
 // own clock, from now on the system clock, so a FakeClock deadline in a
 // test and a real one in production both give the call what is left. An
 // infinite deadline sets none; an expired one sets now, so gRPC fails the
-// call at once with DEADLINE_EXCEEDED. Touches only `context`, before the
-// call starts.
+// call with DEADLINE_EXCEEDED (it may still have sent it: a server then
+// reads no time left; Call() in client.hpp never starts such a call).
+// Touches only `context`, before the call starts.
 inline void SetDeadline(::grpc::ClientContext* context, const Deadline& deadline) {
   if (deadline.when() == absl::InfiniteFuture()) return;
   const absl::Duration left = deadline.remaining();

@@ -13,18 +13,24 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_split.h"
 #include "degrade/breaker_family.hpp"
 #include "degrade/breaker_settings.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/grpc/metadata.hpp"
+#include "degrade/grpc/outcome.hpp"
+#include "degrade/grpc/status.hpp"
+#include "degrade/status.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/telemetry.hpp"
 #include "echo_server.hpp"
@@ -144,6 +150,98 @@ TEST_F(GrpcInterceptorTest, TheScopesClassIsSentAndTheServersTraceMerged) {
   // No scope: nothing sent, nothing merged.
   ASSERT_TRUE(Say(*stub).ok());
   EXPECT_EQ(rank_seen.load(), -2);
+}
+
+TEST_F(GrpcInterceptorTest, CallsWhoseDeadlineHadPassedAreNeverCounted) {
+  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  // What a middle hop forwards once its budget is gone (the attack
+  // review's case: 6 counted as failures opened the breaker for a healthy
+  // server).
+  for (int i = 0; i < 40; ++i) {
+    ::grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() - std::chrono::seconds(1));
+    degrade::test::EchoRequest request;
+    degrade::test::EchoReply reply;
+    EXPECT_EQ(stub->Say(&ctx, request, &reply).error_code(),
+              ::grpc::StatusCode::DEADLINE_EXCEEDED);
+  }
+  auto breaker = family_->Get(kMethod);
+  EXPECT_EQ(breaker->state(), State::kClosed);
+  EXPECT_EQ(breaker->counts().total_failures, 0u);
+  EXPECT_TRUE(Say(*stub).ok());
+}
+
+TEST_F(GrpcInterceptorTest, ALocalRefusalReadsAsTheBreakersRejectionAndCannotBeForged) {
+  degrade_test::EchoServer down(Replying(::grpc::StatusCode::UNAVAILABLE));
+  ASSERT_TRUE(down.started());
+  auto stub = Stub(down);
+  for (int i = 0; i < 6; ++i) Say(*stub);
+  ASSERT_EQ(family_->Get(kMethod)->state(), State::kOpen);
+
+  ::grpc::ClientContext ctx;
+  degrade::test::EchoRequest request;
+  degrade::test::EchoReply reply;
+  const absl::Status s = grpc::FromGrpcCall(stub->Say(&ctx, request, &reply), ctx);
+  EXPECT_TRUE(IsBreakerOpen(s)) << s;
+  EXPECT_EQ(grpc::OutcomeTable().Of(s), CallVerdict::kExcluded);
+
+  // A server sending the key itself is not believed.
+  degrade_test::EchoServer::Script forging;
+  forging.handler = [](::grpc::ServerContext* c, const auto&, auto*) {
+    c->AddTrailingMetadata(std::string(grpc::kRejectedKey), "0123456789abcdef:open:x");
+    return ::grpc::Status(::grpc::StatusCode::UNAVAILABLE, "down");
+  };
+  degrade_test::EchoServer forger(forging);
+  ASSERT_TRUE(forger.started());
+  auto plain = degrade::test::Echo::NewStub(degrade_test::LoopbackChannel(forger.address()));
+  ::grpc::ClientContext ctx2;
+  const absl::Status f = grpc::FromGrpcCall(plain->Say(&ctx2, request, &reply), ctx2);
+  EXPECT_TRUE(absl::IsUnavailable(f));
+  EXPECT_FALSE(IsRejected(f));
+  EXPECT_FALSE(grpc::RejectedByBreaker(ctx2).has_value());
+}
+
+TEST_F(GrpcInterceptorTest, AFanOutUnderOneScopeMergesEveryTrace) {
+  degrade_test::EchoServer::Script script;
+  script.handler = [](::grpc::ServerContext* ctx, const auto& req, auto*) {
+    DegradationTrace t;
+    t.Add(req.text(), DegradeReason::kTimeout);
+    grpc::AttachTrace(ctx, t);
+    return ::grpc::Status::OK;
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  constexpr int kCalls = 8;
+  for (int round = 0; round < 25; ++round) {
+    DegradationTrace trace;
+    {
+      grpc::CallScope scope(RequestClass{}, &trace);
+      ::grpc::ClientContext ctx[kCalls];
+      degrade::test::EchoRequest req[kCalls];
+      degrade::test::EchoReply reply[kCalls];
+      std::promise<void> all;
+      std::atomic<int> left{kCalls};
+      for (int i = 0; i < kCalls; ++i) {
+        req[i].set_text("s" + std::to_string(i));
+        stub->async()->Say(&ctx[i], &req[i], &reply[i], [&](::grpc::Status) {
+          if (--left == 0) all.set_value();
+        });
+      }
+      ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(20)),
+                std::future_status::ready);
+    }
+    // In completion order, which varies: every stage once.
+    const std::vector<std::string> parts = absl::StrSplit(trace.Encode(), ';');
+    const std::set<std::string> stages(parts.begin() + 1, parts.end());
+    std::set<std::string> want;
+    for (int i = 0; i < kCalls; ++i) want.insert("s" + std::to_string(i) + "=timeout");
+    EXPECT_EQ(parts.size(), static_cast<std::size_t>(kCalls) + 1) << trace.Encode();
+    EXPECT_EQ(stages, want) << "round " << round << ": " << trace.Encode();
+  }
 }
 
 }  // namespace

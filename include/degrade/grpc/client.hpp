@@ -152,11 +152,15 @@ typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
 // The reactor owns the context and the reply, and deletes itself once
 // gRPC has finished with the call (OnDone, where gRPC allows it; deleting
 // a context inside a std::function callback aborts gRPC), before `done`
-// runs, so `done` may tear down the channel. `options.trace` is merged into on that thread, so it must
+// runs. `done` runs on gRPC's callback thread: it must not destroy the
+// last channel of the process that has made callback calls (gRPC's
+// callback completion queue goes with it, from under its own thread: a
+// double free); hand such teardown to another thread. `options.trace` is merged into on that thread, so it must
 // not be touched until `done` runs; `request` (captured by `start`) must
 // live until then too. A `start` that throws is reported to the breaker as
-// a failure and to `done` as IsCallableException. REQUIRES: `start` does
-// not throw after handing `reactor` to gRPC. Thread-safe as Call().
+// a failure and to `done` as IsCallableException. REQUIRES: `start` hands
+// `reactor` to exactly one stub call (gRPC aborts on starting an unbound
+// reactor), and does not throw after it has. Thread-safe as Call().
 template <typename Reply, typename Start, typename Done>
 void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
                const Deadline& deadline, Start&& start, Done&& done) {

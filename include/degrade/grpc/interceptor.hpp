@@ -12,7 +12,12 @@
 //   * When the breaker is open, the interceptor hijacks the call: it
 //     answers UNAVAILABLE at once, with the trailer degrade-rejected-v1
 //     naming the breaker, and nothing touches the network.
-//     `RejectedByBreaker(context)` tells the caller so.
+//     `RejectedByBreaker(context)` tells the caller so, and FromGrpcCall()
+//     (so Call() and a Retrier) reads it as the breaker's rejection
+//     (IsRejected), not as the server's UNAVAILABLE. The trailer carries a
+//     per-process token: a server sending the key is not believed.
+//   * A call whose deadline had passed before it started takes no permit
+//     and is not counted: the caller's budget ran out, not the backend.
 //   * Otherwise the call proceeds, and the arriving status is reported to
 //     the permit, classified by an OutcomeTable (outcome.hpp). A client's
 //     INVALID_ARGUMENT or CANCELLED never opens the breaker for everyone.
@@ -46,6 +51,7 @@
 #ifndef DEGRADE_GRPC_INTERCEPTOR_HPP_
 #define DEGRADE_GRPC_INTERCEPTOR_HPP_
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +68,7 @@
 #include "degrade/breaker_family.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/degradation_trace.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/outcome.hpp"
 #include "degrade/grpc/status.hpp"
@@ -75,14 +82,14 @@ namespace grpc {
 // statuses, never replies.
 struct Unit {};
 
-// The trailer a hijacked (rejected) call carries: the breaker's name.
-inline constexpr absl::string_view kRejectedKey = "degrade-rejected-v1";
-
 // CallScope
 //
 // What the interceptor sends and merges for the calls this thread starts
-// while the scope lives. Scopes nest; the innermost wins. Not copyable;
-// destroy it on the thread that built it.
+// while the scope lives. Scopes nest; the innermost wins. Merges into the
+// trace are serialised, so several calls may be in flight under one scope
+// (a fan-out); read the trace once they have all finished.
+// REQUIRES: the scope (and its trace) outlives every call started under
+// it. Not copyable; destroy it on the thread that built it.
 class CallScope {
  public:
   explicit CallScope(const RequestClass& rc, DegradationTrace* trace = nullptr)
@@ -99,6 +106,14 @@ class CallScope {
   const RequestClass& request_class() const { return rc_; }
   DegradationTrace* trace() const { return trace_; }
 
+  // Merges `context`'s server trace into trace(), one call at a time. A
+  // malformed trace is ignored. Thread-safe.
+  void MergeFrom(const ::grpc::ClientContext& context) const {
+    if (trace_ == nullptr) return;
+    ::degrade::detail::MutexLock lock(&mu_);
+    (void)MergeTrace(context, trace_);
+  }
+
  private:
   static const CallScope*& Current() {
     static thread_local const CallScope* current = nullptr;
@@ -108,19 +123,8 @@ class CallScope {
   const RequestClass rc_;
   DegradationTrace* const trace_;
   const CallScope* const outer_;
+  mutable ::degrade::detail::Mutex mu_;
 };
-
-// RejectedByBreaker(context)
-//
-// The name of the breaker that refused the call without sending it, or
-// nullopt when the call went to the server. REQUIRES: the call finished.
-inline std::optional<std::string> RejectedByBreaker(const ::grpc::ClientContext& context) {
-  const auto& trailers = context.GetServerTrailingMetadata();
-  const auto it =
-      trailers.find(::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()));
-  if (it == trailers.end()) return std::nullopt;
-  return std::string(it->second.data(), it->second.size());
-}
 
 namespace detail {
 
@@ -135,13 +139,22 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
     using Hook = ::grpc::experimental::InterceptionHookPoints;
     bool hijack = false;
     if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_INITIAL_METADATA)) {
-      absl::StatusOr<Permit> permit = breaker_->Allow();
-      if (!permit.ok()) {
-        rejected_ = true;
-        hijack = true;
-      } else {
-        permit_.emplace(std::move(*permit));
-        Scope(m);
+      Scope(m);
+      // A call whose deadline had passed before it started fails on its
+      // caller's budget, not the backend's health: it takes no permit and
+      // is not counted (as Call() never starts it).
+      const bool expired = context_ != nullptr &&
+                           context_->deadline() <= std::chrono::system_clock::now();
+      if (!expired) {
+        absl::StatusOr<Permit> permit = breaker_->Allow();
+        if (!permit.ok()) {
+          rejected_ = true;
+          hijack = true;
+          rejection_ = RejectionTrailer(IsTooManyRequests(permit.status()),
+                                        breaker_->name());
+        } else {
+          permit_.emplace(std::move(*permit));
+        }
       }
     }
     if (rejected_) {
@@ -155,10 +168,10 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
             absl::StrCat("circuit breaker '", breaker_->name(),
                          "' is open: the call was not sent"));
         // Valid until the call object goes, which outlives the caller's
-        // reads of the context: the name lives in this interceptor.
+        // reads of the context: the value lives in this interceptor.
         m->GetRecvTrailingMetadata()->emplace(
             ::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()),
-            ::grpc::string_ref(breaker_->name()));
+            ::grpc::string_ref(rejection_));
       }
     } else if (m->QueryInterceptionHookPoint(Hook::POST_RECV_STATUS)) {
       const absl::Status s = FromGrpcStatus(*m->GetRecvStatus());
@@ -166,9 +179,7 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
         permit_->Done(s, table_.Of(s));
         permit_.reset();
       }
-      if (trace_ != nullptr && context_ != nullptr) {
-        (void)MergeTrace(*context_, trace_);  // malformed: ignored
-      }
+      if (scope_ != nullptr && context_ != nullptr) scope_->MergeFrom(*context_);
     }
     if (hijack) {
       m->Hijack();
@@ -179,11 +190,11 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
 
  private:
   // Sends the calling thread's request class, unless the caller already
-  // put one on the context, and remembers its trace.
+  // put one on the context, and remembers its scope for the trace.
   void Scope(::grpc::experimental::InterceptorBatchMethods* m) {
     const CallScope* scope = CallScope::Innermost();
     if (scope == nullptr) return;
-    trace_ = scope->trace();
+    scope_ = scope;
     auto* md = m->GetSendInitialMetadata();
     if (md != nullptr && md->count(std::string(kRequestClassKey)) == 0) {
       md->emplace(std::string(kRequestClassKey),
@@ -195,7 +206,8 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
   const OutcomeTable table_;
   ::grpc::ClientContext* const context_;
   std::optional<Permit> permit_;
-  DegradationTrace* trace_ = nullptr;
+  const CallScope* scope_ = nullptr;
+  std::string rejection_;  // the degrade-rejected-v1 value, when rejected
   bool rejected_ = false;
 };
 

@@ -48,6 +48,7 @@
 
 #include "absl/status/status.h"
 #include "degrade/breaker_settings.hpp"
+#include "degrade/status.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -88,8 +89,11 @@ class OutcomeTable {
   }
 
   // The verdict for `status`: kSuccess, kFailure or kExcluded, never
-  // kDefault. Thread-safe.
+  // kDefault. A breaker's rejection (IsRejected: a call the interceptor
+  // refused without sending) and a local shed or throttle (IsShed) are
+  // excluded whatever their code: the backend never saw them. Thread-safe.
   CallVerdict Of(const absl::Status& status) const {
+    if (IsRejected(status) || IsShed(status)) return CallVerdict::kExcluded;
     const int c = static_cast<int>(status.code());
     if (c < 0 || c >= static_cast<int>(kCodes)) return CallVerdict::kFailure;
     return verdicts_[static_cast<std::size_t>(c)];

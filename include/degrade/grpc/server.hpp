@@ -66,8 +66,8 @@ namespace grpc {
 // What the server side counts beyond the admission controller's own
 // series. Thread-safe (relaxed atomics: totals, not guards).
 struct ServerCounters {
-  // Calls whose request class (or deadline) metadata was malformed or
-  // repeated; they were served as the default class.
+  // Calls whose request class metadata was malformed or repeated; they
+  // were served as the default class.
   std::atomic<uint64_t> malformed_metadata{0};
   // Shed replies sent with "do not retry" because of the level.
   std::atomic<uint64_t> shed_do_not_retry{0};

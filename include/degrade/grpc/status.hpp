@@ -42,6 +42,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,8 +54,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/detail/status_payload.hpp"
 #include "degrade/status.hpp"
 #include "degrade/version.hpp"
 
@@ -141,16 +144,92 @@ inline absl::Duration ParsePushback(absl::string_view value) {
   return wait > kMaxPushback ? absl::Milliseconds(-1) : wait;
 }
 
+// The trailer degrade's breaker interceptor (interceptor.hpp) puts on a
+// call it refused without sending: "<token>:<open|too_many>:<breaker>".
+// The token is this process's, drawn at random once, so a server cannot
+// make its own UNAVAILABLE pass for a local refusal by sending the key.
+inline constexpr absl::string_view kRejectedKey = "degrade-rejected-v1";
+
+namespace detail {
+
+inline const std::string& RejectionToken() {
+  static const std::string token = [] {
+    std::random_device rd;
+    const uint64_t hi = rd();
+    const uint64_t lo = rd();
+    return absl::StrCat(absl::Hex((hi << 32) ^ lo ^
+                                  reinterpret_cast<uintptr_t>(&rd), absl::kZeroPad16));
+  }();
+  return token;
+}
+
+// What the interceptor sends for a refusal by `breaker` (too_many: a
+// half-open breaker's trial slots were taken; otherwise it was open).
+inline std::string RejectionTrailer(bool too_many, absl::string_view breaker) {
+  return absl::StrCat(RejectionToken(), too_many ? ":too_many:" : ":open:", breaker);
+}
+
+struct LocalRejection {
+  bool too_many = false;
+  std::string breaker;
+};
+
+// The refusal `context`'s trailers record, if this process's interceptor
+// made it.
+inline std::optional<LocalRejection> LocalRejectionOf(
+    const ::grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  const auto it =
+      trailers.find(::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()));
+  if (it == trailers.end()) return std::nullopt;
+  absl::string_view v(it->second.data(), it->second.size());
+  const std::string& token = RejectionToken();
+  if (v.size() <= token.size() || v.substr(0, token.size()) != token ||
+      v[token.size()] != ':') {
+    return std::nullopt;  // not ours: a server sent the key
+  }
+  v.remove_prefix(token.size() + 1);
+  LocalRejection r;
+  if (absl::ConsumePrefix(&v, "too_many:")) {
+    r.too_many = true;
+  } else if (!absl::ConsumePrefix(&v, "open:")) {
+    return std::nullopt;
+  }
+  r.breaker = std::string(v);
+  return r;
+}
+
+}  // namespace detail
+
+// RejectedByBreaker(context)
+//
+// The name of the breaker whose interceptor refused the call without
+// sending it, or nullopt when the call went to the server (or a server
+// sent the key itself). REQUIRES: the call finished.
+inline std::optional<std::string> RejectedByBreaker(const ::grpc::ClientContext& context) {
+  std::optional<detail::LocalRejection> r = detail::LocalRejectionOf(context);
+  if (!r.has_value()) return std::nullopt;
+  return std::move(r->breaker);
+}
+
 // FromGrpcCall(s, context)
 //
 // FromGrpcStatus(s), with the server's pushback trailer, when it sent one,
 // as the status's retry-after hint. Only a failed call carries a hint (gRPC
-// ignores pushback on success too). REQUIRES: the call on `context` has
-// finished (its trailers have arrived). Touches only `context`.
+// ignores pushback on success too). A call the breaker interceptor refused
+// without sending reads as that breaker's rejection (IsRejected: a breaker
+// above does not count it, a Retrier does not retry it). REQUIRES: the call
+// on `context` has finished (its trailers have arrived). Touches only
+// `context`.
 inline absl::Status FromGrpcCall(const ::grpc::Status& s,
                                  const ::grpc::ClientContext& context) {
   absl::Status out = FromGrpcStatus(s);
   if (out.ok()) return out;
+  if (std::optional<detail::LocalRejection> r = detail::LocalRejectionOf(context)) {
+    return ::degrade::detail::WithReason(
+        std::move(out), r->too_many ? ::degrade::detail::kReasonTooMany
+                                    : ::degrade::detail::kReasonOpen);
+  }
   const auto& trailers = context.GetServerTrailingMetadata();
   const auto it = trailers.find(
       ::grpc::string_ref(kRetryPushbackKey.data(), kRetryPushbackKey.size()));

@@ -67,16 +67,19 @@ void BM_Grpc_Plain(benchmark::State& state) {
 }
 BENCHMARK(BM_Grpc_Plain)->UseRealTime();
 
-void BM_Grpc_Interceptor(benchmark::State& state) {
-  degrade::BreakerSettings settings;
-  settings.name = "echo";
-  settings.metrics = degrade::NoTelemetry();
-  Family family(settings);
+// A stub on an in-process channel through the one interceptor `factory`.
+std::unique_ptr<degrade::test::Echo::Stub> InterceptedStub(
+    std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface> factory) {
   std::vector<std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>> f;
-  f.push_back(degrade::grpc::MakeBreakerInterceptor(family));
-  auto stub = degrade::test::Echo::NewStub(
+  f.push_back(std::move(factory));
+  return degrade::test::Echo::NewStub(
       Server().server()->experimental().InProcessChannelWithInterceptors(
           ::grpc::ChannelArguments(), std::move(f)));
+}
+
+void BM_Grpc_Interceptor(benchmark::State& state) {
+  Family family(degrade_test::EchoBreakerSettings(nullptr));
+  auto stub = InterceptedStub(degrade::grpc::MakeBreakerInterceptor(family));
   RunCalls(state, *stub);
 }
 BENCHMARK(BM_Grpc_Interceptor)->UseRealTime();
@@ -84,10 +87,7 @@ BENCHMARK(BM_Grpc_Interceptor)->UseRealTime();
 // What the interceptor adds per call, without gRPC: the family's lookup,
 // a permit, and the outcome reported.
 void BM_Grpc_BreakerPart(benchmark::State& state) {
-  degrade::BreakerSettings settings;
-  settings.name = "echo";
-  settings.metrics = degrade::NoTelemetry();
-  Family family(settings);
+  Family family(degrade_test::EchoBreakerSettings(nullptr));
   const degrade::grpc::OutcomeTable table;
   for (auto _ : state) {
     auto breaker = family.Get(std::string("/degrade.test.Echo/Say"));
@@ -115,11 +115,7 @@ class NoopFactory final
 };
 
 void BM_Grpc_NoopInterceptor(benchmark::State& state) {
-  std::vector<std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>> f;
-  f.push_back(std::make_unique<NoopFactory>());
-  auto stub = degrade::test::Echo::NewStub(
-      Server().server()->experimental().InProcessChannelWithInterceptors(
-          ::grpc::ChannelArguments(), std::move(f)));
+  auto stub = InterceptedStub(std::make_unique<NoopFactory>());
   RunCalls(state, *stub);
 }
 BENCHMARK(BM_Grpc_NoopInterceptor)->UseRealTime();

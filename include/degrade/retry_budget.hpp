@@ -15,12 +15,14 @@
 // Retrier counts it under "budget_exhausted"). One budget per downstream,
 // shared by every caller of it, Retriers and hedges alike.
 //
-// "Sliding" (detail/tick_window.hpp): the window is ten ticks of
-// ttl/10; a request or retry counts for between 0.9 ttl and ttl, and
-// leaves the window a tick at a time, so the allowance never resets in
-// one step. A clock set back (a FakeClock) holds the window at the newest
-// tick a withdrawal has seen until the clock catches up, so no retry
-// already granted is forgotten.
+// "Sliding" (detail/budget_ledger.hpp): the window is the current tick of
+// ttl/10 and the nine before it, so the allowance never resets in one
+// step. A request counts from the moment it is deposited and leaves the
+// window with its tick, ten ticks on, or up to a tick early when its thread
+// makes more than 64 requests a tick (the books then date it by the
+// thread's last clock read); never late. A clock set back (a FakeClock)
+// holds the window where it is until the clock passes it again, so no
+// retry already granted is forgotten.
 //
 //   degrade::RetryBudgetSettings s;
 //   s.name = "recall";
@@ -31,21 +33,20 @@
 //   }
 //   // Or give it to a RetryPolicy (retry.hpp), which does both.
 //
-// Cost: Deposit() is a read of the coarse clock and one relaxed fetch_add
-// on a line every caller shares; TryWithdraw() reads the coarse clock, the
-// cached sums of the nine completed ticks and the current tick's two
-// words, and makes one compare-and-swap (the first withdrawal of each
-// tick also seals and sums the nine). Neither locks nor allocates.
+// Cost: Deposit() is a plain add to a counter line only the calling thread
+// writes (no clock read on most calls, no read-modify-write); a
+// TryWithdraw() that is granted reads the coarse clock and makes one
+// compare-and-swap. A withdrawal the window's allowance refuses first sums
+// every thread's deposits (detail::ShardArraySize() lines, 10 on 2 cores,
+// at most 80), so that requests made this instant count. Neither ever
+// waits or allocates.
 //
 // Thread safety: `RetryBudget` is thread-safe.
 
 #ifndef DEGRADE_RETRY_BUDGET_HPP_
 #define DEGRADE_RETRY_BUDGET_HPP_
 
-#include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -60,7 +61,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/setting_error.hpp"
-#include "degrade/detail/tick_window.hpp"
+#include "degrade/detail/budget_ledger.hpp"
 #include "degrade/retry_stats.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -98,10 +99,10 @@ inline absl::Status ValidateRetryBudgetSettings(const RetryBudgetSettings& s);
 
 // RetryBudget
 //
-// Thread-safe; Deposit() and TryWithdraw() are lock-free and allocate
-// nothing (relaxed atomics: the counts are estimates other threads publish,
-// not guards for other memory). Neither copyable nor movable (the
-// telemetry holds its address).
+// Thread-safe; Deposit() and TryWithdraw() never wait and allocate nothing
+// (the one mutex, which guards the tick marks, they only ever try-lock;
+// stats() locks it).
+// Neither copyable nor movable (the telemetry holds its address).
 class RetryBudget final {
  public:
   static absl::StatusOr<std::unique_ptr<RetryBudget>> Create(
@@ -113,26 +114,15 @@ class RetryBudget final {
 
   // Counts one request (a first attempt; a retry is a withdrawal, not a
   // deposit).
-  DEGRADE_ALWAYS_INLINE void Deposit() { ring_.Add(kRequests, Tick()); }
+  DEGRADE_ALWAYS_INLINE void Deposit() { ledger_.Deposit(); }
 
   // Takes one retry from the budget if it has one: true when the caller may
   // retry, false (counted as refused) when it must return the error it
   // has. Never overdraws, even when threads race for the last retry.
-  bool TryWithdraw() {
-    const double percent = percent_;
-    const double reserve = reserve_;
-    const bool granted = ring_.AddIf(
-        kRetries, Tick(), [percent, reserve](const Window::Sums& s) {
-          return percent * static_cast<double>(s[kRequests]) + reserve -
-                     static_cast<double>(s[kRetries]) >=
-                 1.0;
-        });
-    (granted ? granted_ : refused_).fetch_add(1, std::memory_order_relaxed);
-    return granted;
-  }
+  bool TryWithdraw() { return ledger_.TryWithdraw(); }
 
   // Retries TryWithdraw() would grant now (fractional: 0.2 per request).
-  double balance() const { return BalanceOf(ring_.Sum(Tick())); }
+  double balance() const { return ledger_.Read().balance; }
 
   // The window and the totals. Thread-safe; a value the budget has held.
   RetryBudgetStats stats() const;
@@ -150,29 +140,11 @@ class RetryBudget final {
     const RetryBudget* const b_;
   };
 
-  using Window = detail::TickWindow<2>;
-  static constexpr std::size_t kRequests = 0;
-  static constexpr std::size_t kRetries = 1;
-
   RetryBudget(const RetryBudgetSettings& s, const Clock* clock);
 
-  DEGRADE_ALWAYS_INLINE uint64_t Tick() const {
-    return ring_.CoarseTick(clock_, real_clock_);
-  }
-
-  double BalanceOf(const Window::Sums& s) const {
-    return std::max(0.0, percent_ * static_cast<double>(s[kRequests]) +
-                             reserve_ - static_cast<double>(s[kRetries]));
-  }
-
   const std::string name_;
-  const double percent_;
-  const double reserve_;  // min_retries_per_sec x ttl
-  const Clock* const clock_;
-  const RealClock* const real_clock_;  // clock_ when it is the default
-  Window ring_;
-  alignas(detail::kCacheLine) std::atomic<uint64_t> granted_{0};
-  std::atomic<uint64_t> refused_{0};
+  // Mutable: reading the window may take the mark of a tick just begun.
+  mutable detail::BudgetLedger ledger_;
   const View view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
@@ -212,13 +184,10 @@ inline absl::StatusOr<std::unique_ptr<RetryBudget>> RetryBudget::Create(
 inline RetryBudget::RetryBudget(const RetryBudgetSettings& s,
                                 const Clock* clock)
     : name_(detail::Printable(s.name)),
-      percent_(s.percent_can_retry),
-      reserve_(static_cast<double>(s.min_retries_per_sec) *
-               absl::ToDoubleSeconds(s.ttl)),
-      clock_(clock),
-      real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
-                                                  : nullptr),
-      ring_(s.ttl, clock->CoarseNow()) {
+      ledger_(s.percent_can_retry,
+              static_cast<double>(s.min_retries_per_sec) *
+                  absl::ToDoubleSeconds(s.ttl),
+              s.ttl, clock) {
   // Last: the view must be complete before a telemetry may read it.
   if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
     telemetry_ = detail::AttachQuietly([&] { return t->AttachRetryBudget(view_); });
@@ -226,13 +195,13 @@ inline RetryBudget::RetryBudget(const RetryBudgetSettings& s,
 }
 
 inline RetryBudgetStats RetryBudget::stats() const {
-  const Window::Sums sums = ring_.Sum(Tick());
+  const detail::BudgetLedger::Window w = ledger_.Read();
   RetryBudgetStats st;
-  st.window_requests = sums[kRequests];
-  st.window_retries = sums[kRetries];
-  st.balance = BalanceOf(sums);
-  st.granted = granted_.load(std::memory_order_relaxed);
-  st.refused = refused_.load(std::memory_order_relaxed);
+  st.window_requests = w.requests;
+  st.window_retries = w.retries;
+  st.balance = w.balance;
+  st.granted = ledger_.granted();
+  st.refused = ledger_.refused();
   return st;
 }
 

@@ -1,0 +1,379 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// The retry budget's books: requests deposited, retries withdrawn, over a
+// window that slides a tenth of its length at a time, built so that the
+// deposit every request makes costs about what a plain counter costs.
+//
+// Why not a tick window (detail/tick_window.hpp) as the throttler has: a
+// tick window stamps each event with its tick, so each deposit reads the
+// clock and makes an atomic read-modify-write on a line every caller
+// shares (about 8 ns together). That is more than the closed breaker the
+// deposit sits beside. Here a deposit is a plain add to a counter only the
+// calling thread writes (detail/thread_shard.hpp), and time enters through
+// marks instead:
+//
+//   * Deposits are cumulative per-thread totals; their sum is the number
+//     of requests ever made, read whole whenever it is needed.
+//   * A mark records, at the first moment someone notices a new tick, the
+//     deposit total and the retry total. The window at tick t counts what
+//     happened since the oldest mark of ticks t-9..t, so the window is the
+//     current tick and the nine before it, as in a tick window.
+//   * Who notices: every withdrawal and every read reads the clock; a
+//     depositing thread reads it on each of its first 64 deposits of a
+//     tick and on every 64th after that. A thread making fewer than 64
+//     requests a tick therefore marks (and so dates) every one of them
+//     exactly; a busier thread is late by at most 63 of its own requests,
+//     a sliver of a tick at those rates.
+//   * A deposit counts at once. It leaves the window when the tick of the
+//     first mark after it leaves: ten ticks after its own when that tick
+//     was marked before it, earlier when nobody marked in between (a
+//     request may leave early, never late, so the budget errs on the side
+//     of fewer retries).
+//
+// Withdrawals are exact: the grant word holds the retries used in the
+// window and the retries the window allows, with a generation, and every
+// grant is one compare-and-swap of used to used + 1 while used < allowed;
+// a mark swaps in the new window's figures by compare-and-swap too, from
+// the exact used it replaces. So however threads race, no window's
+// retries exceed its allowance, across tick boundaries as within one.
+// `allowed` is computed from the deposits at the mark; when it runs out,
+// the withdrawal sums the live deposits and raises it before refusing, so
+// requests made since the mark count at once.
+//
+// Marks are taken under a mutex the request path only ever try-locks: a
+// caller that finds it held goes on with the window as it stands, and the
+// mark lands a moment later, so no deposit or withdrawal ever waits (only
+// granted(), a reader's call, locks it). A clock set back (a FakeClock)
+// takes no mark until it passes the newest one: the window stands still
+// meanwhile and nothing granted is forgotten.
+//
+// Thread safety: every member may be called from any thread at once.
+// Deposit() and TryWithdraw() never block and never allocate.
+
+#ifndef DEGRADE_DETAIL_BUDGET_LEDGER_HPP_
+#define DEGRADE_DETAIL_BUDGET_LEDGER_HPP_
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/detail/cache_line.hpp"
+#include "degrade/detail/macros.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
+#include "degrade/detail/thread_shard.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+
+class BudgetLedger {
+ public:
+  static constexpr uint64_t kTicks = 10;
+  // A field of the grant word saturates here: 268,435,455 retries in one
+  // window, over four times the largest floor a budget accepts
+  // (10^6/s x 60 s). A window allowing more grants this many.
+  static constexpr uint64_t kMaxField = (uint64_t{1} << 28) - 1;
+  // Deposits a thread makes with a clock read each, per tick, before it
+  // reads the clock only on every kStride-th.
+  static constexpr uint64_t kExactPerTick = 64;
+  static constexpr uint64_t kStride = 64;
+
+  struct Window {
+    uint64_t requests = 0;
+    uint64_t retries = 0;
+    double balance = 0;  // retries that would be granted now, fractional
+  };
+
+  // REQUIRES: percent in [0, 1], reserve in [0, kMaxField], window > 0;
+  // `clock` outlives the ledger.
+  BudgetLedger(double percent, double reserve, absl::Duration window,
+               const Clock* clock)
+      : percent_(percent),
+        reserve_(reserve),
+        clock_(clock),
+        real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
+                                                    : nullptr),
+        width_(std::max<int64_t>(absl::ToInt64Nanoseconds(window) /
+                                     static_cast<int64_t>(kTicks),
+                                 1)),
+        origin_(NowNanos()),
+        shard_count_(ShardArraySize()),
+        shards_(new Shard[shard_count_]) {
+    // The first mark: nothing deposited, nothing withdrawn.
+    marks_[0] = Mark{0, 0, 0, true};
+    word_.store(Pack(0, 0, Allowance(0)), std::memory_order_relaxed);
+    next_tick_at_.store(StartOf(1), std::memory_order_relaxed);
+  }
+
+  BudgetLedger(const BudgetLedger&) = delete;
+  BudgetLedger& operator=(const BudgetLedger&) = delete;
+
+  DEGRADE_ALWAYS_INLINE void Deposit() {
+    Shard& s = shards_[ThreadShardIndex()];
+    if (DEGRADE_LIKELY(ThreadOwnsShard())) {
+      const uint64_t c = s.deposits.load(std::memory_order_relaxed);
+      // Before the add: a mark this read takes excludes this request, which
+      // then belongs to the new tick.
+      if (DEGRADE_UNLIKELY(c >= s.next_check.load(std::memory_order_relaxed))) {
+        CheckClock(s, c);
+      }
+      s.deposits.store(c + 1, std::memory_order_relaxed);
+    } else {
+      NoteTime(NowNanos());
+      s.deposits.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // True, counting one retry, when the window has room for it.
+  bool TryWithdraw() {
+    NoteTime(NowNanos());
+    uint64_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      if (DEGRADE_LIKELY(Used(w) < Allowed(w))) {
+        // Acquire both ways (C++17 will not have the failure stronger):
+        // a reloaded word's generation names a base_ the raise then reads.
+        if (word_.compare_exchange_weak(w, w + kOneUsed,
+                                        std::memory_order_acquire,
+                                        std::memory_order_acquire)) {
+          return true;
+        }
+        continue;
+      }
+      if (!Raise(w)) {
+        shards_[ThreadShardIndex()].refused.Add(1);
+        return false;
+      }
+    }
+  }
+
+  // The window now (taking a mark if a tick has begun).
+  Window Read() {
+    NoteTime(NowNanos());
+    uint64_t w = word_.load(std::memory_order_acquire);
+    Window out;
+    for (int tries = 0;; ++tries) {
+      const uint64_t since = Since(base_[Gen(w) % kBases].load(
+          std::memory_order_relaxed), SumDeposits());
+      const uint64_t again = word_.load(std::memory_order_acquire);
+      if (again != w && tries < 3) {
+        w = again;
+        continue;
+      }
+      out.requests = since;
+      out.retries = Used(w);
+      out.balance = std::max(0.0, percent_ * static_cast<double>(since) +
+                                      reserve_ -
+                                      static_cast<double>(Used(w)));
+      return out;
+    }
+  }
+
+  // Every retry granted. Takes the marks' mutex (a mark due meanwhile is
+  // taken by the next caller instead), so it is for readers, not the
+  // request path.
+  uint64_t granted() const {
+    MutexLock lock(&mu_);
+    return retries_base_ + Used(word_.load(std::memory_order_acquire));
+  }
+  uint64_t refused() const {
+    uint64_t n = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      n += shards_[i].refused.Load();
+    }
+    return n;
+  }
+
+ private:
+  static constexpr uint64_t kBases = 4;
+  // The grant word: generation (8 bits) | used (28) | allowed (28). The
+  // generation tells a raise that a mark came between its read and its
+  // swap; only a raise stalled for 256 marks (256 ticks) between the two
+  // could miss one.
+  static constexpr int kAllowedShift = 0;
+  static constexpr int kUsedShift = 28;
+  static constexpr int kGenShift = 56;
+  static constexpr uint64_t kOneUsed = uint64_t{1} << kUsedShift;
+  static constexpr uint64_t kGenMask = (uint64_t{1} << 8) - 1;
+
+  struct alignas(kCacheLine) Shard {
+    // The thread's requests, ever.
+    std::atomic<uint64_t> deposits{0};
+    // The owner's clock reads (only the shard's owner touches these): the
+    // deposit count at which it reads the clock next, the tick its last
+    // read was in and how many reads it has made in that tick.
+    std::atomic<uint64_t> next_check{0};
+    std::atomic<uint64_t> seen_tick{0};
+    std::atomic<uint64_t> reads_in_tick{0};
+    ShardCounter refused;
+  };
+
+  // What was true at the first moment a tick was noticed.
+  struct Mark {
+    uint64_t tick = 0;
+    uint64_t deposits = 0;
+    uint64_t retries = 0;  // every retry ever granted
+    bool valid = false;
+  };
+
+  static uint64_t Allowed(uint64_t w) { return (w >> kAllowedShift) & kMaxField; }
+  static uint64_t Used(uint64_t w) { return (w >> kUsedShift) & kMaxField; }
+  static uint64_t Gen(uint64_t w) { return (w >> kGenShift) & kGenMask; }
+  static uint64_t Pack(uint64_t gen, uint64_t used, uint64_t allowed) {
+    return ((gen & kGenMask) << kGenShift) |
+           (std::min(used, kMaxField) << kUsedShift) |
+           (std::min(allowed, kMaxField) << kAllowedShift);
+  }
+  static uint64_t Since(uint64_t base, uint64_t now) {
+    return now > base ? now - base : 0;
+  }
+
+  // Retries the window allows for `requests` deposits.
+  uint64_t Allowance(uint64_t requests) const {
+    const double a =
+        std::floor(percent_ * static_cast<double>(requests) + reserve_);
+    return a >= static_cast<double>(kMaxField) ? kMaxField
+                                               : static_cast<uint64_t>(a);
+  }
+
+  DEGRADE_ALWAYS_INLINE int64_t NowNanos() const {
+    return real_clock_ != nullptr ? real_clock_->CoarseUnixNanos()
+                                  : absl::ToUnixNanos(clock_->CoarseNow());
+  }
+  uint64_t TickOf(int64_t now) const {
+    return static_cast<uint64_t>(ElapsedNanosSince(now, origin_) / width_);
+  }
+  int64_t StartOf(uint64_t tick) const {
+    const int64_t t = tick > static_cast<uint64_t>(kSatMaxNanos)
+                          ? kSatMaxNanos
+                          : static_cast<int64_t>(tick);
+    return SatAddNanos(origin_, SatMulNanos(t, width_));
+  }
+
+  // Takes the mark of `now`'s tick if that tick is new and nobody else is
+  // taking it.
+  DEGRADE_ALWAYS_INLINE void NoteTime(int64_t now) {
+    if (DEGRADE_UNLIKELY(now >= next_tick_at_.load(std::memory_order_relaxed))) {
+      NewTick(TickOf(now));
+    }
+  }
+
+  DEGRADE_NOINLINE void CheckClock(Shard& s, uint64_t c) {
+    const int64_t now = NowNanos();
+    NoteTime(now);
+    const uint64_t tick = TickOf(now);
+    uint64_t reads = s.reads_in_tick.load(std::memory_order_relaxed) + 1;
+    if (tick != s.seen_tick.load(std::memory_order_relaxed)) {
+      s.seen_tick.store(tick, std::memory_order_relaxed);
+      reads = 1;
+    }
+    s.reads_in_tick.store(reads, std::memory_order_relaxed);
+    s.next_check.store(c + (reads < kExactPerTick ? 1 : kStride),
+                       std::memory_order_relaxed);
+  }
+
+  DEGRADE_NOINLINE void NewTick(uint64_t t) {
+    if (t <= current_tick_.load(std::memory_order_acquire)) return;
+    if (!mu_.TryLock()) return;  // being marked: go on with the window as is
+    TakeMark(t);
+    mu_.Unlock();
+  }
+
+  void TakeMark(uint64_t t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (t <= current_tick_.load(std::memory_order_relaxed)) return;
+    const uint64_t deposits = SumDeposits();
+    Mark& mark = marks_[t % kTicks];
+    mark = Mark{t, deposits, 0, true};
+    // The window's oldest mark: of ticks t-9..t, the earliest there is.
+    const Mark* base = &mark;
+    for (const Mark& m : marks_) {
+      if (m.valid && m.tick + (kTicks - 1) >= t && m.tick < base->tick) {
+        base = &m;
+      }
+    }
+    const uint64_t gen = (gen_ + 1) & kGenMask;
+    // Published before the word names `gen`: a raiser that reads `gen` in
+    // the word finds this base (or a later one, and then fails its swap).
+    base_[gen % kBases].store(base->deposits, std::memory_order_relaxed);
+    const uint64_t allowed = Allowance(Since(base->deposits, deposits));
+    uint64_t w = word_.load(std::memory_order_relaxed);
+    uint64_t retries = 0;
+    for (;;) {
+      // Exact: `retries` is the count the swap below replaces.
+      retries = retries_base_ + Used(w);
+      const uint64_t base_retries = base == &mark ? retries : base->retries;
+      if (word_.compare_exchange_weak(
+              w, Pack(gen, retries - base_retries, allowed),
+              std::memory_order_release, std::memory_order_relaxed)) {
+        retries_base_ = base_retries;
+        break;
+      }
+    }
+    mark.retries = retries;
+    gen_ = gen;
+    next_tick_at_.store(StartOf(t + 1), std::memory_order_relaxed);
+    current_tick_.store(t, std::memory_order_release);
+  }
+
+  // The window ran out at the allowance of its mark: recount the deposits
+  // and raise it. False when that leaves no room (then `w` is unchanged);
+  // true when the word now has room or has changed (`w` reloaded).
+  DEGRADE_NOINLINE bool Raise(uint64_t& w) {
+    for (;;) {
+      const uint64_t base =
+          base_[Gen(w) % kBases].load(std::memory_order_relaxed);
+      const uint64_t allowed = Allowance(Since(base, SumDeposits()));
+      if (allowed <= Allowed(w)) return false;
+      const uint64_t raised = (w & ~(kMaxField << kAllowedShift)) |
+                              (allowed << kAllowedShift);
+      if (word_.compare_exchange_strong(w, raised, std::memory_order_acquire,
+                                        std::memory_order_acquire)) {
+        w = raised;
+        return true;
+      }
+      if (Used(w) < Allowed(w)) return true;
+    }
+  }
+
+  uint64_t SumDeposits() const {
+    uint64_t n = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      n += shards_[i].deposits.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
+
+  const double percent_;
+  const double reserve_;
+  const Clock* const clock_;
+  const RealClock* const real_clock_;  // clock_ when it is the default
+  const int64_t width_;
+  const int64_t origin_;
+  const std::size_t shard_count_;
+  const std::unique_ptr<Shard[]> shards_;
+
+  // Read by every withdrawal.
+  alignas(kCacheLine) std::atomic<uint64_t> word_{0};
+  std::atomic<int64_t> next_tick_at_{0};
+  std::atomic<uint64_t> current_tick_{0};
+  // The deposit total at the base mark of the word's generation (mod 4).
+  std::array<std::atomic<uint64_t>, kBases> base_{};
+
+  mutable Mutex mu_;
+  std::array<Mark, kTicks> marks_ ABSL_GUARDED_BY(mu_);
+  uint64_t gen_ ABSL_GUARDED_BY(mu_) = 0;
+  // Every retry granted before the base mark of the current generation.
+  uint64_t retries_base_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_DETAIL_BUDGET_LEDGER_HPP_

@@ -4,15 +4,22 @@
 // exactly, a busy thread's at most a tick early and never late), the window
 // sliding a tick at a time, the allowance raised by deposits made since the
 // mark, a clock set back or sent to the end of time never granting more,
-// saturation; and threads racing deposits, withdrawals and tick boundaries
+// a ledger built at InfinitePast, saturation; a withdrawal racing a mark
+// refused rather than granted from the ended window, a mark dated when it
+// is taken (HookClock puts a second thread, or a stall, inside the mark);
+// and threads racing deposits, withdrawals and tick boundaries
 // never granting more than the windows allow and leaving the ledger whole
 // (label concurrency, run under TSan).
 
 #include "degrade/detail/budget_ledger.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -31,6 +38,38 @@ int WithdrawAll(BudgetLedger& l, int at_most = 10'000'000) {
   while (n < at_most && l.TryWithdraw()) ++n;
   return n;
 }
+
+// A clock that runs a hook on its n-th read from when it is armed: a way to
+// act at a chosen point inside a ledger call (the read a mark takes under
+// its lock is the second read of a withdrawal that notices a tick).
+class HookClock : public Clock {
+ public:
+  absl::Time Now() const override {
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (countdown_ > 0 && --countdown_ == 0) hook = std::move(hook_);
+    }
+    if (hook) hook();
+    std::lock_guard<std::mutex> lock(mu_);
+    return now_;
+  }
+  void Advance(absl::Duration d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += d;
+  }
+  void Arm(int nth_read, std::function<void()> hook) {
+    std::lock_guard<std::mutex> lock(mu_);
+    countdown_ = nth_read;
+    hook_ = std::move(hook);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+  mutable int countdown_ = 0;
+  mutable std::function<void()> hook_;
+};
 
 TEST(BudgetLedgerTest, AQuietThreadsRequestsAreDatedExactly) {
   FakeClock clock;
@@ -136,6 +175,73 @@ TEST(BudgetLedgerTest, TheEndsOfTimeNeverGrantMoreThanTheFloor) {
   clock.Set(absl::FromUnixSeconds(1'800'000'000));
   EXPECT_EQ(WithdrawAll(l), 0);
   EXPECT_EQ(l.granted(), 14u);
+}
+
+// Another thread's withdrawal that notices the new tick while this one is
+// marking it must not be granted from the window that has just ended: it
+// would be dated before the mark and leave the window a tick early (with
+// a marker stalled long enough, a window would grant twice its floor).
+TEST(BudgetLedgerTest, AWithdrawalWhileAnotherThreadMarksIsRefused) {
+  HookClock clock;
+  BudgetLedger l(0, 5, kWindow, &clock);
+  EXPECT_EQ(WithdrawAll(l, 3), 3);  // tick 0: 2 of the floor left
+  clock.Advance(kTick);
+  bool racer_granted = true;
+  // The outer withdrawal's first read notices tick 1; its second is the
+  // mark's, under the lock: the racer runs there.
+  clock.Arm(2, [&] {
+    std::thread racer([&] { racer_granted = l.TryWithdraw(); });
+    racer.join();
+  });
+  EXPECT_TRUE(l.TryWithdraw());  // from tick 1's window: 3 used, 2 left
+  EXPECT_FALSE(racer_granted);
+  EXPECT_EQ(l.refused(), 1u);
+  EXPECT_EQ(WithdrawAll(l), 1);
+  // Ticks 0..9 granted the floor; tick 10 frees tick 0's three.
+  for (int t = 2; t <= 9; ++t) {
+    clock.Advance(kTick);
+    EXPECT_EQ(WithdrawAll(l), 0) << "tick " << t;
+  }
+  clock.Advance(kTick);
+  EXPECT_EQ(WithdrawAll(l), 3);
+  EXPECT_EQ(l.granted(), 8u);
+}
+
+// A caller that noticed tick 2 and was then preempted until tick 5 must
+// date its mark tick 5. Labelled tick 2, the mark would leave the window
+// three ticks early, and with it every request a busy thread (one reading
+// the clock only every 64th deposit) made after it.
+TEST(BudgetLedgerTest, AMarkIsDatedWhenTakenNotWhenNoticed) {
+  HookClock clock;
+  BudgetLedger l(1.0, 0, kWindow, &clock);
+  clock.Advance(kTick);
+  for (int i = 0; i < 64; ++i) l.Deposit();  // tick 1: now on its stride
+  clock.Advance(kTick);
+  clock.Arm(2, [&] { clock.Advance(3 * kTick); });  // the stall
+  l.TryWithdraw();  // notices tick 2, marks at tick 5
+  for (int i = 0; i < 63; ++i) l.Deposit();  // tick 5, no clock read
+  clock.Advance(7 * kTick);
+  for (int t = 12; t <= 14; ++t) {
+    EXPECT_EQ(l.Read().requests, 63u) << "tick " << t;
+    clock.Advance(kTick);
+  }
+  EXPECT_EQ(l.Read().requests, 0u) << "tick 15";
+}
+
+// Ticks count from the start of the clock's range: a ledger built while
+// a FakeClock reads InfinitePast slides normally once time returns.
+TEST(BudgetLedgerTest, ALedgerBuiltAtInfinitePastStillSlides) {
+  FakeClock clock;
+  clock.Set(absl::InfinitePast());
+  BudgetLedger l(0, 4, kWindow, &clock);
+  EXPECT_EQ(WithdrawAll(l), 4);
+  clock.Set(absl::FromUnixSeconds(1'800'000'000));
+  EXPECT_EQ(WithdrawAll(l), 4);
+  clock.Advance(9 * kTick);
+  EXPECT_EQ(WithdrawAll(l), 0);
+  clock.Advance(kTick);
+  EXPECT_EQ(WithdrawAll(l), 4);
+  EXPECT_EQ(l.granted(), 12u);
 }
 
 // A tick is never shorter than 1 ns, so the shortest window is 10 ns.
@@ -257,6 +363,71 @@ TEST(BudgetLedgerTest, RacingWithdrawalsAcrossTicksStayWithinTheWindows) {
   // Whole afterwards: a window later exactly the floor is there.
   clock.Advance(kWindow);
   EXPECT_EQ(WithdrawAll(l), static_cast<int>(kFloor));
+}
+
+// The same race with readers (Read() takes marks too, granted() reads
+// beside them), checked a window at a time: every withdrawal records the
+// tick its clock read showed before and after it, and the retries whose
+// whole withdrawal fell within any ten consecutive ticks fit the floor.
+// (One that straddled a boundary may be dated either side, so it is left
+// out.) The race this guards most, a withdrawal granted from a window that
+// has just ended, is rare here; AWithdrawalWhileAnotherThreadMarksIsRefused
+// forces it.
+TEST(BudgetLedgerTest, NoTenTicksGrantMoreThanTheFloorWhileReadersRace) {
+  FakeClock clock;
+  constexpr uint64_t kFloor = 20;
+  constexpr int kTicksRun = 200;
+  constexpr int kWithdrawers = 3;
+  BudgetLedger l(0, kFloor, kWindow, &clock);
+  const absl::Time start = clock.Now();
+  auto tick_now = [&] {
+    return static_cast<int>((clock.Now() - start) / kTick);
+  };
+  std::vector<std::vector<std::pair<int, int>>> grants(kWithdrawers);
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> attempts{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kWithdrawers; ++i) {
+    ts.emplace_back([&, i] {
+      while (!done.load()) {
+        const int before = tick_now();
+        const bool ok = l.TryWithdraw();
+        if (ok) grants[i].emplace_back(before, tick_now());
+        attempts.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  ts.emplace_back([&] {
+    uint64_t sink = 0;
+    while (!done.load()) sink += l.Read().retries + l.granted();
+    EXPECT_GE(sink, 0u);
+  });
+  ts.emplace_back([&] {
+    for (int t = 0; t < kTicksRun; ++t) {
+      const uint64_t until = attempts.load() + 60;
+      while (attempts.load() < until) std::this_thread::yield();
+      clock.Advance(kTick);
+    }
+    done.store(true);
+  });
+  for (std::thread& t : ts) t.join();
+  uint64_t total = 0;
+  std::vector<uint64_t> within(kTicksRun + 1);  // by tick, non-straddling
+  for (const auto& mine : grants) {
+    total += mine.size();
+    for (const auto& [before, after] : mine) {
+      if (before == after) ++within[static_cast<std::size_t>(before)];
+    }
+  }
+  EXPECT_EQ(l.granted(), total);
+  for (int first = 0; first + 9 <= kTicksRun; ++first) {
+    uint64_t in = 0;
+    for (int t = first; t < first + 10; ++t) {
+      in += within[static_cast<std::size_t>(t)];
+    }
+    EXPECT_LE(in, kFloor) << "ticks " << first << ".." << first + 9;
+  }
+  EXPECT_GE(total, kFloor);  // the first window, at least
 }
 
 }  // namespace

@@ -21,9 +21,15 @@
 //   * Who notices: every withdrawal and every read reads the clock; a
 //     depositing thread reads it on each of its first 64 deposits of a
 //     tick and on every 64th after that. A thread making fewer than 64
-//     requests a tick therefore marks (and so dates) every one of them
+//     requests a tick therefore normally marks (and so dates) each of them
 //     exactly; a busier thread is late by at most 63 of its own requests,
-//     a sliver of a tick at those rates.
+//     a sliver of a tick at those rates. (A thread that takes over a
+//     departed thread's shard starts on that thread's stride, and a mark
+//     being taken by another thread is not waited for: both only date
+//     requests earlier than they were made.)
+//   * A mark is dated by a clock read taken under the mark's lock, not by
+//     the read that noticed the tick, so a caller that noticed and then
+//     stalled cannot label the present with a tick long gone.
 //   * A deposit counts at once. It leaves the window when the tick of the
 //     first mark after it leaves: ten ticks after its own when that tick
 //     was marked before it, earlier when nobody marked in between (a
@@ -34,21 +40,38 @@
 // window and the retries the window allows, with a generation, and every
 // grant is one compare-and-swap of used to used + 1 while used < allowed;
 // a mark swaps in the new window's figures by compare-and-swap too, from
-// the exact used it replaces. So however threads race, no window's
-// retries exceed its allowance, across tick boundaries as within one.
-// `allowed` is computed from the deposits at the mark; when it runs out,
-// the withdrawal sums the live deposits and raises it before refusing, so
-// requests made since the mark count at once.
+// the exact used it replaces. `allowed` is computed from the deposits at
+// the mark; when it runs out, the withdrawal sums the live deposits and
+// raises it before refusing, so requests made since the mark count at
+// once.
 //
-// Marks are taken under a mutex the request path only ever try-locks: a
-// caller that finds it held goes on with the window as it stands, and the
-// mark lands a moment later, so no deposit or withdrawal ever waits (only
-// granted(), a reader's call, locks it). A clock set back (a FakeClock)
-// takes no mark until it passes the newest one: the window stands still
-// meanwhile and nothing granted is forgotten.
+// A withdrawal that notices a tick nobody has marked takes the mark
+// itself, and when another thread holds the mark's lock it refuses rather
+// than grant from the window that has just ended: a retry granted there
+// would be dated before the mark and leave the window a tick early, and
+// a marker stalled by the scheduler would let that run on for as long as
+// it stalls (a window granting twice its allowance). So with the windows
+// dated by their marks, no ten ticks' retries exceed their allowance, and
+// the only retries a mark dates earlier than their clock are those whose
+// withdrawal read the clock before the tick began and was still in
+// flight when it was marked (one per racing thread at most).
+//
+// Marks are taken under a mutex nobody blocks on: the request path
+// try-locks it and the readers (granted(), Read()) do not need it, so no
+// deposit, withdrawal or read ever waits. The cost of never waiting is
+// that a withdrawal landing on a tick boundary while another thread marks
+// it is refused: one refusal per racing thread per tick at worst. A clock
+// set back (a FakeClock) takes no mark until it passes the newest one:
+// the window stands still meanwhile and nothing granted is forgotten.
+// Ticks are counted from the start of the clock's range (in phase with
+// the ledger's construction), not as a saturating distance from it, so a
+// ledger built at the end of time (a FakeClock at InfinitePast) still
+// slides once the clock comes back.
 //
 // Thread safety: every member may be called from any thread at once.
-// Deposit() and TryWithdraw() never block and never allocate.
+// Deposit() and TryWithdraw() never block, and allocate nothing after a
+// thread's first call (which registers the thread's shard; see
+// detail/thread_shard.hpp).
 
 #ifndef DEGRADE_DETAIL_BUDGET_LEDGER_HPP_
 #define DEGRADE_DETAIL_BUDGET_LEDGER_HPP_
@@ -101,16 +124,20 @@ class BudgetLedger {
         clock_(clock),
         real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
                                                     : nullptr),
-        width_(std::max<int64_t>(absl::ToInt64Nanoseconds(window) /
-                                     static_cast<int64_t>(kTicks),
-                                 1)),
-        origin_(NowNanos()),
+        width_(static_cast<uint64_t>(std::max<int64_t>(
+            absl::ToInt64Nanoseconds(window) / static_cast<int64_t>(kTicks),
+            1))),
         shard_count_(ShardArraySize()),
         shards_(new Shard[shard_count_]) {
+    const int64_t now = NowNanos();
+    phase_ = FromMin(now) % width_;
     // The first mark: nothing deposited, nothing withdrawn.
-    marks_[0] = Mark{0, 0, 0, true};
+    const uint64_t t = TickOf(now);
+    marks_[t % kTicks] = Mark{t, 0, 0, true};
     word_.store(Pack(0, 0, Allowance(0)), std::memory_order_relaxed);
-    next_tick_at_.store(StartOf(1), std::memory_order_relaxed);
+    retries_at_[0].store(0, std::memory_order_relaxed);
+    current_tick_.store(t, std::memory_order_relaxed);
+    next_tick_at_.store(StartOf(t + 1), std::memory_order_relaxed);
   }
 
   BudgetLedger(const BudgetLedger&) = delete;
@@ -134,7 +161,15 @@ class BudgetLedger {
 
   // True, counting one retry, when the window has room for it.
   bool TryWithdraw() {
-    NoteTime(NowNanos());
+    const int64_t now = NowNanos();
+    if (DEGRADE_UNLIKELY(now >=
+                         next_tick_at_.load(std::memory_order_relaxed)) &&
+        !MarkTick(TickOf(now))) {
+      // Another thread is marking the tick this one has noticed: the
+      // window has ended and the next is not there yet.
+      shards_[ThreadShardIndex()].refused.Add(1);
+      return false;
+    }
     uint64_t w = word_.load(std::memory_order_acquire);
     for (;;) {
       if (DEGRADE_LIKELY(Used(w) < Allowed(w))) {
@@ -176,12 +211,20 @@ class BudgetLedger {
     }
   }
 
-  // Every retry granted. Takes the marks' mutex (a mark due meanwhile is
-  // taken by the next caller instead), so it is for readers, not the
-  // request path.
+  // Every retry granted. Lock-free: it reads the word and the total its
+  // generation counts from, and retries if a mark came between.
   uint64_t granted() const {
-    MutexLock lock(&mu_);
-    return retries_base_ + Used(word_.load(std::memory_order_acquire));
+    uint64_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      const uint64_t at =
+          retries_at_[Gen(w) % kBases].load(std::memory_order_relaxed);
+      if ((at >> kRetriesGenShift) == Gen(w)) {
+        return (at & kRetriesMask) + Used(w);
+      }
+      // The slot already holds a later generation's total (this reader
+      // stalled across marks): the word has moved on too.
+      w = word_.load(std::memory_order_acquire);
+    }
   }
   uint64_t refused() const {
     uint64_t n = 0;
@@ -202,6 +245,11 @@ class BudgetLedger {
   static constexpr int kGenShift = 56;
   static constexpr uint64_t kOneUsed = uint64_t{1} << kUsedShift;
   static constexpr uint64_t kGenMask = (uint64_t{1} << 8) - 1;
+  // retries_at_ slots: generation (8 bits) | retries (56 bits; 7 x 10^16
+  // retries, years at any rate an RPC client reaches).
+  static constexpr int kRetriesGenShift = 56;
+  static constexpr uint64_t kRetriesMask = (uint64_t{1} << 56) - 1;
+  static constexpr uint64_t kSignBit = uint64_t{1} << 63;
 
   struct alignas(kCacheLine) Shard {
     // The thread's requests, ever.
@@ -247,21 +295,31 @@ class BudgetLedger {
     return real_clock_ != nullptr ? real_clock_->CoarseUnixNanos()
                                   : absl::ToUnixNanos(clock_->CoarseNow());
   }
+  // Ticks count from the clock's earliest nanosecond (INT64_MIN), so every
+  // instant has one and none saturates, shifted by phase_ so that they
+  // begin where the ledger did (a simulation's ticks then fall where its
+  // seconds do). The instants before the first whole tick are tick 0.
+  static uint64_t FromMin(int64_t now) {
+    return static_cast<uint64_t>(now) ^ kSignBit;
+  }
   uint64_t TickOf(int64_t now) const {
-    return static_cast<uint64_t>(ElapsedNanosSince(now, origin_) / width_);
+    const uint64_t from_min = FromMin(now);
+    return from_min < phase_ ? 0 : (from_min - phase_) / width_;
   }
   int64_t StartOf(uint64_t tick) const {
-    const int64_t t = tick > static_cast<uint64_t>(kSatMaxNanos)
-                          ? kSatMaxNanos
-                          : static_cast<int64_t>(tick);
-    return SatAddNanos(origin_, SatMulNanos(t, width_));
+    if (tick > (~uint64_t{0} - phase_) / width_) return kSatMaxNanos;
+    const uint64_t from_min = tick * width_ + phase_;
+    // Back to signed: from_min - 2^63, without a signed overflow.
+    return from_min >= kSignBit
+               ? static_cast<int64_t>(from_min - kSignBit)
+               : -static_cast<int64_t>(kSignBit - from_min - 1) - 1;
   }
 
   // Takes the mark of `now`'s tick if that tick is new and nobody else is
   // taking it.
   DEGRADE_ALWAYS_INLINE void NoteTime(int64_t now) {
     if (DEGRADE_UNLIKELY(now >= next_tick_at_.load(std::memory_order_relaxed))) {
-      NewTick(TickOf(now));
+      MarkTick(TickOf(now));
     }
   }
 
@@ -279,14 +337,23 @@ class BudgetLedger {
                        std::memory_order_relaxed);
   }
 
-  DEGRADE_NOINLINE void NewTick(uint64_t t) {
-    if (t <= current_tick_.load(std::memory_order_acquire)) return;
-    if (!mu_.TryLock()) return;  // being marked: go on with the window as is
-    TakeMark(t);
-    mu_.Unlock();
+  // True when tick `t` is marked on return: it was, this call marked it,
+  // or another thread did meanwhile. False when another thread is still
+  // marking. The acquire pairs with TakeMark's release of current_tick_,
+  // so a caller told true then reads the new window's word.
+  DEGRADE_NOINLINE bool MarkTick(uint64_t t) {
+    if (t <= current_tick_.load(std::memory_order_acquire)) return true;
+    if (mu_.TryLock()) {
+      TakeMark(t);
+      mu_.Unlock();
+    }
+    return t <= current_tick_.load(std::memory_order_acquire);
   }
 
-  void TakeMark(uint64_t t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void TakeMark(uint64_t noticed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // Dated now, under the lock: the caller may have noticed its tick long
+    // ago (preempted since), and a clock set back keeps the later tick.
+    const uint64_t t = std::max(noticed, TickOf(NowNanos()));
     if (t <= current_tick_.load(std::memory_order_relaxed)) return;
     const uint64_t deposits = SumDeposits();
     Mark& mark = marks_[t % kTicks];
@@ -309,6 +376,10 @@ class BudgetLedger {
       // Exact: `retries` is the count the swap below replaces.
       retries = retries_base_ + Used(w);
       const uint64_t base_retries = base == &mark ? retries : base->retries;
+      // Stored before the swap that names `gen`, which releases it.
+      retries_at_[gen % kBases].store(
+          (gen << kRetriesGenShift) | (base_retries & kRetriesMask),
+          std::memory_order_relaxed);
       if (word_.compare_exchange_weak(
               w, Pack(gen, retries - base_retries, allowed),
               std::memory_order_release, std::memory_order_relaxed)) {
@@ -354,8 +425,8 @@ class BudgetLedger {
   const double reserve_;
   const Clock* const clock_;
   const RealClock* const real_clock_;  // clock_ when it is the default
-  const int64_t width_;
-  const int64_t origin_;
+  const uint64_t width_;  // of a tick, >= 1 ns
+  uint64_t phase_ = 0;    // set once, in the constructor
   const std::size_t shard_count_;
   const std::unique_ptr<Shard[]> shards_;
 
@@ -365,8 +436,10 @@ class BudgetLedger {
   std::atomic<uint64_t> current_tick_{0};
   // The deposit total at the base mark of the word's generation (mod 4).
   std::array<std::atomic<uint64_t>, kBases> base_{};
+  // The retry total at that mark, tagged with the generation (granted()).
+  std::array<std::atomic<uint64_t>, kBases> retries_at_{};
 
-  mutable Mutex mu_;
+  Mutex mu_;
   std::array<Mark, kTicks> marks_ ABSL_GUARDED_BY(mu_);
   uint64_t gen_ ABSL_GUARDED_BY(mu_) = 0;
   // Every retry granted before the base mark of the current generation.

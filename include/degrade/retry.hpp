@@ -52,7 +52,11 @@
 //
 // Cost of a call that succeeds first time: one plain add on a per-thread
 // counter line and, with a budget, its Deposit(); the clock is read only
-// to decide a retry. Call() and Retry() are forced inline and the retry
+// to decide a retry. In the breaker form the breaker's Execute() is the
+// exception boundary (it turns the callable's throw into a status), so
+// the retrier adds none of its own there: what Execute() itself might
+// throw, an allocation failing, reaches the caller as it would from any
+// other call. Call() and Retry() are forced inline and the retry
 // loop is out of line, so a first success costs little more than the
 // attempt (docs/performance.md).
 //
@@ -191,6 +195,23 @@ inline absl::Status ValidateRetryPolicy(const RetryPolicy& p);
 
 class Retrier;
 
+namespace detail {
+// An attempt the retrier runs without an exception boundary of its own:
+// the breaker form's, whose callable Execute() already guards. A try
+// around it cost a third of a first-time call (docs/performance.md), and
+// declaring it noexcept would turn a bad_alloc inside Execute() into
+// std::terminate.
+template <typename F>
+struct UnguardedAttempt {
+  F f;
+  decltype(auto) operator()(const RetryAttempt& a) { return f(a); }
+};
+template <typename F>
+inline constexpr bool kIsUnguardedAttempt = false;
+template <typename F>
+inline constexpr bool kIsUnguardedAttempt<UnguardedAttempt<F>> = true;
+}  // namespace detail
+
 // Retry(retrier, deadline, attempt[, record])
 //
 // Runs `attempt` under `retrier`'s policy (see the file comment): its
@@ -258,14 +279,14 @@ class Retrier final {
   explicit Retrier(RetryPolicy policy);
 
   // One attempt. A callable the user declared noexcept needs no exception
-  // boundary of ours.
-  template <typename T, typename Bound>
+  // boundary of ours, nor one that is guarded already (`kGuarded`).
+  template <typename T, bool kGuarded, typename Bound>
   DEGRADE_ALWAYS_INLINE detail::ResultOf<T> RunAttempt(Bound& bound,
                                                        int number) const {
     auto numbered = [&bound, number]() noexcept(
                         std::is_nothrow_invocable_v<Bound&, int>)
         -> decltype(auto) { return bound(number); };
-    if constexpr (std::is_nothrow_invocable_v<Bound&, int>) {
+    if constexpr (kGuarded || std::is_nothrow_invocable_v<Bound&, int>) {
       return detail::InvokeToResult<T>(numbered);
     } else {
       return detail::InvokeCatching<T>(numbered, "retry", name_);
@@ -274,7 +295,7 @@ class Retrier final {
   // Call() after its first attempt failed: the retry loop, the record,
   // the counts and the reworded error. Out of line, to keep the first
   // attempt's path short.
-  template <typename T, typename Bound>
+  template <typename T, bool kGuarded, typename Bound>
   void AfterFirstFailure(detail::ResultOf<T>& result, Bound& bound,
                          const Deadline& deadline, RetryRecord* record);
   // What to do after attempt `n` failed with `s`: stop (and why), or retry
@@ -375,17 +396,18 @@ DEGRADE_ALWAYS_INLINE auto Retrier::Call(const Deadline& deadline, F&& attempt,
   // The first attempt is all most calls make: nothing a retry needs (the
   // record, the clock, the loop) is built before it fails, and the one
   // `result` is returned on every path so that it is constructed in place.
-  Result result = RunAttempt<T>(bound, 1);
+  constexpr bool kGuarded = detail::kIsUnguardedAttempt<std::decay_t<F>>;
+  Result result = RunAttempt<T, kGuarded>(bound, 1);
   if (DEGRADE_LIKELY(detail::StatusOf(result).ok())) {
     shards_[detail::ThreadShardIndex()].first_time_ok.Add(1);
     if (record != nullptr) *record = RetryRecord{1};
   } else {
-    AfterFirstFailure<T>(result, bound, deadline, record);
+    AfterFirstFailure<T, kGuarded>(result, bound, deadline, record);
   }
   return result;
 }
 
-template <typename T, typename Bound>
+template <typename T, bool kGuarded, typename Bound>
 DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
                                                  Bound& bound,
                                                  const Deadline& deadline,
@@ -401,7 +423,7 @@ DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
     }
     Wait(wait);
     rec.waited += wait;
-    result = RunAttempt<T>(bound, number + 1);
+    result = RunAttempt<T, kGuarded>(bound, number + 1);
   }
   Count(rec);
   if (record != nullptr) *record = rec;
@@ -512,20 +534,17 @@ template <typename T, typename F>
 DEGRADE_ALWAYS_INLINE typename CircuitBreaker<T>::Result Retry(
     Retrier& retrier, CircuitBreaker<T>& breaker, const Deadline& deadline,
     F&& attempt, RetryRecord* record) {
+  auto guarded = [&](const RetryAttempt& a) {
+    return breaker.Execute([&]() -> decltype(auto) {
+      if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
+        return std::invoke(attempt, a);
+      } else {
+        return std::invoke(attempt);
+      }
+    });
+  };
   return retrier.Call(
-      deadline,
-      // Not noexcept, although Execute() turns the callable's throw into a
-      // status: what Execute() itself may throw (bad_alloc building a
-      // rejection) must reach the retrier's boundary, not std::terminate.
-      [&](const RetryAttempt& a) {
-        return breaker.Execute([&]() -> decltype(auto) {
-          if constexpr (std::is_invocable_v<F&, const RetryAttempt&>) {
-            return std::invoke(attempt, a);
-          } else {
-            return std::invoke(attempt);
-          }
-        });
-      },
+      deadline, detail::UnguardedAttempt<decltype(guarded)>{guarded},
       record);
 }
 

@@ -75,7 +75,7 @@ struct ThreadShardSlot {
   // True while the thread holds exclusive slot `index_plus_one - 1`.
   bool exclusive = false;
 };
-inline ThreadShardSlot& CurrentThreadShardSlot() {
+DEGRADE_ALWAYS_INLINE ThreadShardSlot& CurrentThreadShardSlot() {
   thread_local ThreadShardSlot slot;
   return slot;
 }
@@ -111,7 +111,9 @@ struct ShardSlotReleaser {
   }
 };
 
-inline void AcquireShardSlot(ThreadShardSlot& slot) {
+// Once per thread: out of line, so that the lookup inlines into every
+// counter (a call to it was a tenth of a first-time retry's instructions).
+DEGRADE_NOINLINE inline void AcquireShardSlot(ThreadShardSlot& slot) {
   std::atomic<uint64_t>& slots = ShardSlots();
   const std::size_t count = ShardCount();
   const uint64_t all =
@@ -134,7 +136,7 @@ inline void AcquireShardSlot(ThreadShardSlot& slot) {
 }
 
 // The calling thread's shard index, below ShardArraySize().
-inline std::size_t ThreadShardIndex() {
+DEGRADE_ALWAYS_INLINE std::size_t ThreadShardIndex() {
   ThreadShardSlot& slot = CurrentThreadShardSlot();
   if (DEGRADE_UNLIKELY(slot.index_plus_one == 0)) AcquireShardSlot(slot);
   return slot.index_plus_one - 1;
@@ -142,7 +144,7 @@ inline std::size_t ThreadShardIndex() {
 
 // Whether the calling thread is the only live writer of the shard
 // ThreadShardIndex() gives it. False before the first ThreadShardIndex().
-inline bool ThreadOwnsShard() { return CurrentThreadShardSlot().exclusive; }
+DEGRADE_ALWAYS_INLINE bool ThreadOwnsShard() { return CurrentThreadShardSlot().exclusive; }
 
 // ShardCounter
 //

@@ -18,9 +18,11 @@
 // "Sliding" (detail/budget_ledger.hpp): the window is the current tick of
 // ttl/10 and the nine before it, so the allowance never resets in one
 // step. A request counts from the moment it is deposited and leaves the
-// window with its tick, ten ticks on, or up to a tick early when its thread
-// makes more than 64 requests a tick (the books then date it by the
-// thread's last clock read); never late. A clock set back (a FakeClock)
+// window with its tick, ten ticks on, or earlier when its thread is busy
+// (after 64 requests in a tick a thread reads the clock only every 64th
+// request, so up to 63 of its requests may be dated by an older mark and
+// leave up to a window early); never late, so the error is always towards
+// fewer retries. A clock set back (a FakeClock)
 // holds the window where it is until the clock passes it again, so no
 // retry already granted is forgotten.
 //
@@ -99,9 +101,12 @@ inline absl::Status ValidateRetryBudgetSettings(const RetryBudgetSettings& s);
 
 // RetryBudget
 //
-// Thread-safe; Deposit() and TryWithdraw() never wait and allocate nothing
-// (the one mutex, which guards the tick marks, they only ever try-lock;
-// stats() locks it).
+// Thread-safe; Deposit() and TryWithdraw() never wait, and allocate
+// nothing after a thread's first call (the one mutex, which guards the
+// tick marks, is only ever try-locked, by them and by stats() and
+// balance(), which take a due mark too). A withdrawal made while another
+// thread is taking a mark is refused: normally well under a microsecond
+// per tick, longer if the marking thread is descheduled.
 // Neither copyable nor movable (the telemetry holds its address).
 class RetryBudget final {
  public:

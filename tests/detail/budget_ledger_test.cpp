@@ -4,9 +4,11 @@
 // exactly, a busy thread's at most a tick early and never late), the window
 // sliding a tick at a time, the allowance raised by deposits made since the
 // mark, a clock set back or sent to the end of time never granting more,
-// a ledger built at InfinitePast, saturation; a withdrawal racing a mark
-// refused rather than granted from the ended window, a mark dated when it
-// is taken (HookClock puts a second thread, or a stall, inside the mark);
+// a ledger built at InfinitePast, 1 ns ticks at the end of time,
+// saturation; a withdrawal racing a mark refused rather than granted from
+// the ended window, one preempted across a tick judged by the tick it
+// read, a mark dated when it is taken (HookClock puts a second thread, or
+// a stall, inside a call);
 // and threads racing deposits, withdrawals and tick boundaries
 // never granting more than the windows allow and leaving the ledger whole
 // (label concurrency, run under TSan).
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -41,27 +44,34 @@ int WithdrawAll(BudgetLedger& l, int at_most = 10'000'000) {
 
 // A clock that runs a hook on its n-th read from when it is armed: a way to
 // act at a chosen point inside a ledger call (the read a mark takes under
-// its lock is the second read of a withdrawal that notices a tick).
+// its lock is the second read of a withdrawal that notices a tick). The
+// read returns the time after the hook, or with `stale` the time before
+// it (the caller was preempted between reading the clock and using it).
 class HookClock : public Clock {
  public:
   absl::Time Now() const override {
     std::function<void()> hook;
+    absl::Time before;
+    bool stale;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (countdown_ > 0 && --countdown_ == 0) hook = std::move(hook_);
+      before = now_;
+      stale = stale_;
     }
     if (hook) hook();
     std::lock_guard<std::mutex> lock(mu_);
-    return now_;
+    return hook && stale ? before : now_;
   }
   void Advance(absl::Duration d) {
     std::lock_guard<std::mutex> lock(mu_);
     now_ += d;
   }
-  void Arm(int nth_read, std::function<void()> hook) {
+  void Arm(int nth_read, std::function<void()> hook, bool stale = false) {
     std::lock_guard<std::mutex> lock(mu_);
     countdown_ = nth_read;
     hook_ = std::move(hook);
+    stale_ = stale;
   }
 
  private:
@@ -69,6 +79,7 @@ class HookClock : public Clock {
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   mutable int countdown_ = 0;
   mutable std::function<void()> hook_;
+  bool stale_ = false;
 };
 
 TEST(BudgetLedgerTest, AQuietThreadsRequestsAreDatedExactly) {
@@ -226,6 +237,43 @@ TEST(BudgetLedgerTest, AMarkIsDatedWhenTakenNotWhenNoticed) {
     clock.Advance(kTick);
   }
   EXPECT_EQ(l.Read().requests, 0u) << "tick 15";
+}
+
+// A withdrawal that read the clock in tick 9 and was preempted while
+// another thread marked tick 10 must be judged by tick 9's window, which is
+// spent: granted from tick 10's fresh window, ticks 0..9 by the clocks
+// their withdrawals read would have granted the floor and one more.
+TEST(BudgetLedgerTest, AWithdrawalIsJudgedByTheTickItsClockReadShowed) {
+  HookClock clock;
+  BudgetLedger l(0, 5, kWindow, &clock);
+  EXPECT_EQ(WithdrawAll(l), 5);  // tick 0
+  clock.Advance(9 * kTick);
+  clock.Arm(
+      1,
+      [&] {
+        clock.Advance(kTick);
+        std::thread marker([&] { l.Read(); });  // marks tick 10
+        marker.join();
+      },
+      /*stale=*/true);
+  EXPECT_FALSE(l.TryWithdraw());  // read tick 9
+  EXPECT_EQ(WithdrawAll(l), 5);   // tick 10: ticks 1..10 granted nothing
+  EXPECT_EQ(l.granted(), 10u);
+}
+
+// With 1 ns ticks the last ten ticks of the clock's range are one window
+// like any other (the window test once wrapped there).
+TEST(BudgetLedgerTest, TheLastTicksOfTimeAreOneWindow) {
+  FakeClock clock;
+  BudgetLedger l(0, 3, absl::Nanoseconds(10), &clock);  // 1 ns ticks
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  clock.Set(absl::FromUnixNanos(kMax - 5));
+  EXPECT_EQ(WithdrawAll(l), 3);
+  clock.Set(absl::FromUnixNanos(kMax - 2));
+  EXPECT_EQ(WithdrawAll(l), 0);
+  clock.Set(absl::InfiniteFuture());
+  EXPECT_EQ(WithdrawAll(l), 0);
+  EXPECT_EQ(l.granted(), 3u);
 }
 
 // Ticks count from the start of the clock's range: a ledger built while

@@ -22,11 +22,13 @@
 //     depositing thread reads it on each of its first 64 deposits of a
 //     tick and on every 64th after that. A thread making fewer than 64
 //     requests a tick therefore normally marks (and so dates) each of them
-//     exactly; a busier thread is late by at most 63 of its own requests,
-//     a sliver of a tick at those rates. (A thread that takes over a
-//     departed thread's shard starts on that thread's stride, and a mark
-//     being taken by another thread is not waited for: both only date
-//     requests earlier than they were made.)
+//     exactly. A busier thread reads the clock late by at most 63 of its
+//     own requests, but however long those take: a thread that goes quiet
+//     on its stride dates its next 63 requests by whatever mark came last,
+//     up to a window before them. (A thread that takes over a departed
+//     thread's shard starts on that thread's stride, and a mark being
+//     taken by another thread is not waited for.) All of these only date
+//     requests earlier than they were made: they leave early, never late.
 //   * A mark is dated by a clock read taken under the mark's lock, not by
 //     the read that noticed the tick, so a caller that noticed and then
 //     stalled cannot label the present with a tick long gone.
@@ -45,22 +47,23 @@
 // raises it before refusing, so requests made since the mark count at
 // once.
 //
-// A withdrawal that notices a tick nobody has marked takes the mark
-// itself, and when another thread holds the mark's lock it refuses rather
-// than grant from the window that has just ended: a retry granted there
-// would be dated before the mark and leave the window a tick early, and
-// a marker stalled by the scheduler would let that run on for as long as
-// it stalls (a window granting twice its allowance). So with the windows
-// dated by their marks, no ten ticks' retries exceed their allowance, and
-// the only retries a mark dates earlier than their clock are those whose
-// withdrawal read the clock before the tick began and was still in
-// flight when it was marked (one per racing thread at most).
+// A withdrawal reads the grant word, then the clock. If the clock shows a
+// tick nobody has marked, it takes the mark itself, and when another
+// thread holds the mark's lock it refuses rather than grant from the
+// window that has just ended: a retry granted there would be dated before
+// the mark and leave the window a tick early, and a marker stalled by the
+// scheduler would let that run on for as long as it stalls (a window
+// granting twice its allowance). A withdrawal whose word changed
+// generation under it (a mark came between) starts again from the word.
+// So every grant comes from the window of the tick its own clock read
+// showed, and no ten ticks' retries exceed their allowance.
 //
-// Marks are taken under a mutex nobody blocks on: the request path
-// try-locks it and the readers (granted(), Read()) do not need it, so no
-// deposit, withdrawal or read ever waits. The cost of never waiting is
-// that a withdrawal landing on a tick boundary while another thread marks
-// it is refused: one refusal per racing thread per tick at worst. A clock
+// Marks are taken under a mutex nobody blocks on: deposits, withdrawals
+// and Read() only try-lock it (Read() takes a due mark too), and
+// granted() does not need it, so nothing ever waits. The cost of never
+// waiting is that every withdrawal made while another thread is taking a
+// mark is refused: normally the mark takes well under a microsecond once a
+// tick, but a marking thread the scheduler deschedules holds it longer. A clock
 // set back (a FakeClock) takes no mark until it passes the newest one:
 // the window stands still meanwhile and nothing granted is forgotten.
 // Ticks are counted from the start of the clock's range (in phase with
@@ -161,30 +164,34 @@ class BudgetLedger {
 
   // True, counting one retry, when the window has room for it.
   bool TryWithdraw() {
-    const int64_t now = NowNanos();
-    if (DEGRADE_UNLIKELY(now >=
-                         next_tick_at_.load(std::memory_order_relaxed)) &&
-        !MarkTick(TickOf(now))) {
-      // Another thread is marking the tick this one has noticed: the
-      // window has ended and the next is not there yet.
-      shards_[ThreadShardIndex()].refused.Add(1);
-      return false;
-    }
-    uint64_t w = word_.load(std::memory_order_acquire);
     for (;;) {
-      if (DEGRADE_LIKELY(Used(w) < Allowed(w))) {
-        // Acquire both ways (C++17 will not have the failure stronger):
-        // a reloaded word's generation names a base_ the raise then reads.
-        if (word_.compare_exchange_weak(w, w + kOneUsed,
-                                        std::memory_order_acquire,
-                                        std::memory_order_acquire)) {
-          return true;
+      // The word first, then the clock: the mark whose word this reads was
+      // dated before the clock read below, so a grant made from it is dated
+      // by the tick this withdrawal's clock read saw.
+      uint64_t w = word_.load(std::memory_order_acquire);
+      const uint64_t gen = Gen(w);
+      const int64_t now = NowNanos();
+      if (DEGRADE_UNLIKELY(now >=
+                           next_tick_at_.load(std::memory_order_acquire))) {
+        if (!MarkTick(TickOf(now))) {
+          shards_[ThreadShardIndex()].refused.Add(1);
+          return false;
         }
-        continue;
+        // Marked: when that changed the word, read it, then the clock, again.
+        if (Gen(word_.load(std::memory_order_acquire)) != gen) continue;
       }
-      if (!Raise(w)) {
-        shards_[ThreadShardIndex()].refused.Add(1);
-        return false;
+      for (;;) {
+        if (DEGRADE_LIKELY(Used(w) < Allowed(w))) {
+          if (word_.compare_exchange_weak(w, w + kOneUsed,
+                                          std::memory_order_acquire,
+                                          std::memory_order_acquire)) {
+            return true;
+          }
+        } else if (!Raise(w)) {
+          shards_[ThreadShardIndex()].refused.Add(1);
+          return false;
+        }
+        if (Gen(w) != gen) break;  // a mark came between: start again
       }
     }
   }
@@ -361,7 +368,7 @@ class BudgetLedger {
     // The window's oldest mark: of ticks t-9..t, the earliest there is.
     const Mark* base = &mark;
     for (const Mark& m : marks_) {
-      if (m.valid && m.tick + (kTicks - 1) >= t && m.tick < base->tick) {
+      if (m.valid && m.tick <= t && t - m.tick < kTicks && m.tick < base->tick) {
         base = &m;
       }
     }
@@ -389,7 +396,7 @@ class BudgetLedger {
     }
     mark.retries = retries;
     gen_ = gen;
-    next_tick_at_.store(StartOf(t + 1), std::memory_order_relaxed);
+    next_tick_at_.store(StartOf(t + 1), std::memory_order_release);
     current_tick_.store(t, std::memory_order_release);
   }
 

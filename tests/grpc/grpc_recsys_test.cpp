@@ -1,0 +1,139 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// The multi-process recommendation demo (examples/grpc_recsys/), run short
+// with real server processes on loopback: the proof that the
+// breakers, budgets and Plan Bs hold when the outages are real ones (a
+// SIGKILL, a SIGSTOP, a slow server, everything down).
+//
+// One run (chaos.hpp's ShortOptions: 9 phases of 2.5 s, breaker timeout
+// 0.5 s, 200 requests/s, about 25 s in all), and assertions on the report
+// RunChaos() returns, the same one the demo prints:
+//   * every phase: every response non-empty;
+//   * rank paused: p99 <= the rank budget (100 ms) + 50 ms;
+//   * each phase that starts with a server's return: a fully personalised
+//     response within RecoveryBound(): the breaker timeout plus one probe
+//     (chaos.hpp says what a probe may take, and the 500 ms of scheduling
+//     slack for a loaded machine).
+// The bounds are upper bounds with their reasons, never a sleep and hope.
+//
+// Plus the driver's bad inputs, each a clear error and never a hang: a
+// missing server binary, an unknown role, a child that exits at once, a
+// child that never reports a port.
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "chaos.hpp"
+#include "children.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+const grpc_recsys::PhaseReport* Phase(const grpc_recsys::ChaosReport& r,
+                                      grpc_recsys::Action action) {
+  for (const grpc_recsys::PhaseReport& p : r.phases) {
+    if (p.action == action) return &p;
+  }
+  return nullptr;
+}
+
+TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
+  const grpc_recsys::ChaosOptions options =
+      grpc_recsys::ShortOptions(GRPC_RECSYS_SERVER);
+  const absl::Time started = absl::Now();
+  absl::StatusOr<grpc_recsys::ChaosReport> report =
+      grpc_recsys::RunChaos(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  // The whole report, as the demo prints it: what a failure below is about.
+  grpc_recsys::PrintReport(stdout, *report);
+  EXPECT_LT(absl::Now() - started, absl::Seconds(60));
+  ASSERT_EQ(report->phases.size(), grpc_recsys::ChaosScript().size());
+
+  for (const grpc_recsys::PhaseReport& p : report->phases) {
+    SCOPED_TRACE(p.name);
+    // 2.5 s at 200/s is 500 requests; a loaded machine may send fewer, but
+    // never almost none.
+    EXPECT_GT(p.requests, 100u);
+    EXPECT_EQ(p.non_empty, p.requests);
+  }
+
+  // The servers answer: when nothing is wrong, most requests are fully
+  // personalised. Not all: on a loaded machine three budget overruns in a
+  // row trip a breaker, which then serves its Plan B for 0.5 s, a fifth
+  // of the phase; that is the library working, not failing.
+  EXPECT_GE(report->phases.front().full_percent(), 50.0);
+
+  const grpc_recsys::PhaseReport* paused =
+      Phase(*report, grpc_recsys::Action::kPause);
+  ASSERT_NE(paused, nullptr);
+  const grpc_recsys::FrontOptions front = grpc_recsys::FrontOptionsFor(options);
+  EXPECT_LE(paused->p99, grpc_recsys::PausedRankP99Bound(front))
+      << "p99 " << absl::FormatDuration(paused->p99);
+  // The ranker really was missed: its Plan B served.
+  EXPECT_LT(paused->full_percent(), 50.0);
+
+  const absl::Duration bound = grpc_recsys::RecoveryBound(options);
+  int returns = 0;
+  for (const grpc_recsys::PhaseReport& p : report->phases) {
+    if (!p.server_returned) continue;
+    ++returns;
+    SCOPED_TRACE(p.name);
+    ASSERT_TRUE(p.time_to_full.has_value())
+        << "no fully personalised response after the return";
+    EXPECT_LE(*p.time_to_full, bound) << absl::FormatDuration(*p.time_to_full)
+                                      << " > " << absl::FormatDuration(bound);
+  }
+  EXPECT_EQ(returns, 4);
+  EXPECT_EQ(report->malformed_trailers, 0u);
+}
+
+TEST(GrpcRecsysTest, MissingServerBinaryIsNamed) {
+  grpc_recsys::ChaosOptions o =
+      grpc_recsys::ShortOptions("/nonexistent/grpc_recsys_server");
+  absl::StatusOr<grpc_recsys::ChaosReport> r = grpc_recsys::RunChaos(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("/nonexistent/grpc_recsys_server"));
+}
+
+TEST(GrpcRecsysTest, UnknownRoleIsReportedWithTheServersOwnWords) {
+  grpc_recsys::Children children(absl::Seconds(10));
+  absl::StatusOr<grpc_recsys::Child> c =
+      children.Start("bogus", GRPC_RECSYS_SERVER, {"--role", "bogus"});
+  ASSERT_FALSE(c.ok());
+  const std::string message(c.status().message());
+  EXPECT_THAT(message,
+              HasSubstr("exited with status 2 before reporting its port"));
+  EXPECT_THAT(message, HasSubstr("unknown role 'bogus'"));
+}
+
+TEST(GrpcRecsysTest, ChildThatDiesAtStartIsAnError) {
+  grpc_recsys::Children children(absl::Seconds(10));
+  absl::StatusOr<grpc_recsys::Child> c =
+      children.Start("false", "/bin/false", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr("exited with status 1 before reporting its port"));
+}
+
+TEST(GrpcRecsysTest, PortNeverReportedTimesOutAndTheChildIsKilled) {
+  grpc_recsys::Children children(absl::Milliseconds(300));
+  const absl::Time started = absl::Now();
+  absl::StatusOr<grpc_recsys::Child> c =
+      children.Start("sleeper", "/bin/sleep", {"30"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr("did not report its port within"));
+  // The timeout plus the reaping, far from sleep's 30 s.
+  EXPECT_LT(absl::Now() - started, absl::Seconds(10));
+}
+
+}  // namespace

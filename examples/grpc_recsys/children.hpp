@@ -91,7 +91,14 @@ inline void InstallSignalHandlersOnce() {
     std::memset(&sa, 0, sizeof sa);
     sa.sa_handler = &KillChildrenAndReraise;
     sigemptyset(&sa.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      // A signal the driver was started ignoring (nohup) stays ignored.
+      struct sigaction old;
+      if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) {
+        continue;
+      }
+      ::sigaction(sig, &sa, nullptr);
+    }
   });
 }
 
@@ -167,6 +174,9 @@ class Children {
   explicit Children(absl::Duration start_timeout = absl::Seconds(10))
       : start_timeout_(start_timeout) {
     detail::InstallSignalHandlersOnce();
+    // An inherited SIGCHLD = SIG_IGN would make the kernel reap the
+    // children itself, and waitpid() could not tell a death from a run.
+    ::signal(SIGCHLD, SIG_DFL);
     const char* tmp = std::getenv("TMPDIR");
     std::string dir = absl::StrCat(
         tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/grpc_recsys.XXXXXX");
@@ -230,9 +240,17 @@ class Children {
     static constexpr char kExecFailed[] = "grpc_recsys: exec failed\n";
 
     const pid_t parent = ::getpid();
+    // Signals blocked across fork(): until exec the child runs the parent's
+    // handler, which would SIGKILL the parent's other servers, so the child
+    // resets the handlers before it unblocks them; the parent unblocks
+    // once the new pid is remembered, so a SIGINT meanwhile kills it too.
+    sigset_t all, before;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &before);
     const pid_t pid = ::fork();
     if (pid < 0) {
       const std::string why = std::strerror(errno);
+      ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
       ::close(log_fd);
       ::close(pipe_fds[0]);
       ::close(pipe_fds[1]);
@@ -242,6 +260,7 @@ class Children {
       // The child. Die with the parent, even if it is already gone.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -253,7 +272,9 @@ class Children {
     }
     ::close(log_fd);
     ::close(pipe_fds[1]);
-    if (!detail::Remember(pid)) {
+    const bool remembered = detail::Remember(pid);
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    if (!remembered) {
       ::kill(pid, SIGKILL);
       detail::ReapWithin(pid, absl::Seconds(5));
       ::close(pipe_fds[0]);
@@ -278,8 +299,10 @@ class Children {
     const pid_t pid = it->second.pid;
     running_.erase(it);
     ::kill(pid, SIGKILL);
-    const int wstatus = detail::ReapWithin(pid, absl::Seconds(5));
+    // Forgotten before it is reaped: once reaped, its pid may be reused,
+    // and the signal handler must never SIGKILL a stranger.
     detail::Forget(pid);
+    const int wstatus = detail::ReapWithin(pid, absl::Seconds(5));
     if (wstatus == -1) {
       return absl::InternalError(
           absl::StrCat("child '", name, "' (pid ", pid,
@@ -364,21 +387,23 @@ class Children {
       if (n < 0 && errno == EINTR) continue;
       // EOF: the child closed stdout, which means it is exiting.
       const int wstatus = detail::ReapWithin(child.pid, absl::Seconds(2));
-      const std::string how = wstatus == -1 ? std::string("closed its stdout")
-                                            : detail::DescribeWait(wstatus);
-      if (wstatus != -1) detail::Forget(child.pid);
-      return Fail(child, absl::InternalError(absl::StrCat(
-                             "server '", child.name, "' (pid ", child.pid, ") ",
-                             how, " before reporting its port; ",
-                             detail::Tail(child.log_path))));
+      absl::Status why = absl::InternalError(absl::StrCat(
+          "server '", child.name, "' (pid ", child.pid, ") ",
+          wstatus == -1 ? std::string("closed its stdout")
+                        : detail::DescribeWait(wstatus),
+          " before reporting its port; ", detail::Tail(child.log_path)));
+      if (wstatus == -1) return Fail(child, std::move(why));
+      // Reaped: its pid is free for reuse, so it is never signalled again.
+      detail::Forget(child.pid);
+      return why;
     }
   }
 
   // Kills the half-started child (if it still runs) and returns `why`.
   absl::Status Fail(const Child& child, absl::Status why) {
     ::kill(child.pid, SIGKILL);
+    detail::Forget(child.pid);  // before the reap: see Kill()
     detail::ReapWithin(child.pid, absl::Seconds(5));
-    detail::Forget(child.pid);
     return why;
   }
 

@@ -8,12 +8,10 @@
 // responses looked like; chaos.hpp has the script and what is measured,
 // docs/examples/grpc-recsys.md a run's figures.
 //
-//   build/dev/examples/grpc_recsys/grpc_recsys                 # 9 x 6 s
-//   build/dev/examples/grpc_recsys/grpc_recsys --short         # 9 x 2.5 s, the
-//   test's run build/dev/examples/grpc_recsys/grpc_recsys --qps 100
-//   --phase-seconds 10
-//       --breaker-timeout-ms 3000 --server path/to/grpc_recsys_server  (one
-//       line)
+//   build/dev/examples/grpc_recsys/grpc_recsys           # 9 phases x 6 s
+//   build/dev/examples/grpc_recsys/grpc_recsys --short   # 9 x 3 s: the test's
+//   build/dev/examples/grpc_recsys/grpc_recsys --qps 100 --phase-seconds 10
+//       --breaker-timeout-ms 3000 --server path/to/grpc_recsys_server
 //
 // By default the server binary is the one built next to this program.
 // The driver starts every server itself and stops every one of them, also
@@ -23,6 +21,8 @@
 // were empty, 2 on a bad argument, 3 when the run could not be carried out
 // (a server that would not start, say), naming the cause.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -96,14 +96,23 @@ int main(int argc, char** argv) {
   if (breaker_ms > 0) o.breaker_timeout = absl::Milliseconds(breaker_ms);
 
   const grpc_recsys::FrontOptions f = grpc_recsys::FrontOptionsFor(o);
+  // Enough workers for every request in flight when each takes its whole
+  // budget (a hung stage), with a fifth to spare: open loop means the
+  // queue would otherwise grow without bound in the slow phases.
+  absl::Duration slowest = absl::ZeroDuration();
+  for (absl::Duration b : f.budgets) slowest += b;
+  o.workers = std::max(
+      o.workers,
+      static_cast<int>(std::ceil(o.qps * absl::ToDoubleSeconds(slowest) * 1.2)));
   std::printf(
       "grpc_recsys: features -> recall (cf, vec) -> rank -> rerank, each a "
       "gRPC server process on 127.0.0.1.\n"
       "Breakers trip after %d consecutive failures and stay open %s; budgets "
-      "50 ms per call, rank %s.\n"
+      "%s per call, rank %s.\n"
       "%zu phases of %s, %.0f requests/s open loop.\n\n",
       static_cast<int>(f.trip_after),
       absl::FormatDuration(o.breaker_timeout).c_str(),
+      absl::FormatDuration(f.budgets[grpc_recsys::kFeatures]).c_str(),
       absl::FormatDuration(f.budgets[grpc_recsys::kRank]).c_str(),
       grpc_recsys::ChaosScript().size(),
       absl::FormatDuration(o.phase_length).c_str(), o.qps);

@@ -221,6 +221,9 @@ TEST(BreakerMetricsTest, OutcomesStateTransitionsAndDegradedTime) {
   ExpectSeries(
       text,
       {{R"(degrade_breaker_state{breaker="rank"})", 2},
+       {R"(degrade_breaker_in_state{breaker="rank",state="open"})", 1},
+       {R"(degrade_breaker_in_state{breaker="rank",state="half-open"})", 0},
+       {R"(degrade_breaker_in_state{breaker="rank",state="closed"})", 0},
        {R"(degrade_breaker_calls_total{breaker="rank",outcome="success"})", 1},
        {R"(degrade_breaker_calls_total{breaker="rank",outcome="failure"})", 2},
        {R"(degrade_breaker_calls_total{breaker="rank",outcome="rejected_open"})",
@@ -236,6 +239,8 @@ TEST(BreakerMetricsTest, OutcomesStateTransitionsAndDegradedTime) {
   ExpectSeries(
       text,
       {{R"(degrade_breaker_state{breaker="rank"})", 1},
+       {R"(degrade_breaker_in_state{breaker="rank",state="half-open"})", 1},
+       {R"(degrade_breaker_in_state{breaker="rank",state="open"})", 0},
        {R"(degrade_breaker_transitions_total{breaker="rank",from="open",to="half-open"})",
         0}});
   (void)b.Execute([] { return 1; });  // the trial succeeds: closed
@@ -243,6 +248,8 @@ TEST(BreakerMetricsTest, OutcomesStateTransitionsAndDegradedTime) {
   ExpectSeries(
       text,
       {{R"(degrade_breaker_state{breaker="rank"})", 0},
+       {R"(degrade_breaker_in_state{breaker="rank",state="closed"})", 1},
+       {R"(degrade_breaker_in_state{breaker="rank",state="half-open"})", 0},
        {R"(degrade_breaker_degraded_seconds{breaker="rank"})", 0},
        {R"(degrade_breaker_transitions_total{breaker="rank",from="half-open",to="closed"})",
         1}});

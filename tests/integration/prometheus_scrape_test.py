@@ -22,12 +22,18 @@ A breaker that is open reads 1 (half-open) for the instant between its open
 timeout and the next request's probe, so the values are polled until they
 all match (or the deadline passes) rather than read once.
 
+With --dashboard, every PromQL expression of that Grafana dashboard
+(monitoring/grafana/degrade.json) is then run against the same Prometheus
+and must return data (a non-empty result), polled until the deadline since
+a rate needs two scrapes in its window.
+
 Every process is stopped in a `finally` block (SIGTERM, then SIGKILL after
 a bound); the servers must exit 0 on SIGTERM. Python 3 standard library
 only. Exit status 0 on success, 1 on failure, 77 if a tool is missing.
 
   prometheus_scrape_test.py --server build/dev/examples/metrics_server \
-      [--prometheus prometheus] [--promtool promtool] [--timeout 90]
+      [--prometheus prometheus] [--promtool promtool] [--timeout 90] \
+      [--dashboard monitoring/grafana/degrade.json]
 """
 
 import argparse
@@ -304,6 +310,38 @@ def observe(prom_port):
     return seen
 
 
+def dashboard_exprs(path):
+    """Every target expression of a Grafana dashboard JSON, with its panel."""
+    with open(path, encoding="utf-8") as f:
+        dash = json.load(f)
+    out = []
+    for panel in dash.get("panels", []):
+        for target in panel.get("targets", []):
+            if target.get("expr"):
+                out.append((panel.get("title", "?"), target["expr"]))
+    if not out:
+        raise TestFailure(f"{path}: no panel has a PromQL expression")
+    return out
+
+
+def check_dashboard(prom_port, path, deadline):
+    """Polls until every expression returns data, or fails naming those
+    that do not."""
+    exprs = dashboard_exprs(path)
+    empty = exprs
+    while True:
+        empty = [(t, e) for t, e in empty if not query(prom_port, e)]
+        if not empty or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if empty:
+        raise TestFailure(
+            f"{path}: {len(empty)} of {len(exprs)} expressions return no data:\n  "
+            + "\n  ".join(f"{t}: {e}" for t, e in empty))
+    log(f"dashboard {os.path.basename(path)}: all {len(exprs)} expressions "
+        f"return data")
+
+
 def mismatches(seen):
     problems = []
     for scenario, (_, breakers, level, failed) in SCENARIOS.items():
@@ -352,6 +390,8 @@ def main():
     ap.add_argument("--promtool", default="promtool")
     ap.add_argument("--timeout", type=float, default=90.0,
                     help="seconds to wait for the expected series (default 90)")
+    ap.add_argument("--dashboard", default=None,
+                    help="a Grafana dashboard JSON whose expressions must return data")
     args = ap.parse_args()
 
     tools = {}
@@ -422,7 +462,11 @@ def main():
                 f"degrade_fallbacks_total by stage: {fallbacks}; admission threshold "
                 f"{got['threshold']:g}, sheddable shed {got['shed_sheddable']:g}")
 
-        # 3. The servers stop cleanly on SIGTERM.
+        # 3. The dashboard's every expression returns data.
+        if args.dashboard:
+            check_dashboard(prom_port, args.dashboard, deadline)
+
+        # 4. The servers stop cleanly on SIGTERM.
         for p in servers:
             code, killed = p.stop()
             if killed or code != 0:

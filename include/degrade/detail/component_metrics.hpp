@@ -40,9 +40,19 @@ inline double SecondsSince(absl::Time since, absl::Time now) {
 inline void WriteBreakerMetrics(const BreakerView& b, const std::string& name,
                                 MetricWriter& w) {
   const BreakerTotals t = b.totals();
+  const State state = b.observed_state();
   w.Gauge("degrade_breaker_state",
           "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-          {{"breaker", name}}, static_cast<double>(b.observed_state()));
+          {{"breaker", name}}, static_cast<double>(state));
+  // The same state one-hot: averaging or summing the 0/1/2 gauge across
+  // instances reads as a state nobody is in (half of a fleet open is "1",
+  // half-open); a series per state sums to how many are in each.
+  for (State s : {State::kClosed, State::kHalfOpen, State::kOpen}) {
+    w.Gauge("degrade_breaker_in_state",
+            "1 for the circuit breaker's current state, 0 for the others.",
+            {{"breaker", name}, {"state", std::string(StateName(s))}},
+            s == state ? 1.0 : 0.0);
+  }
   const std::pair<CallOutcome, uint64_t> outcomes[] = {
       {CallOutcome::kSuccess, t.successes},
       {CallOutcome::kFailure, t.failures},

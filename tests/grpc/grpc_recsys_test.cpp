@@ -18,6 +18,11 @@
 //     timeout is longer than the slack, so a recovery that needed a second
 //     open period fails);
 //   * afterwards, no child process is left, running or unreaped.
+// Under a sanitizer (the asan-ubsan workflow builds the servers and the
+// front with ASan at -O1, several times slower) the latency and
+// personalisation bounds are about a build they were not set for, so only
+// the correctness half runs there: every response non-empty, every return
+// seen, no malformed trailer, no child left.
 // The bounds are upper bounds with their reasons, never a sleep and hope.
 //
 // Plus the driver's bad inputs, each a clear error and never a hang: a
@@ -27,6 +32,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "absl/status/status.h"
@@ -41,6 +47,21 @@
 namespace {
 
 using ::testing::HasSubstr;
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define GRPC_RECSYS_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GRPC_RECSYS_TEST_SANITIZED 1
+#endif
+#ifdef GRPC_RECSYS_TEST_SANITIZED
+constexpr bool kTimingBoundsApply = false;
+#else
+constexpr bool kTimingBoundsApply = true;
+#endif
 
 const grpc_recsys::PhaseReport* Phase(const grpc_recsys::ChaosReport& r,
                                       grpc_recsys::Action action) {
@@ -69,6 +90,10 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
   // The whole report, as the demo prints it: what a failure below is about.
   grpc_recsys::PrintReport(stdout, *report);
   EXPECT_LT(absl::Now() - started, absl::Seconds(60));
+  if (!kTimingBoundsApply) {
+    std::printf("sanitized build: latency and personalisation bounds not "
+                "checked\n");
+  }
   ASSERT_EQ(report->phases.size(), grpc_recsys::ChaosScript().size());
 
   for (const grpc_recsys::PhaseReport& p : report->phases) {
@@ -83,14 +108,18 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
   // personalised. Not all: on a loaded machine three budget overruns in a
   // row trip a breaker, which then serves its Plan B for 1 s, a third of
   // the phase; that is the library working, not failing.
-  EXPECT_GE(report->phases.front().full_percent(), 50.0);
+  if (kTimingBoundsApply) {
+    EXPECT_GE(report->phases.front().full_percent(), 50.0);
+  }
 
   const grpc_recsys::PhaseReport* paused =
       Phase(*report, grpc_recsys::Action::kPause);
   ASSERT_NE(paused, nullptr);
   const grpc_recsys::FrontOptions front = grpc_recsys::FrontOptionsFor(options);
-  EXPECT_LE(paused->p99, grpc_recsys::PausedRankP99Bound(front))
-      << "p99 " << absl::FormatDuration(paused->p99);
+  if (kTimingBoundsApply) {
+    EXPECT_LE(paused->p99, grpc_recsys::PausedRankP99Bound(front))
+        << "p99 " << absl::FormatDuration(paused->p99);
+  }
   // The ranker really was missed: its Plan B served.
   EXPECT_LT(paused->full_percent(), 50.0);
 
@@ -102,8 +131,11 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
     SCOPED_TRACE(p.name);
     ASSERT_TRUE(p.time_to_back.has_value())
         << "no response served by the returned server";
-    EXPECT_LE(*p.time_to_back, bound) << absl::FormatDuration(*p.time_to_back)
-                                      << " > " << absl::FormatDuration(bound);
+    if (kTimingBoundsApply) {
+      EXPECT_LE(*p.time_to_back, bound)
+          << absl::FormatDuration(*p.time_to_back) << " > "
+          << absl::FormatDuration(bound);
+    }
     // Full personalisation follows, unless load tripped another breaker.
     EXPECT_TRUE(p.time_to_full.has_value());
   }

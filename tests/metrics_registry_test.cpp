@@ -343,6 +343,38 @@ TEST(ManagerMetricsTest, LevelTransitionsTimeAtLevelFeaturesAndReloads) {
   (void)personal;
 }
 
+TEST(ManagerMetricsTest, TheControlInForceIsItsVersionAndItsEnd) {
+  FakeClock clock;
+  Fixture f(&clock);
+  ManagerOptions o;
+  o.name = "inference";
+  o.clock = &clock;
+  o.metrics = f.registry.get();
+  DegradationManager m(o);
+  ASSERT_TRUE(m.Reload(TwoLevels()).ok());
+  ExpectSeries(f.registry->RenderPrometheus(),
+               {{R"(degrade_control_version{manager="inference"})", 0},
+                {R"(degrade_control_expires_at_seconds{manager="inference"})",
+                 0}});
+  DegradationManager::Control c;
+  c.level = 1;
+  c.version = 42;
+  c.until = clock.Now() + absl::Minutes(30);
+  ASSERT_TRUE(m.SetControl(c).ok());
+  const double end = absl::ToDoubleSeconds(c.until - absl::UnixEpoch());
+  ExpectSeries(
+      f.registry->RenderPrometheus(),
+      {{R"(degrade_control_version{manager="inference"})", 42},
+       {R"(degrade_control_expires_at_seconds{manager="inference"})", end},
+       {R"(degrade_level{manager="inference"})", 1}});
+  clock.Advance(absl::Minutes(30));
+  m.Evaluate();
+  ExpectSeries(f.registry->RenderPrometheus(),
+               {{R"(degrade_control_version{manager="inference"})", 0},
+                {R"(degrade_control_expires_at_seconds{manager="inference"})",
+                 0}});
+}
+
 TEST(ManagerMetricsTest, ExplicitSinkIsRateLimitedPerEventKind) {
   FakeClock clock;
   std::vector<std::string> lines;

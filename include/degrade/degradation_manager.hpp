@@ -325,6 +325,39 @@ class DegradationManager {
   // observers; use ForcedLevel(). Same behaviour.
   std::optional<int> forced_level() { return ForcedLevel(); }
 
+  // ---- Fleet control (control_document.hpp applies these) ----
+
+  // What a control document holds this manager to until `until`: the level
+  // at least at `level` (when set) and each of `features_off` switched off
+  // whatever the level. It sits beside ForceLevel's override, not in its
+  // place: while both are in force the higher level wins, so neither an
+  // operator's local ForceLevel nor a control document can lower what the
+  // other raised. `note` ("control v42: INC-1234 ...") is carried by every
+  // log line the control causes.
+  struct Control {
+    std::optional<int> level;
+    std::vector<std::string> features_off;
+    absl::Time until = absl::InfiniteFuture();
+    uint64_t version = 0;
+    std::string note;
+  };
+  // Puts `control` in force, replacing any previous one. INVALID_ARGUMENT
+  // (and no change) for a level outside [0, num_levels()], `until` not
+  // after the clock's now, or a feature off that the config calls critical.
+  absl::Status SetControl(Control control);
+  // Ends the control now (no-op without one); the level follows the
+  // override or the signals as after an expiry.
+  void ClearControl();
+  // Whether this manager has heard of feature `name`: a gate was issued
+  // for it or its config names it. Takes the lock.
+  bool KnowsFeature(absl::string_view name) const;
+  // The control in force, if any; evaluates first (see ForcedLevel).
+  std::optional<Control> control() {
+    Evaluate();
+    detail::MutexLock lock(&mu_);
+    return control_;
+  }
+
   // ---- Observation ----
 
   // Called once per level change, in order, outside the lock.
@@ -380,19 +413,41 @@ class DegradationManager {
 
   bool DisabledAtLocked(const std::string& feature, int level) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return detail::levels::DisabledAt(compiled_, feature, level);
+    return detail::levels::DisabledAt(compiled_, feature, level) ||
+           ForcedOff(control_ ? &*control_ : nullptr, feature);
+  }
+  static bool ForcedOff(const Control* control, const std::string& feature) {
+    return control != nullptr &&
+           std::find(control->features_off.begin(), control->features_off.end(),
+                     feature) != control->features_off.end();
   }
   void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The analysis does not follow the lock into the lambda, which runs
     // while it is held: hand it the compiled config by pointer.
     const detail::levels::CompiledConfig* compiled = &compiled_;
+    const Control* control = control_ ? &*control_ : nullptr;
     const int l = level();
     admission_threshold_.store(detail::levels::AdmitThresholdAt(*compiled, l),
                                std::memory_order_relaxed);
-    gates_.SetAll([compiled, l](const std::string& f) {
-      return !detail::levels::DisabledAt(*compiled, f, l);
+    gates_.SetAll([compiled, control, l](const std::string& f) {
+      return !detail::levels::DisabledAt(*compiled, f, l) &&
+             !ForcedOff(control, f);
     });
   }
+  // The level the override and the control hold the manager at (the higher
+  // of the two in force), or nullopt when neither holds it.
+  std::optional<int> HeldLevelLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::optional<int> held;
+    if (override_) held = override_->level;
+    if (control_ && control_->level) {
+      held = std::max(held.value_or(0), *control_->level);
+    }
+    return held;
+  }
+  // Moves the level to the held one, if any and different: a kOverride
+  // change noting the control when the control's level is the one held.
+  void ApplyHoldLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -441,6 +496,7 @@ class DegradationManager {
   detail::levels::HysteresisState hysteresis_ ABSL_GUARDED_BY(mu_);
   detail::levels::LevelHistory history_ ABSL_GUARDED_BY(mu_);
   std::optional<Override> override_ ABSL_GUARDED_BY(mu_);
+  std::optional<Control> control_ ABSL_GUARDED_BY(mu_);
   detail::GateTable gates_ ABSL_GUARDED_BY(mu_);
   std::vector<Observer> observers_ ABSL_GUARDED_BY(mu_);
   uint64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;

@@ -92,6 +92,8 @@ struct LevelChange {
   double threshold = 0.0;
   absl::Duration hold = absl::ZeroDuration();
   absl::Time until = absl::InfiniteFuture();
+  // For kOverride by a control document: its note ("control v42: why").
+  std::string note;
 };
 
 DEGRADE_NAMESPACE_END

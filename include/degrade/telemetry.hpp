@@ -311,6 +311,10 @@ struct ManagerStats {
   std::vector<std::pair<std::string, bool>> features;
   uint64_t reloads = 0;
   uint64_t rejected_reloads = 0;
+  // The control document in force (DegradationManager::SetControl): its
+  // version and end; 0 and InfinitePast() when none.
+  uint64_t control_version = 0;
+  absl::Time control_until = absl::InfinitePast();
   // at_or_above_since[k - 1]: since when the level has been >= k, for
   // k = 1..level.
   std::vector<absl::Time> at_or_above_since;
@@ -332,7 +336,11 @@ struct ReloadEvent {
 struct OverrideExpiredEvent {
   absl::string_view manager;
   absl::Time time;
-  int level = 0;  // the level that had been forced
+  // The level that had been forced; -1 for a control document that forced
+  // only features off.
+  int level = 0;
+  // Empty for ForceLevel's override; a control document's note otherwise.
+  std::string note;
 };
 
 // PollErrorEvent

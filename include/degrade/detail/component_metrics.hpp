@@ -177,6 +177,18 @@ inline void WriteManagerMetrics(const ManagerStats& st, const std::string& name,
   w.Counter("degrade_config_reloads_total", kReloadsHelp,
             {{"manager", name}, {"result", "rejected"}},
             static_cast<double>(st.rejected_reloads));
+  w.Gauge("degrade_control_version",
+          "Version of the control document in force on the manager; 0 when "
+          "none.",
+          {{"manager", name}}, static_cast<double>(st.control_version));
+  w.Gauge("degrade_control_expires_at_seconds",
+          "When the control document in force ends, in Unix seconds; 0 when "
+          "none, +Inf when it has no end.",
+          {{"manager", name}},
+          st.control_version == 0 ? 0.0
+          : st.control_until == absl::InfiniteFuture()
+              ? std::numeric_limits<double>::infinity()
+              : absl::ToDoubleSeconds(st.control_until - absl::UnixEpoch()));
   w.Gauge("degrade_manager_degraded_seconds",
           "How long the manager has been above level 0; 0 at level 0.",
           {{"manager", name}},

@@ -152,15 +152,91 @@ inline absl::Status DegradationManager::ForceLevel(int level,
     override_ =
         Override{level, ttl == absl::InfiniteDuration() ? absl::InfiniteFuture()
                                                         : now + ttl};
-    if (level != this->level()) {
-      LevelChange c = MakeChange(now, level, LevelChangeReason::kOverride);
-      c.until = override_->until;
-      ChangeLevelLocked(std::move(c));
-    }
+    ApplyHoldLocked(now);
     hysteresis_.recover_since.reset();
   }
   Dispatch();
   return absl::OkStatus();
+}
+
+inline void DegradationManager::ApplyHoldLocked(absl::Time now) {
+  const std::optional<int> held = HeldLevelLocked();
+  if (!held || *held == level()) return;
+  LevelChange c = MakeChange(now, *held, LevelChangeReason::kOverride);
+  const bool by_control = control_ && control_->level == held &&
+                          !(override_ && override_->level == *held);
+  if (by_control) {
+    c.until = control_->until;
+    c.note = control_->note;
+  } else {
+    c.until = override_->until;
+  }
+  ChangeLevelLocked(std::move(c));
+}
+
+inline bool DegradationManager::KnowsFeature(absl::string_view name) const {
+  const std::string f(name);
+  detail::MutexLock lock(&mu_);
+  if (compiled_.critical.count(f) != 0) return true;
+  if (!compiled_.levels.empty() &&
+      compiled_.levels.back().disabled.count(f) != 0) {
+    return true;
+  }
+  for (const auto& [gate, on] : gates_.Snapshot()) {
+    if (gate == f) return true;
+  }
+  return false;
+}
+
+inline absl::Status DegradationManager::SetControl(Control control) {
+  {
+    detail::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    if (control.version == 0) {
+      return Error(absl::StatusCode::kInvalidArgument,
+                   "control: the version must be >= 1");
+    }
+    const int n = static_cast<int>(compiled_.levels.size());
+    if (control.level && (*control.level < 0 || *control.level > n)) {
+      return Error(absl::StatusCode::kInvalidArgument, "control v",
+                   control.version, ": level ", *control.level,
+                   " is outside [0, ", n, "]");
+    }
+    if (!(control.until > now)) {
+      return Error(absl::StatusCode::kInvalidArgument, "control v",
+                   control.version, ": until ", absl::FormatTime(control.until),
+                   " is not after now (", absl::FormatTime(now), ")");
+    }
+    for (const std::string& f : control.features_off) {
+      if (compiled_.critical.count(f) != 0) {
+        return Error(absl::StatusCode::kInvalidArgument, "control v",
+                     control.version, ": feature '", detail::Printable(f),
+                     "' is critical in the config and cannot be switched off");
+      }
+    }
+    control_ = std::move(control);
+    RecomputeGatesLocked();
+    ApplyHoldLocked(now);
+    hysteresis_.recover_since.reset();
+    // Held, the level is the held one exactly (a control replacing a
+    // higher one lowers it at once, as ForceLevel does); not held, the
+    // signals take over from here, lower levels through staged recovery.
+    EvaluateLocked(now);
+  }
+  Dispatch();
+  return absl::OkStatus();
+}
+
+inline void DegradationManager::ClearControl() {
+  {
+    detail::MutexLock lock(&mu_);
+    if (!control_) return;
+    control_.reset();
+    hysteresis_.recover_since.reset();
+    RecomputeGatesLocked();
+    EvaluateLocked(clock_->Now());
+  }
+  Dispatch();
 }
 
 inline void DegradationManager::InstallLocked(DegradationConfig config,
@@ -173,6 +249,9 @@ inline void DegradationManager::InstallLocked(DegradationConfig config,
   const int n = static_cast<int>(compiled_.levels.size());
   detail::levels::RestartTimers(hysteresis_, compiled_.levels.size());
   if (override_ && override_->level > n) override_->level = n;
+  if (control_ && control_->level && *control_->level > n) {
+    control_->level = n;
+  }
   if (level() > n) {
     ChangeLevelLocked(MakeChange(now, n, LevelChangeReason::kReload));
   } else {
@@ -183,16 +262,26 @@ inline void DegradationManager::InstallLocked(DegradationConfig config,
 inline void DegradationManager::EvaluateLocked(absl::Time now) {
   const std::vector<detail::levels::CompiledLevel>& levels = compiled_.levels;
   if (levels.empty()) return;
-  if (override_) {
-    if (now < override_->until) {
-      // The level is held, but each level's trigger is still tracked, so
-      // that `enter_after` measures real persistence.
-      (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
-      return;
-    }
+  if (override_ && !(now < override_->until)) {
     PushLocked(Event::OverrideExpired(name_, now, override_->level));
     override_.reset();
     hysteresis_.recover_since.reset();
+  }
+  if (control_ && !(now < control_->until)) {
+    Event e = Event::OverrideExpired(name_, now, control_->level.value_or(-1));
+    e.expired.note = control_->note;
+    PushLocked(std::move(e));
+    control_.reset();
+    hysteresis_.recover_since.reset();
+    RecomputeGatesLocked();
+  }
+  if (HeldLevelLocked()) {
+    // The level is held, but each level's trigger is still tracked, so
+    // that `enter_after` measures real persistence.
+    (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
+    // One of two holds ended and the other holds another level.
+    ApplyHoldLocked(now);
+    return;
   }
   const detail::levels::Decision d = detail::levels::Step(
       levels, values_, hysteresis_, now, config_->cooldown);
@@ -258,6 +347,11 @@ inline ManagerStats DegradationManager::Stats() const {
   }
   st.features = gates_.Snapshot();
   st.reloads = reloads_;
+  // An ended control that no evaluation has cleared yet is not in force.
+  if (control_ && st.now < control_->until) {
+    st.control_version = control_->version;
+    st.control_until = control_->until;
+  }
   st.rejected_reloads = rejected_reloads_;
   for (int k = 1; k <= st.level; ++k) {
     st.at_or_above_since.push_back(history_.AtOrAboveSince(k));

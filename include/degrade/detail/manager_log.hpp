@@ -66,6 +66,9 @@ class ManagerLog final : public ManagerListener {
                         c.until == absl::InfiniteFuture() ? std::string("never")
                                                           : JsonTime(c.until),
                         R"(")");
+        if (!c.note.empty()) {
+          absl::StrAppend(&line, R"(,"note":")", JsonEscape(c.note), R"(")");
+        }
         break;
       case LevelChangeReason::kReload:
         break;
@@ -86,7 +89,12 @@ class ManagerLog final : public ManagerListener {
 
   void OnOverrideExpired(const OverrideExpiredEvent& e) override {
     log_->WriteAlways([&] {
-      return absl::StrCat(Head(e.time, kExpired), R"(,"level":)", e.level, "}");
+      std::string line =
+          absl::StrCat(Head(e.time, kExpired), R"(,"level":)", e.level);
+      if (!e.note.empty()) {
+        absl::StrAppend(&line, R"(,"note":")", JsonEscape(e.note), R"(")");
+      }
+      return line + "}";
     });
   }
 

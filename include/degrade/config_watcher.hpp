@@ -251,22 +251,14 @@ inline absl::Status ConfigFileWatcher::PollLocked() {
 }
 
 inline absl::Status ConfigFileWatcher::Start(absl::Duration period) {
-  const std::string who =
-      absl::StrCat("config file watcher '", detail::Printable(path_), "'");
-  absl::Status valid = detail::CheckPeriod(who, period);
-  if (!valid.ok()) return valid;
   // The result of each poll is kept in last_status() and reported through
-  // the manager. A poll in progress elsewhere means this turn is skipped:
-  // if the thread waited for it, a callback of that poll calling Stop() or
-  // Start() would wait for the thread, which waits for the poll.
-  absl::Status started = worker_.TryRestart(period, [this] {
-    if (!poll_mu_.TryLock()) return;
-    PollLocked().IgnoreError();
-    poll_mu_.Unlock();
-  });
-  if (started.ok()) return started;
-  return absl::Status(started.code(),
-                      absl::StrCat(who, ": ", started.message()));
+  // the manager.
+  return detail::StartPolling(
+      worker_,
+      absl::StrCat("config file watcher '", detail::Printable(path_), "'"),
+      period, poll_mu_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        PollLocked().IgnoreError();
+      });
 }
 
 inline void ConfigFileWatcher::Stop() { worker_.Stop(); }

@@ -281,6 +281,29 @@ class PeriodicWorker {
   bool loop_ended_ ABSL_GUARDED_BY(wake_mu_) = false;
 };
 
+// StartPolling()
+//
+// The Start() of a file watcher: checks `period`, then (re)starts `worker`
+// calling `poll` under `poll_mu` every period. A turn whose lock is held by
+// another poll is skipped rather than waited for: that poll reads the file
+// anyway, and if the thread waited, a callback of that poll calling Stop()
+// or Start() would wait for the thread, which waits for the poll. Errors
+// start with `who`.
+inline absl::Status StartPolling(PeriodicWorker& worker, absl::string_view who,
+                                 absl::Duration period, Mutex& poll_mu,
+                                 std::function<void()> poll) {
+  if (absl::Status s = CheckPeriod(who, period); !s.ok()) return s;
+  absl::Status started =
+      worker.TryRestart(period, [&poll_mu, poll = std::move(poll)] {
+        if (!poll_mu.TryLock()) return;
+        poll();
+        poll_mu.Unlock();
+      });
+  if (started.ok()) return started;
+  return absl::Status(started.code(),
+                      absl::StrCat(who, ": ", started.message()));
+}
+
 }  // namespace detail
 DEGRADE_NAMESPACE_END
 

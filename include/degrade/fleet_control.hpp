@@ -1,0 +1,443 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: fleet_control.hpp
+// -----------------------------------------------------------------------------
+//
+// Applies control documents (control_document.hpp) to one process: the
+// managers and breakers registered with it. Every instance of a service
+// owns one `FleetControl`, fed by whatever carries the document to it: a
+// file through `ControlFileWatcher` (a ConfigMap), an etcd watch, a config
+// centre's push callback. The rules that make one operator action safe to
+// send to a whole fleet live here:
+//
+//   * versions only grow: an older version is refused and changes nothing,
+//     and the same version again is accepted as a no-op only when its text
+//     is the same (a watcher re-reading after a reconnect), refused
+//     otherwise;
+//   * a document is checked whole before anything changes: parse, the
+//     registry's names (an unknown manager or breaker is refused: a typo
+//     must not force nothing), each manager's level count; then applied;
+//   * a newer document replaces the older one entirely: what the old one
+//     forced and the new one does not name is released;
+//   * everything a document forces ends by itself at `expires_at`, on the
+//     managers' and breakers' clocks, with nobody watching;
+//   * `Lift()` (the key deleted) ends what the document forced but keeps
+//     its version as the floor, so the old document cannot come back.
+//
+// Unknown feature names are applied and reported rather than refused:
+// gates are registered lazily, on first use, so a feature a fresh instance
+// has not served yet is still a real one.
+//
+//   degrade::FleetControl control;
+//   control.AddManager(&manager).IgnoreError();
+//   control.AddBreaker(&rank_breaker).IgnoreError();
+//   absl::Status s = control.Apply(text, "etcd: /svc/degrade/control");
+//   // OK: in force on every registered manager and breaker; otherwise the
+//   // status names the path, value and rule, and nothing changed.
+//
+// Each applied, lifted or refused document is one log line (to
+// `Options::log_sink`, stderr by default) carrying its version and reason;
+// the managers' own level-change lines carry the reason as their `note`.
+//
+// Thread safety: every member is thread-safe; documents are applied one at
+// a time in call order. The registered managers and breakers must outlive
+// the FleetControl. Apply() calls into the managers, which run their
+// observers on the calling thread; an observer may read the FleetControl
+// but must not Apply() or Lift() (it would wait for itself:
+// FAILED_PRECONDITION is returned instead).
+
+#ifndef DEGRADE_FLEET_CONTROL_HPP_
+#define DEGRADE_FLEET_CONTROL_HPP_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/control_document.hpp"
+#include "degrade/degradation_manager.hpp"
+#include "degrade/detail/invoke.hpp"
+#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/detail/reentry.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+// FleetControlOptions
+struct FleetControlOptions {
+  // The clock `expires_at` is judged by when a document arrives; the
+  // managers' and breakers' own clocks end what it forced. Null: real.
+  const Clock* clock = nullptr;
+  // One JSON object per line; stderr when empty. Called with no lock held;
+  // a sink that throws loses that line.
+  std::function<void(absl::string_view)> log_sink;
+};
+
+// FleetControl
+//
+// One process's end of fleet control; see the file comment. Thread-safe.
+class FleetControl {
+ public:
+  using Options = FleetControlOptions;
+
+  explicit FleetControl(Options options = {})
+      : clock_(options.clock != nullptr ? options.clock
+                                        : &RealClock::Instance()),
+        sink_(std::move(options.log_sink)) {}
+
+  FleetControl(const FleetControl&) = delete;
+  FleetControl& operator=(const FleetControl&) = delete;
+
+  // Registers `manager` under its name(). ALREADY_EXISTS for a second
+  // manager of that name. REQUIRES: not null; outlives this.
+  absl::Status AddManager(DegradationManager* manager);
+
+  // Registers `breaker` under its name(). ALREADY_EXISTS for a second
+  // breaker of that name. REQUIRES: not null; outlives this.
+  template <typename T>
+  absl::Status AddBreaker(CircuitBreaker<T>* breaker) {
+    BreakerHooks hooks;
+    hooks.force_open_until = [breaker](absl::Time t) {
+      return breaker->ForceOpenUntil(t);
+    };
+    hooks.release_if_ours = [breaker](absl::Time ours) {
+      // Only the open we set: a later manual call replaced it otherwise.
+      if (breaker->forced_open() && breaker->forced_open_until() == ours) {
+        breaker->Reset();
+      }
+    };
+    return AddBreakerHooks(breaker->name(), std::move(hooks));
+  }
+
+  // Applies the control document `text` (control_document.hpp), naming it
+  // `source` in errors and log lines. OK when it is in force (or is the
+  // document already in force, unchanged). Otherwise nothing changed and:
+  // INVALID_ARGUMENT for a bad document (parse, an unknown manager or
+  // breaker, a level past a manager's levels, a critical feature);
+  // FAILED_PRECONDITION for a version older than the floor, or equal to it
+  // with other text, or a call from a manager observer during an Apply.
+  absl::Status Apply(absl::string_view text, absl::string_view source);
+
+  // Ends what the document in force forced (the document was deleted);
+  // the version floor stays. OK and a no-op without a document, or when
+  // `only_version` is not 0 and not the version in force (a source lifting
+  // only what it put there). FAILED_PRECONDITION from a manager observer
+  // during an Apply() or Lift().
+  absl::Status Lift(absl::string_view source, uint64_t only_version = 0);
+
+  // The highest version applied (0 before the first): the floor.
+  uint64_t version() const {
+    detail::MutexLock lock(&mu_);
+    return floor_;
+  }
+  // The document in force: applied, not lifted, not yet expired.
+  std::optional<ControlDocument> in_force() const {
+    detail::MutexLock lock(&mu_);
+    if (!current_ || !(clock_->Now() < current_->expires_at)) {
+      return std::nullopt;
+    }
+    return current_;
+  }
+  uint64_t applied() const {
+    detail::MutexLock lock(&mu_);
+    return applied_;
+  }
+  uint64_t refused() const {
+    detail::MutexLock lock(&mu_);
+    return refused_;
+  }
+
+ private:
+  struct BreakerHooks {
+    std::function<absl::Status(absl::Time)> force_open_until;
+    std::function<void(absl::Time)> release_if_ours;
+  };
+
+  absl::Status AddBreakerHooks(const std::string& name, BreakerHooks hooks);
+  // Checks `doc` against the registry; the first fault, INVALID_ARGUMENT.
+  absl::Status CheckNamesLocked(const ControlDocument& doc,
+                                absl::string_view source) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the registry from what `from` forced to what `to` forces (null:
+  // nothing). The first error of a manager or breaker refusing; the caller
+  // restores by moving back.
+  absl::Status InstallLocked(const ControlDocument* from,
+                             const ControlDocument* to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Apply() after parsing: the version rule, the names, the install. Fills
+  // `line` with the log line to write once the lock is released.
+  absl::Status ApplyLocked(absl::string_view text, absl::string_view source,
+                           ControlDocument doc, std::string* line)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Refuse(absl::Status error, absl::string_view source);
+  void Log(std::string line) const;
+
+  // "<where>: degrade_control.<key>.<name>: no <what> of that name here
+  // (registered: a, b)".
+  template <typename Registry>
+  static absl::Status Unknown(absl::string_view where, absl::string_view key,
+                              absl::string_view what, const std::string& name,
+                              const Registry& registered) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": degrade_control.", key, ".", detail::Printable(name), ": no ",
+        what, " of that name here (registered: ",
+        absl::StrJoin(registered, ", ",
+                      [](std::string* out, const auto& entry) {
+                        out->append(detail::Printable(entry.first));
+                      }),
+        ")"));
+  }
+
+  static std::string Note(const ControlDocument& doc) {
+    return absl::StrCat("control v", doc.version, ": ", doc.reason);
+  }
+
+  const Clock* const clock_;
+  const std::function<void(absl::string_view)> sink_;
+
+  mutable detail::Mutex mu_;
+  std::map<std::string, DegradationManager*> managers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, BreakerHooks> breakers_ ABSL_GUARDED_BY(mu_);
+  std::optional<ControlDocument> current_ ABSL_GUARDED_BY(mu_);
+  std::string current_text_ ABSL_GUARDED_BY(mu_);
+  uint64_t floor_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// ---- Implementation details -------------------------------------------------
+
+inline absl::Status FleetControl::AddManager(DegradationManager* manager) {
+  detail::MutexLock lock(&mu_);
+  if (!managers_.emplace(manager->name(), manager).second) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("fleet control: a manager named '",
+                     detail::Printable(manager->name()), "' is registered"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status FleetControl::AddBreakerHooks(const std::string& name,
+                                                  BreakerHooks hooks) {
+  detail::MutexLock lock(&mu_);
+  if (!breakers_.emplace(name, std::move(hooks)).second) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("fleet control: a breaker named '",
+                     detail::Printable(name), "' is registered"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status FleetControl::CheckNamesLocked(
+    const ControlDocument& doc, absl::string_view source) const {
+  const std::string where = detail::Printable(source);
+  for (const auto& [name, spec] : doc.managers) {
+    const auto it = managers_.find(name);
+    if (it == managers_.end()) {
+      return Unknown(where, "managers", "manager", name, managers_);
+    }
+    const int n = it->second->num_levels();
+    if (spec.level && *spec.level > n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": degrade_control.managers.", detail::Printable(name),
+          ".level = ", *spec.level, ": the manager has levels 0 to ", n));
+    }
+  }
+  for (const auto& [name, until] : doc.breakers_open) {
+    if (breakers_.count(name) == 0) {
+      return Unknown(where, "breakers_open", "breaker", name, breakers_);
+    }
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status FleetControl::InstallLocked(const ControlDocument* from,
+                                                const ControlDocument* to) {
+  absl::Status first;
+  for (const auto& [name, manager] : managers_) {
+    const bool was = from != nullptr && from->managers.count(name) != 0;
+    const auto spec = to != nullptr ? to->managers.find(name)
+                                    : decltype(to->managers.end()){};
+    if (to == nullptr || spec == to->managers.end()) {
+      if (was) manager->ClearControl();
+      continue;
+    }
+    DegradationManager::Control c;
+    c.level = spec->second.level;
+    c.features_off = spec->second.features_off;
+    c.until = to->expires_at;
+    c.version = to->version;
+    c.note = Note(*to);
+    absl::Status s = manager->SetControl(std::move(c));
+    if (!s.ok() && first.ok()) first = s;
+  }
+  for (const auto& [name, hooks] : breakers_) {
+    std::optional<absl::Time> was, want;
+    if (from != nullptr) {
+      if (auto it = from->breakers_open.find(name);
+          it != from->breakers_open.end()) {
+        was = it->second;
+      }
+    }
+    if (to != nullptr) {
+      if (auto it = to->breakers_open.find(name);
+          it != to->breakers_open.end()) {
+        want = it->second;
+      }
+    }
+    if (want) {
+      if (was == want) continue;
+      absl::Status s = hooks.force_open_until(*want);
+      if (!s.ok() && first.ok()) first = s;
+    } else if (was) {
+      hooks.release_if_ours(*was);
+    }
+  }
+  return first;
+}
+
+inline absl::Status FleetControl::Apply(absl::string_view text,
+                                        absl::string_view source) {
+  if (detail::CallbackScope::Inside(this)) {
+    return absl::FailedPreconditionError(
+        "fleet control: Apply() from a manager observer during an Apply()");
+  }
+  absl::StatusOr<ControlDocument> doc =
+      ParseControlDocument(text, source, clock_->Now());
+  if (!doc.ok()) return Refuse(doc.status(), source);
+  absl::Status result;
+  std::string line;
+  {
+    detail::MutexLock lock(&mu_);
+    const detail::CallbackScope in_apply(this);
+    result = ApplyLocked(text, source, *std::move(doc), &line);
+  }
+  if (!line.empty()) Log(std::move(line));
+  return result;
+}
+
+inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
+                                              absl::string_view source,
+                                              ControlDocument doc,
+                                              std::string* line) {
+  const std::string where = detail::Printable(source);
+  const auto refuse = [&](absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++refused_;
+    *line = absl::StrCat(R"({"event":"control_refused","source":")",
+                         detail::JsonEscape(source), R"(","error":")",
+                         detail::JsonEscape(s.ToString()), R"("})");
+    return s;
+  };
+  if (doc.version == floor_ && current_ && text == current_text_) {
+    return absl::OkStatus();  // the same document again: nothing to do
+  }
+  if (doc.version <= floor_) {
+    return refuse(absl::FailedPreconditionError(absl::StrCat(
+        where, ": degrade_control.version = ", doc.version, ": ",
+        doc.version < floor_ ? "older than the version applied, "
+        : current_ ? "already applied with other content (a change needs a "
+                     "new version); applied "
+                   : "already applied and lifted; applied ",
+        floor_)));
+  }
+  if (absl::Status s = CheckNamesLocked(doc, source); !s.ok()) {
+    return refuse(s);
+  }
+  const ControlDocument* from = current_ ? &*current_ : nullptr;
+  if (absl::Status s = InstallLocked(from, &doc); !s.ok()) {
+    // A manager changed between the check and the install (reloaded to
+    // fewer levels): put back what was in force, so the document is
+    // refused whole.
+    InstallLocked(&doc, from).IgnoreError();
+    return refuse(
+        absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message())));
+  }
+  ++applied_;
+  floor_ = doc.version;
+  current_text_ = std::string(text);
+  *line = absl::StrCat(
+      R"({"event":"control_applied","source":")", detail::JsonEscape(source),
+      R"(","version":)", doc.version, R"(,"expires_at":")",
+      absl::FormatTime(absl::RFC3339_sec, doc.expires_at, absl::UTCTimeZone()),
+      R"(","reason":")", detail::JsonEscape(doc.reason), R"(")");
+  std::vector<std::string> unseen;
+  for (const auto& [name, spec] : doc.managers) {
+    for (const std::string& f : spec.features_off) {
+      if (!managers_.at(name)->KnowsFeature(f)) {
+        unseen.push_back(absl::StrCat(name, "/", f));
+      }
+    }
+  }
+  if (!unseen.empty()) {
+    absl::StrAppend(&*line, R"(,"features_not_seen_yet":")",
+                    detail::JsonEscape(absl::StrJoin(unseen, ", ")), R"(")");
+  }
+  *line += "}";
+  current_ = std::move(doc);
+  return absl::OkStatus();
+}
+
+inline absl::Status FleetControl::Lift(absl::string_view source,
+                                       uint64_t only_version) {
+  if (detail::CallbackScope::Inside(this)) {
+    return absl::FailedPreconditionError(
+        "fleet control: Lift() from a manager observer during an Apply()");
+  }
+  std::string line;
+  {
+    detail::MutexLock lock(&mu_);
+    const detail::CallbackScope in_apply(this);
+    if (!current_) return absl::OkStatus();
+    if (only_version != 0 && current_->version != only_version) {
+      return absl::OkStatus();
+    }
+    InstallLocked(&*current_, nullptr).IgnoreError();
+    line = absl::StrCat(R"({"event":"control_lifted","source":")",
+                        detail::JsonEscape(source), R"(","version":)",
+                        current_->version, R"(,"reason":")",
+                        detail::JsonEscape(current_->reason), R"("})");
+    current_.reset();
+    current_text_.clear();
+  }
+  Log(std::move(line));
+  return absl::OkStatus();
+}
+
+inline absl::Status FleetControl::Refuse(absl::Status error,
+                                         absl::string_view source) {
+  {
+    detail::MutexLock lock(&mu_);
+    ++refused_;
+  }
+  Log(absl::StrCat(R"({"event":"control_refused","source":")",
+                   detail::JsonEscape(source), R"(","error":")",
+                   detail::JsonEscape(error.ToString()), R"("})"));
+  return error;
+}
+
+inline void FleetControl::Log(std::string line) const {
+  if (!sink_) {
+    line += "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return;
+  }
+  detail::CallQuietly([this, &line] { sink_(line); });
+}
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_FLEET_CONTROL_HPP_

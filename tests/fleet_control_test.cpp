@@ -1,0 +1,353 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// Control documents and FleetControl: the format's rules (every bad input
+// of the issue refused with the path, value and rule), the version floor
+// (an older or equal re-push changes nothing), the whole-or-nothing apply,
+// the release of what a newer document no longer names, expiry on the
+// FakeClock with nobody watching, the max of a local ForceLevel and a
+// control's level, and the reason on every log line.
+
+#include "degrade/fleet_control.hpp"
+
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/control_document.hpp"
+#include "degrade/degradation_manager.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "manager_test_util.hpp"
+#include "support/breakers.hpp"
+
+namespace degrade {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Rfc(absl::Time t) {
+  return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
+}
+
+class FleetControlTest : public ManagerTestBase {
+ protected:
+  void SetUp() override {
+    manager_ = Make();
+    rank_ = degrade_tests::MakeBreaker<int>(&clock_, "rank");
+    rerank_ = degrade_tests::MakeBreaker<int>(&clock_, "rerank");
+    FleetControl::Options o;
+    o.clock = &clock_;
+    o.log_sink = [this](absl::string_view l) {
+      control_lines_.emplace_back(l);
+    };
+    control_ = std::make_unique<FleetControl>(std::move(o));
+    ASSERT_TRUE(control_->AddManager(manager_.get()).ok());
+    ASSERT_TRUE(control_->AddBreaker(rank_.get()).ok());
+    ASSERT_TRUE(control_->AddBreaker(rerank_.get()).ok());
+  }
+
+  // A document of `version` ending `ttl` from now, with `body` (JSON
+  // members after the required ones, or empty).
+  std::string Doc(uint64_t version, absl::Duration ttl, std::string body,
+                  std::string reason = "INC-1234: rank saturated") {
+    return absl::StrCat(R"({"degrade_control": {"version": )", version,
+                        R"(, "expires_at": ")", Rfc(clock_.Now() + ttl),
+                        R"(", "reason": ")", reason, R"(")",
+                        body.empty() ? "" : ", ", body, "}}");
+  }
+
+  absl::Status Apply(const std::string& text) {
+    return control_->Apply(text, "etcd: /svc/control");
+  }
+
+  std::unique_ptr<DegradationManager> manager_;
+  std::unique_ptr<CircuitBreaker<int>> rank_;
+  std::unique_ptr<CircuitBreaker<int>> rerank_;
+  std::unique_ptr<FleetControl> control_;
+  std::vector<std::string> control_lines_;
+};
+
+constexpr char kLevel2CacheOff[] =
+    R"("managers": {"inference": {"level": 2, "features_off": ["semantic_cache"]}},
+       "breakers_open": {"rank": true})";
+
+TEST_F(FleetControlTest, ADocumentForcesLevelFeaturesAndBreakers) {
+  FeatureGate cache = manager_->Feature("semantic_cache");
+  FeatureGate debug = manager_->Feature("debug_log");
+  ASSERT_TRUE(cache.enabled());
+  ASSERT_TRUE(Apply(Doc(7, absl::Minutes(30), kLevel2CacheOff)).ok());
+  EXPECT_EQ(manager_->level(), 2);
+  EXPECT_FALSE(cache.enabled());  // forced off whatever the level
+  EXPECT_FALSE(debug.enabled());  // off at level 2 by the config
+  EXPECT_TRUE(rank_->forced_open());
+  EXPECT_EQ(rank_->forced_open_until(), clock_.Now() + absl::Minutes(30));
+  EXPECT_FALSE(rerank_->forced_open());
+  EXPECT_EQ(control_->version(), 7u);
+  ASSERT_TRUE(control_->in_force().has_value());
+  EXPECT_EQ(control_->in_force()->reason, "INC-1234: rank saturated");
+
+  // The control's log line and the manager's level change both carry why.
+  ASSERT_EQ(control_lines_.size(), 1u);
+  const nlohmann::json applied = nlohmann::json::parse(control_lines_[0]);
+  EXPECT_EQ(applied["event"], "control_applied");
+  EXPECT_EQ(applied["version"], 7);
+  EXPECT_EQ(applied["reason"], "INC-1234: rank saturated");
+  EXPECT_FALSE(applied.contains("features_not_seen_yet"));
+  bool noted = false;
+  for (const std::string& l : lines_) {
+    if (absl::StrContains(l, R"("event":"level_change")")) {
+      EXPECT_THAT(
+          l, HasSubstr(R"("note":"control v7: INC-1234: rank saturated")"));
+      noted = true;
+    }
+  }
+  EXPECT_TRUE(noted);
+  ASSERT_EQ(changes_.size(), 1u);
+  EXPECT_EQ(changes_[0].reason, LevelChangeReason::kOverride);
+  EXPECT_EQ(changes_[0].note, "control v7: INC-1234: rank saturated");
+}
+
+TEST_F(FleetControlTest, EverythingEndsAtExpiresAtWithNobodyWatching) {
+  FeatureGate cache = manager_->Feature("semantic_cache");
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30), kLevel2CacheOff)).ok());
+  clock_.Advance(absl::Minutes(30) - absl::Nanoseconds(1));
+  manager_->Evaluate();
+  EXPECT_EQ(manager_->level(), 2);
+  EXPECT_TRUE(rank_->forced_open());
+  EXPECT_TRUE(control_->in_force().has_value());
+  clock_.Advance(absl::Nanoseconds(1));  // exactly expires_at: over
+  EXPECT_FALSE(control_->in_force().has_value());
+  EXPECT_FALSE(manager_->control().has_value());  // evaluates
+  EXPECT_TRUE(cache.enabled());
+  // With no signal above level 0, recovery is staged as after any hold:
+  // one level per 60 s hold.
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(61));
+    manager_->Evaluate();
+  }
+  EXPECT_EQ(manager_->level(), 0);
+  // The breaker's forced open ended too (it then probes, as after a trip).
+  EXPECT_FALSE(rank_->forced_open());
+  EXPECT_NE(rank_->state(), State::kOpen);
+  bool expired = false;
+  for (const std::string& l : lines_) {
+    if (absl::StrContains(l, R"("event":"override_expired")")) {
+      EXPECT_THAT(l, HasSubstr("control v1: INC-1234"));
+      expired = true;
+    }
+  }
+  EXPECT_TRUE(expired);
+  // The version floor outlives the document.
+  EXPECT_EQ(Apply(Doc(1, absl::Minutes(5), kLevel2CacheOff)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(FleetControlTest, OlderAndEqualVersionsChangeNothing) {
+  const std::string v5 = Doc(5, absl::Minutes(30), kLevel2CacheOff);
+  ASSERT_TRUE(Apply(v5).ok());
+  const std::size_t lines = control_lines_.size();
+  // The same document again (a watcher re-reading): accepted, no-op.
+  EXPECT_TRUE(Apply(v5).ok());
+  EXPECT_EQ(control_lines_.size(), lines);
+  EXPECT_EQ(control_->applied(), 1u);
+
+  const std::string older =
+      Doc(4, absl::Minutes(60), R"("managers": {"inference": {"level": 3}})");
+  absl::Status s = Apply(older);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("degrade_control.version = 4"));
+  EXPECT_THAT(s.message(), HasSubstr("older"));
+  const std::string same_version =
+      Doc(5, absl::Minutes(60), R"("managers": {"inference": {"level": 3}})");
+  s = Apply(same_version);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("other content"));
+  EXPECT_EQ(manager_->level(), 2);
+  EXPECT_EQ(control_->in_force()->version, 5u);
+  EXPECT_EQ(control_->refused(), 2u);
+  // Each refusal is one log line naming the source.
+  ASSERT_EQ(control_lines_.size(), lines + 2);
+  EXPECT_THAT(control_lines_.back(), HasSubstr("control_refused"));
+  EXPECT_THAT(control_lines_.back(), HasSubstr("etcd: /svc/control"));
+}
+
+TEST_F(FleetControlTest, ANewerDocumentReleasesWhatItNoLongerNames) {
+  FeatureGate cache = manager_->Feature("semantic_cache");
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30), kLevel2CacheOff)).ok());
+  ASSERT_TRUE(
+      Apply(Doc(2, absl::Minutes(30), R"("breakers_open": {"rerank": true})"))
+          .ok());
+  EXPECT_TRUE(cache.enabled());
+  EXPECT_FALSE(rank_->forced_open());
+  EXPECT_TRUE(rerank_->forced_open());
+  EXPECT_FALSE(manager_->control().has_value());
+  // A breaker forced by hand meanwhile is not the control's to release.
+  ASSERT_TRUE(rerank_->ForceOpenUntil(clock_.Now() + absl::Hours(2)).ok());
+  ASSERT_TRUE(Apply(Doc(3, absl::Minutes(30), "")).ok());
+  EXPECT_TRUE(rerank_->forced_open());
+  EXPECT_EQ(rerank_->forced_open_until(), clock_.Now() + absl::Hours(2));
+}
+
+TEST_F(FleetControlTest, LiftEndsTheDocumentButKeepsTheFloor) {
+  ASSERT_TRUE(Apply(Doc(9, absl::Minutes(30), kLevel2CacheOff)).ok());
+  ASSERT_TRUE(control_->Lift("etcd: /svc/control deleted").ok());
+  EXPECT_FALSE(control_->in_force().has_value());
+  EXPECT_FALSE(rank_->forced_open());
+  EXPECT_FALSE(manager_->control().has_value());
+  EXPECT_THAT(control_lines_.back(), HasSubstr("control_lifted"));
+  EXPECT_THAT(control_lines_.back(), HasSubstr("INC-1234"));
+  const absl::Status s = Apply(Doc(9, absl::Minutes(30), kLevel2CacheOff));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("lifted"));
+  EXPECT_TRUE(control_->Lift("again").ok());  // nothing to lift: no-op
+}
+
+TEST_F(FleetControlTest, TheHigherOfLocalOverrideAndControlWins) {
+  ASSERT_TRUE(manager_->ForceLevel(3, absl::Hours(1)).ok());
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30),
+                        R"("managers": {"inference": {"level": 2}})"))
+                  .ok());
+  EXPECT_EQ(manager_->level(), 3);
+  manager_->ClearOverride();
+  EXPECT_EQ(manager_->level(), 2);  // the control still holds 2
+  ASSERT_TRUE(manager_->ForceLevel(1, absl::Hours(1)).ok());
+  EXPECT_EQ(manager_->level(), 2);  // a local override cannot lower it
+  clock_.Advance(absl::Minutes(30));
+  manager_->Evaluate();
+  EXPECT_EQ(manager_->level(), 1);  // the control ended; the override holds
+}
+
+TEST_F(FleetControlTest, ARefusedDocumentChangesNothingAnywhere) {
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30), kLevel2CacheOff)).ok());
+  // A critical feature (the config's "auth") cannot be switched off; the
+  // manager is checked only while installing, so this exercises the
+  // rollback of what was installed before it.
+  const absl::Status s = Apply(
+      Doc(2, absl::Minutes(30),
+          R"("managers": {"inference": {"level": 3, "features_off": ["auth"]}},
+         "breakers_open": {"rerank": true})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'auth' is critical"));
+  EXPECT_EQ(manager_->level(), 2);
+  EXPECT_TRUE(rank_->forced_open());
+  EXPECT_FALSE(rerank_->forced_open());
+  EXPECT_EQ(control_->version(), 1u);
+  EXPECT_EQ(control_->in_force()->version, 1u);
+}
+
+TEST_F(FleetControlTest, UnknownNamesAndLevelsAreRefusedWithTheirPath) {
+  struct Case {
+    std::string body;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {R"("managers": {"infrence": {"level": 1}})",
+       "degrade_control.managers.infrence: no manager of that name here "
+       "(registered: inference)"},
+      {R"("breakers_open": {"rnak": true})",
+       "degrade_control.breakers_open.rnak: no breaker of that name here "
+       "(registered: rank, rerank)"},
+      {R"("managers": {"inference": {"level": 4}})",
+       "degrade_control.managers.inference.level = 4: the manager has levels "
+       "0 to 3"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    const absl::Status s = Apply(Doc(1, absl::Minutes(30), c.body));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+    EXPECT_THAT(s.message(), HasSubstr("etcd: /svc/control"));
+  }
+  EXPECT_EQ(control_->version(), 0u);
+  EXPECT_EQ(manager_->level(), 0);
+}
+
+TEST_F(FleetControlTest, UnseenFeaturesAreAppliedAndReported) {
+  ASSERT_TRUE(
+      Apply(Doc(1, absl::Minutes(30),
+                R"("managers": {"inference": {"features_off": ["new_ui"]}})"))
+          .ok());
+  EXPECT_THAT(control_lines_.back(),
+              HasSubstr(R"("features_not_seen_yet":"inference/new_ui")"));
+  // The gate made later is off from its first use.
+  EXPECT_FALSE(manager_->Feature("new_ui").enabled());
+  EXPECT_EQ(manager_->level(), 0);
+}
+
+TEST_F(FleetControlTest, ReentrantApplyFromAnObserverIsRefused) {
+  absl::Status inner;
+  manager_->AddObserver([&](const LevelChange&) {
+    inner = control_->Apply(Doc(99, absl::Minutes(5), ""), "observer");
+  });
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30),
+                        R"("managers": {"inference": {"level": 1}})"))
+                  .ok());
+  EXPECT_EQ(inner.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(control_->version(), 1u);
+}
+
+// Four threads push documents of interleaved versions while two read. The
+// floor never goes down and ends at the highest version; that document is
+// the one in force on the manager and the breaker; every push was either
+// applied or refused, and the successes are the applied count. Run under
+// TSan in CI (label concurrency).
+TEST_F(FleetControlTest, ConcurrentAppliesKeepTheFloorAndTheLastDocument) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 50;
+  std::vector<std::string> docs(kThreads * kPerThread + 1);
+  for (int v = 1; v <= kThreads * kPerThread; ++v) {
+    docs[v] = Doc(
+        static_cast<uint64_t>(v), absl::Minutes(30),
+        absl::StrCat(R"("managers": {"inference": {"level": )", v % 3 + 1, "}}",
+                     v % 2 == 0 ? R"(, "breakers_open": {"rank": true})" : ""));
+  }
+  std::atomic<int> ok{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Thread t pushes versions t+1, t+1+kThreads, ...: interleaved.
+      for (int i = 0; i < kPerThread; ++i) {
+        if (Apply(docs[1 + t + i * kThreads]).ok()) ok.fetch_add(1);
+      }
+    });
+  }
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&] {
+      uint64_t last = 0;
+      while (!done.load()) {
+        const uint64_t v = control_->version();
+        EXPECT_GE(v, last);  // the floor never goes down
+        last = v;
+        (void)control_->in_force();
+        (void)manager_->level();
+      }
+    });
+  }
+  for (int t = 0; t < kThreads; ++t) threads[t].join();
+  done.store(true);
+  for (std::size_t t = kThreads; t < threads.size(); ++t) threads[t].join();
+
+  const uint64_t top = kThreads * kPerThread;
+  EXPECT_EQ(control_->version(), top);
+  EXPECT_EQ(control_->applied(), static_cast<uint64_t>(ok.load()));
+  EXPECT_EQ(control_->applied() + control_->refused(), top);
+  ASSERT_TRUE(control_->in_force().has_value());
+  EXPECT_EQ(control_->in_force()->version, top);
+  ASSERT_TRUE(manager_->control().has_value());
+  EXPECT_EQ(manager_->control()->version, top);
+  EXPECT_EQ(manager_->level(), static_cast<int>(top % 3 + 1));
+  EXPECT_TRUE(rank_->forced_open());  // top is even
+}
+
+}  // namespace
+}  // namespace degrade

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -19,7 +20,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/control_document.hpp"
@@ -46,7 +46,9 @@ class FleetControlTest : public ManagerTestBase {
     rerank_ = degrade_tests::MakeBreaker<int>(&clock_, "rerank");
     FleetControl::Options o;
     o.clock = &clock_;
+    // Called from several threads at once in the concurrency test.
     o.log_sink = [this](absl::string_view l) {
+      std::lock_guard<std::mutex> lock(lines_mu_);
       control_lines_.emplace_back(l);
     };
     control_ = std::make_unique<FleetControl>(std::move(o));
@@ -73,7 +75,10 @@ class FleetControlTest : public ManagerTestBase {
   std::unique_ptr<CircuitBreaker<int>> rank_;
   std::unique_ptr<CircuitBreaker<int>> rerank_;
   std::unique_ptr<FleetControl> control_;
-  std::vector<std::string> control_lines_;
+  // std::mutex: Debian's Abseil is not built with TSan, so TSan would not
+  // see an absl::Mutex's ordering.
+  std::mutex lines_mu_;
+  std::vector<std::string> control_lines_;  // read once threads are joined
 };
 
 constexpr char kLevel2CacheOff[] =

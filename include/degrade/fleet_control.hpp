@@ -82,8 +82,9 @@ struct FleetControlOptions {
   // The clock `expires_at` is judged by when a document arrives; the
   // managers' and breakers' own clocks end what it forced. Null: real.
   const Clock* clock = nullptr;
-  // One JSON object per line; stderr when empty. Called with no lock held;
-  // a sink that throws loses that line.
+  // One JSON object per line; stderr when empty. Called with no lock held,
+  // possibly from several threads at once (concurrent Apply() calls); a
+  // sink that throws loses that line.
   std::function<void(absl::string_view)> log_sink;
 };
 

@@ -100,14 +100,9 @@ class RedisServer {
       return absl::NotFoundError("redis-server is not on PATH");
     }
     if (dir_.empty()) {
-      std::string tmpl =
-          absl::StrCat(std::filesystem::temp_directory_path().string(),
-                       "/degrade-redis-", "XXXXXX");
-      if (::mkdtemp(tmpl.data()) == nullptr) {
-        return absl::InternalError(
-            absl::StrCat("mkdtemp: ", std::strerror(errno)));
-      }
-      dir_ = tmpl;
+      absl::StatusOr<std::string> dir = MakeTempDir("degrade-redis-");
+      if (!dir.ok()) return dir.status();
+      dir_ = *dir;
     }
     const bool pick_port = port_ == 0;
     absl::Status last;

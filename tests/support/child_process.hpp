@@ -2,9 +2,10 @@
 //
 // What the real-server fixtures (tests/redis/redis_server.hpp,
 // tests/etcd/etcd_server.hpp) share: a free loopback port, spawning a server
-// with its output appended to a log file, and reaping it within a bound.
-// Spawned with posix_spawn (no fork of a multi-threaded, possibly sanitized,
-// test process). For tests only; each function is thread-safe.
+// with its output appended to a log file, reaping it within a bound, and a
+// fresh temporary directory for it to run in. Spawned with posix_spawn (no
+// fork of a multi-threaded, possibly sanitized, test process). For tests
+// only; each function is thread-safe.
 
 #ifndef DEGRADE_TESTS_SUPPORT_CHILD_PROCESS_HPP_
 #define DEGRADE_TESTS_SUPPORT_CHILD_PROCESS_HPP_
@@ -20,7 +21,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,16 @@ inline absl::StatusOr<int> FreeLoopbackPort() {
         absl::StrCat("bind 127.0.0.1:0: ", std::strerror(saved)));
   }
   return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// A fresh directory `<temp dir>/<prefix>XXXXXX` (the caller removes it).
+inline absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
+  std::string tmpl = absl::StrCat(
+      std::filesystem::temp_directory_path().string(), "/", prefix, "XXXXXX");
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  }
+  return tmpl;
 }
 
 // Starts `args[0]` (a path, or a name looked up on PATH) with `args`, stdin

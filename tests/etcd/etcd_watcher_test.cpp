@@ -310,6 +310,10 @@ TEST(EtcdWatcherOptionsTest, BadOptionsAreRefusedAtStart) {
   o.backoff_initial = absl::Seconds(10);
   o.backoff_max = absl::Seconds(1);
   EXPECT_TRUE(absl::IsInvalidArgument(EtcdPrefixWatcher(o).Start()));
+  o.backoff_initial = absl::Milliseconds(1);
+  EtcdPrefixWatcher stopped(o);
+  stopped.Stop();
+  EXPECT_TRUE(absl::IsFailedPrecondition(stopped.Start()));
 }
 
 // ---- Malformed gateways: clear statuses, no crash, outage reported once ----

@@ -143,8 +143,8 @@ class EtcdPrefixWatcher {
   ~EtcdPrefixWatcher() { Stop(); }
 
   // Starts the background thread. INVALID_ARGUMENT for bad options,
-  // FAILED_PRECONDITION when already started (a stopped watcher cannot be
-  // restarted), RESOURCE_EXHAUSTED when no thread can be made. Never waits
+  // FAILED_PRECONDITION when already started or stopped (a watcher runs
+  // once), RESOURCE_EXHAUSTED when no thread can be made. Never waits
   // for etcd: unreachability is reported through on_status.
   absl::Status Start();
 
@@ -221,8 +221,9 @@ inline absl::Status EtcdPrefixWatcher::Start() {
         absl::FormatDuration(o.backoff_max), ")"));
   }
   detail::MutexLock l(&mu_);
-  if (started_) {
-    return absl::FailedPreconditionError("etcd watcher: already started");
+  if (started_ || stopping()) {
+    return absl::FailedPreconditionError(
+        "etcd watcher: already started or stopped (start a new one)");
   }
   absl::StatusOr<std::thread> t =
       detail::StartThread("etcd watcher", [this] { Run(); });

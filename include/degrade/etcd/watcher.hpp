@@ -50,7 +50,8 @@
 // may be called from any thread but not from a callback (Stop() would wait
 // for itself); counters() is thread-safe at any time. Stop() returns
 // promptly (tens of milliseconds) even while a request or watch stream is
-// blocked: it interrupts the connection in use.
+// blocked: it interrupts the connection in use. It does wait for a callback
+// that is running, so callbacks must not block for long.
 //
 // Needs cpp-httplib and the CMake target `degrade::etcd` (see client.hpp).
 

@@ -18,6 +18,11 @@
 #                               default so `run.sh test` and CI run those
 #                               tests; without them degrade still builds and
 #                               tests everything else.
+#                  etcd:        etcd-server etcd-client (the optional
+#                               degrade::etcd adapter's tests start private
+#                               etcd processes on loopback; the adapter
+#                               itself needs only libcpp-httplib-dev).
+#                               Without them those tests are not built.
 #   gRPC:        libgrpc++-dev libprotobuf-dev protobuf-compiler
 #                               protobuf-compiler-grpc (the optional
 #                               degrade::grpc adapter; its tests start gRPC
@@ -43,7 +48,7 @@ for arg in "$@"; do
     --sanitizers) want_sanitizers=1 ;;
     --dry-run) dry_run=1 ;;
     -h | --help)
-      sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -62,6 +67,7 @@ packages=(cmake g++ clang make
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libcpp-httplib-dev python3
   libhiredis-dev redis-server
+  etcd-server etcd-client
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
 if ((want_sanitizers)); then
   packages+=(libclang-rt-14-dev)

@@ -13,9 +13,13 @@
 #   include/degrade/grpc/...                               its headers
 #   share/cmake/degrade/degradeGrpcTargets.cmake           imported target degrade::grpc
 #   share/cmake/degrade/degradeGrpc.cmake                  finds gRPC and protobuf for it
+# and, only when the etcd adapter is built (DEGRADE_HAVE_ETCD):
+#   include/degrade/etcd/...                               its headers
+#   share/cmake/degrade/degradeEtcdTargets.cmake           imported target degrade::etcd
+#   share/cmake/degrade/degradeHttplib.cmake               finds cpp-httplib for it
 # The package config loads each adapter's two files only for
-# find_package(degrade COMPONENTS redis) or COMPONENTS grpc, so the core
-# package never looks for hiredis or gRPC.
+# find_package(degrade COMPONENTS redis), COMPONENTS grpc or COMPONENTS etcd,
+# so the core package never looks for hiredis, gRPC or cpp-httplib.
 include_guard(GLOBAL)
 
 include(GNUInstallDirs)
@@ -32,6 +36,9 @@ if(NOT DEGRADE_HAVE_REDIS)
 endif()
 if(NOT DEGRADE_HAVE_GRPC)
   list(APPEND _degrade_header_excludes PATTERN "grpc" EXCLUDE)
+endif()
+if(NOT DEGRADE_HAVE_ETCD)
+  list(APPEND _degrade_header_excludes PATTERN "etcd" EXCLUDE)
 endif()
 install(
   DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
@@ -71,6 +78,19 @@ if(DEGRADE_HAVE_GRPC)
     COMPONENT degrade_Development)
   install(
     FILES "${PROJECT_SOURCE_DIR}/cmake/degradeGrpc.cmake"
+    DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+    COMPONENT degrade_Development)
+endif()
+
+if(DEGRADE_HAVE_ETCD)
+  install(TARGETS degrade_etcd EXPORT degradeEtcdTargets)
+  install(
+    EXPORT degradeEtcdTargets
+    NAMESPACE degrade::
+    DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
+    COMPONENT degrade_Development)
+  install(
+    FILES "${PROJECT_SOURCE_DIR}/cmake/degradeHttplib.cmake"
     DESTINATION "${DEGRADE_INSTALL_CMAKEDIR}"
     COMPONENT degrade_Development)
 endif()

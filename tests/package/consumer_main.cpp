@@ -4,7 +4,9 @@
 // against degrade::redis (DEGRADE_CONSUMER_REDIS), the Redis adapter's header
 // compiles, links against hiredis and validates its settings; against
 // degrade::grpc (DEGRADE_CONSUMER_GRPC), the gRPC adapter's header compiles,
-// links against gRPC and maps a status with its pushback.
+// links against gRPC and maps a status with its pushback; against
+// degrade::etcd (DEGRADE_CONSUMER_ETCD), the etcd watcher compiles, links
+// against cpp-httplib and validates its options.
 #include <cstdio>
 #include <string>
 
@@ -18,6 +20,9 @@
 #endif
 #if DEGRADE_CONSUMER_GRPC
 #include "degrade/grpc/status.hpp"
+#endif
+#if DEGRADE_CONSUMER_ETCD
+#include "degrade/etcd/watcher.hpp"
 #endif
 
 namespace {
@@ -110,6 +115,16 @@ int main() {
                                    nullptr)
                 .error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED,
         "grpc: a shed replies RESOURCE_EXHAUSTED");
+#endif
+
+#if DEGRADE_CONSUMER_ETCD
+  degrade::etcd::EtcdWatcherOptions eo;
+  eo.endpoint = "127.0.0.1:0";
+  degrade::etcd::EtcdPrefixWatcher watcher(eo);
+  Check(absl::IsInvalidArgument(watcher.Start()),
+        "etcd: port 0 is refused");
+  Check(degrade::etcd::detail_etcd::PrefixEnd("a") == "b",
+        "etcd: the range end of a prefix");
 #endif
 
   if (failures != 0) return 1;

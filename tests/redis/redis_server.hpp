@@ -53,8 +53,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/redis/hot_list_source.hpp"
-
-extern char** environ;
+#include "support/child_process.hpp"
 
 namespace degrade_tests {
 
@@ -101,14 +100,9 @@ class RedisServer {
       return absl::NotFoundError("redis-server is not on PATH");
     }
     if (dir_.empty()) {
-      std::string tmpl =
-          absl::StrCat(std::filesystem::temp_directory_path().string(),
-                       "/degrade-redis-", "XXXXXX");
-      if (::mkdtemp(tmpl.data()) == nullptr) {
-        return absl::InternalError(
-            absl::StrCat("mkdtemp: ", std::strerror(errno)));
-      }
-      dir_ = tmpl;
+      absl::StatusOr<std::string> dir = MakeTempDir("degrade-redis-");
+      if (!dir.ok()) return dir.status();
+      dir_ = *dir;
     }
     const bool pick_port = port_ == 0;
     absl::Status last;
@@ -130,19 +124,7 @@ class RedisServer {
     if (pid_ <= 0) return absl::OkStatus();
     ::kill(pid_, SIGTERM);
     ::kill(pid_, SIGCONT);
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    int status = 0;
-    while (true) {
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_ || (r < 0 && errno != EINTR)) break;
-      if (absl::Now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-        }
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(5));
-    }
+    ReapWithin(pid_, absl::Seconds(10), /*group=*/false);
     pid_ = -1;
     return absl::OkStatus();
   }
@@ -237,29 +219,6 @@ class RedisServer {
 
   std::string LogPath() const { return dir_ + "/redis.log"; }
 
-  static absl::StatusOr<int> FreeLoopbackPort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) {
-      return absl::InternalError(
-          absl::StrCat("socket: ", std::strerror(errno)));
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof addr;
-    const bool ok =
-        ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-    const int saved = errno;
-    ::close(fd);
-    if (!ok) {
-      return absl::InternalError(
-          absl::StrCat("bind 127.0.0.1:0: ", std::strerror(saved)));
-    }
-    return static_cast<int>(ntohs(addr.sin_port));
-  }
-
   // ABORTED when the port was taken (the caller may try another one).
   absl::Status SpawnAndWait() {
     std::vector<std::string> args = {binary_,
@@ -280,27 +239,10 @@ class RedisServer {
                                      "--enable-debug-command",
                                      "local"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    // stdin from /dev/null; stdout and stderr appended to the log file.
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    const std::string log = LogPath();
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, binary_.c_str(), &actions, nullptr,
-                                 argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      return absl::InternalError(
-          absl::StrCat("posix_spawn ", binary_, ": ", std::strerror(rc)));
-    }
-    pid_ = pid;
+    absl::StatusOr<pid_t> pid = SpawnLogged(std::move(args), LogPath(),
+                                            /*own_group=*/false);
+    if (!pid.ok()) return pid.status();
+    pid_ = *pid;
 
     const absl::Time deadline = absl::Now() + absl::Seconds(20);
     while (true) {

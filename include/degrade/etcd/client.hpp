@@ -1,0 +1,502 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: etcd/client.hpp
+// -----------------------------------------------------------------------------
+//
+// A small etcd v3 client for the few calls degrade's config sources need:
+// read a prefix, put, delete, compact. It talks to etcd's JSON gateway over
+// plain HTTP on loopback (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange,
+// /v3/kv/compaction), with cpp-httplib, so it needs no gRPC. Keys and values
+// are bytes (base64 on the wire); revisions are int64 (strings on the wire).
+//
+//   degrade::etcd::EtcdClientOptions o;
+//   o.endpoint = "127.0.0.1:2379";
+//   degrade::etcd::EtcdClient etcd(o);
+//   absl::StatusOr<int64_t> rev = etcd.Put("/flags/ranker", "off");
+//   if (!rev.ok()) return rev.status();       // names endpoint and cause
+//   absl::StatusOr<degrade::etcd::RangeResult> r = etcd.Range("/flags/");
+//   if (!r.ok()) return r.status();
+//   for (const degrade::etcd::KeyValue& kv : r->kvs) {
+//     Use(kv.key, kv.value, kv.mod_revision);
+//   }
+//   // r->revision: the store's revision the read was taken at
+//
+// Errors are statuses, never exceptions, and each names the endpoint, the
+// operation and the cause, e.g. "etcd 127.0.0.1:2379 Range '/flags/':
+// cannot connect: Connection". The codes:
+//
+//   etcd not listening, connection lost    UNAVAILABLE
+//   timeout (connect, read or write)       DEADLINE_EXCEEDED
+//   Interrupt() called during the request  CANCELLED
+//   HTTP status other than 200             etcd's gRPC code when its error
+//                                          body has one (e.g. OUT_OF_RANGE
+//                                          for a compacted revision), else
+//                                          INTERNAL, with the HTTP status
+//   body not JSON, wrong shape             INTERNAL, naming the field
+//   bad base64, a revision not a number    DATA_LOSS, naming the field
+//
+// Optional: this header needs cpp-httplib (Debian: libcpp-httplib-dev) and
+// the CMake target `degrade::etcd`; the core library never includes it.
+// Only loopback/plain HTTP is supported (no TLS, no auth).
+//
+// Thread safety: `EtcdClient` is thread-safe; requests are serialised on one
+// connection object (a second caller waits for the first). `Interrupt()`
+// may be called from any thread at any time and never waits for a request.
+
+#ifndef DEGRADE_ETCD_CLIENT_HPP_
+#define DEGRADE_ETCD_CLIENT_HPP_
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/detail/json_document.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace etcd {
+
+// EtcdClientOptions
+//
+// `endpoint` is "host:port" (an IPv4 address or name; plain HTTP). The
+// timeouts bound each phase of one request; each must be at least 1 ms
+// (smaller values are raised to 1 ms).
+struct EtcdClientOptions {
+  std::string endpoint = "127.0.0.1:2379";
+  absl::Duration connect_timeout = absl::Seconds(1);
+  absl::Duration request_timeout = absl::Seconds(2);  // read and write
+};
+
+// One key as etcd stores it. `mod_revision` is the revision of its last
+// change.
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t mod_revision = 0;
+};
+
+// The result of `Range()`: the keys under the prefix, in key order, as of
+// the store revision `revision` (the response header's).
+struct RangeResult {
+  std::vector<KeyValue> kvs;
+  int64_t revision = 0;
+};
+
+// EtcdClient
+//
+// See the file comment. Construction never touches the network.
+class EtcdClient {
+ public:
+  explicit EtcdClient(EtcdClientOptions options);
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  // Every key starting with `prefix` ("" means every key), with the store
+  // revision the read was taken at.
+  absl::StatusOr<RangeResult> Range(absl::string_view prefix);
+
+  // Sets `key` to `value`; returns the store revision of the change.
+  absl::StatusOr<int64_t> Put(absl::string_view key, absl::string_view value);
+
+  // Deletes `key` (not a prefix); OK also when it did not exist. Returns the
+  // store revision after the call.
+  absl::StatusOr<int64_t> Delete(absl::string_view key);
+
+  // Compacts the history up to `revision` (physically: returns once the
+  // store has discarded it). OUT_OF_RANGE if already compacted past it or
+  // `revision` is in the future.
+  absl::Status Compact(int64_t revision);
+
+  // Makes the request in progress, if any, fail at once with CANCELLED
+  // (later requests are unaffected). Thread-safe; never blocks on a request.
+  void Interrupt();
+
+  const std::string& endpoint() const { return options_.endpoint; }
+
+ private:
+  // POSTs `body` to `path`; the parsed JSON object of a 200 response.
+  absl::StatusOr<detail::json::Json> Call(absl::string_view op,
+                                          const std::string& path,
+                                          const std::string& body);
+
+  // header.revision of a response object.
+  absl::StatusOr<int64_t> HeaderRevision(absl::string_view op,
+                                         const detail::json::Json& res) const;
+
+  static constexpr std::size_t kMaxResponseBytes = std::size_t{256} << 20;
+
+  const EtcdClientOptions options_;
+  detail::Mutex mu_;  // one request at a time
+  std::unique_ptr<httplib::Client> http_ ABSL_GUARDED_BY(mu_);
+  // For Interrupt(): the client of the request in flight. httplib's stop()
+  // is safe against a request running on another thread.
+  detail::Mutex flight_mu_;
+  httplib::Client* in_flight_ ABSL_GUARDED_BY(flight_mu_) = nullptr;
+  bool interrupted_ ABSL_GUARDED_BY(flight_mu_) = false;
+};
+
+namespace detail_etcd {
+
+// The smallest key greater than every key with this prefix, as etcd's
+// `range_end` ("\0", every key, for an empty prefix).
+std::string PrefixEnd(absl::string_view prefix);
+
+// The `key` of a range over the prefix: the prefix, or "\0" for every key
+// (etcd refuses an empty key).
+std::string RangeStart(absl::string_view prefix);
+
+// "host:port" split; INVALID_ARGUMENT when malformed.
+absl::Status SplitEndpoint(absl::string_view endpoint, std::string* host,
+                           int* port);
+
+// Field readers for the gateway's JSON. `where` names the place for errors
+// ("header.revision", "kvs[3].key"). A missing field is its proto default
+// (the gateway omits defaults): 0, "".
+absl::Status ReadInt64(const detail::json::Json& object, const char* field,
+                       absl::string_view where, int64_t* out);
+absl::Status ReadBytes(const detail::json::Json& object, const char* field,
+                       absl::string_view where, std::string* out);
+
+// Maps an error body {"error": ..., "code": N, "message": ...} with a gRPC
+// code to that code; INTERNAL otherwise.
+absl::StatusCode CodeOfErrorBody(const detail::json::Json& body);
+
+std::string Quoted(absl::string_view bytes);  // printable, for messages
+
+// `d` (at least 1 ms) as httplib's seconds and microseconds.
+void SplitDuration(absl::Duration d, time_t* sec, time_t* usec);
+
+// A failed HTTP exchange as a status: connection refused or lost
+// UNAVAILABLE, a connect timeout DEADLINE_EXCEEDED, anything else INTERNAL.
+absl::Status TransportError(absl::string_view where, httplib::Error err);
+
+}  // namespace detail_etcd
+
+// ---- Implementation details ----
+
+namespace detail_etcd {
+
+inline std::string PrefixEnd(absl::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    unsigned char last = static_cast<unsigned char>(end.back());
+    if (last < 0xff) {
+      end.back() = static_cast<char>(last + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+inline std::string RangeStart(absl::string_view prefix) {
+  return prefix.empty() ? std::string(1, '\0') : std::string(prefix);
+}
+
+inline absl::Status SplitEndpoint(absl::string_view endpoint,
+                                  std::string* host, int* port) {
+  const std::size_t colon = endpoint.rfind(':');
+  int p = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(endpoint.substr(colon + 1), &p) || p <= 0 ||
+      p > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd endpoint '", endpoint, "' must be host:port (port 1-65535)"));
+  }
+  *host = std::string(endpoint.substr(0, colon));
+  *port = p;
+  return absl::OkStatus();
+}
+
+inline absl::Status ReadInt64(const detail::json::Json& object,
+                              const char* field, absl::string_view where,
+                              int64_t* out) {
+  *out = 0;
+  if (!object.is_object()) {
+    return absl::InternalError(absl::StrCat(where, " is not an object"));
+  }
+  auto it = object.find(field);
+  if (it == object.end()) return absl::OkStatus();
+  if (it->is_number_integer()) {
+    *out = it->get<int64_t>();
+    return absl::OkStatus();
+  }
+  if (it->is_string() && absl::SimpleAtoi(it->get_ref<const std::string&>(),
+                                          out)) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrCat(where, ".", field, " = ",
+                                          detail::json::Describe(*it),
+                                          ": not an int64"));
+}
+
+inline absl::Status ReadBytes(const detail::json::Json& object,
+                              const char* field, absl::string_view where,
+                              std::string* out) {
+  out->clear();
+  if (!object.is_object()) {
+    return absl::InternalError(absl::StrCat(where, " is not an object"));
+  }
+  auto it = object.find(field);
+  if (it == object.end()) return absl::OkStatus();
+  if (!it->is_string() ||
+      !absl::Base64Unescape(it->get_ref<const std::string&>(), out)) {
+    return absl::DataLossError(absl::StrCat(where, ".", field, " = ",
+                                            detail::json::Describe(*it),
+                                            ": not base64"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::StatusCode CodeOfErrorBody(const detail::json::Json& body) {
+  if (body.is_object()) {
+    auto it = body.find("code");
+    if (it != body.end() && it->is_number_integer()) {
+      const int64_t code = it->get<int64_t>();
+      if (code > 0 && code <= 16) return static_cast<absl::StatusCode>(code);
+    }
+  }
+  return absl::StatusCode::kInternal;
+}
+
+inline std::string Quoted(absl::string_view bytes) {
+  constexpr std::size_t kMax = 80;
+  std::string s = absl::CHexEscape(bytes.substr(0, kMax));
+  if (bytes.size() > kMax) absl::StrAppend(&s, "...");
+  return absl::StrCat("'", s, "'");
+}
+
+inline void SplitDuration(absl::Duration d, time_t* sec, time_t* usec) {
+  const int64_t us = std::max<int64_t>(1000, absl::ToInt64Microseconds(d));
+  *sec = static_cast<time_t>(us / 1000000);
+  *usec = static_cast<time_t>(us % 1000000);
+}
+
+inline absl::Status TransportError(absl::string_view where,
+                                   httplib::Error err) {
+  const std::string cause = httplib::to_string(err);
+  switch (err) {
+    case httplib::Error::Connection:
+      return absl::UnavailableError(
+          absl::StrCat(where, ": cannot connect: ", cause));
+    case httplib::Error::ConnectionTimeout:
+      return absl::DeadlineExceededError(
+          absl::StrCat(where, ": connect timed out: ", cause));
+    case httplib::Error::Read:
+    case httplib::Error::Write:
+      return absl::UnavailableError(
+          absl::StrCat(where, ": connection lost or timed out: ", cause));
+    default:
+      return absl::InternalError(
+          absl::StrCat(where, ": HTTP request failed: ", cause));
+  }
+}
+
+}  // namespace detail_etcd
+
+inline EtcdClient::EtcdClient(EtcdClientOptions options)
+    : options_(std::move(options)) {}
+
+inline void EtcdClient::Interrupt() {
+  detail::MutexLock l(&flight_mu_);
+  interrupted_ = true;
+  if (in_flight_ != nullptr) in_flight_->stop();
+}
+
+inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
+    absl::string_view op, const std::string& path, const std::string& body) {
+  const std::string where = absl::StrCat("etcd ", options_.endpoint, " ", op);
+  std::string host;
+  int port = 0;
+  if (absl::Status s =
+          detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+  }
+  detail::MutexLock l(&mu_);
+  if (http_ == nullptr) {
+    http_ = std::make_unique<httplib::Client>(host, port);
+    time_t sec = 0, usec = 0;
+    detail_etcd::SplitDuration(options_.connect_timeout, &sec, &usec);
+    http_->set_connection_timeout(sec, usec);
+    detail_etcd::SplitDuration(options_.request_timeout, &sec, &usec);
+    http_->set_read_timeout(sec, usec);
+    http_->set_write_timeout(sec, usec);
+  }
+  {
+    detail::MutexLock f(&flight_mu_);
+    interrupted_ = false;
+    in_flight_ = http_.get();
+  }
+  // The body is collected by hand: etcd's gateway ends its chunked error
+  // bodies with a trailer (Grpc-Trailer-Content-Type) that cpp-httplib 0.11
+  // reports as a read error after the whole body has arrived. A body that
+  // is complete JSON is therefore used even when the read "failed".
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  int http_status = 0;
+  std::string text;
+  req.response_handler = [&http_status](const httplib::Response& r) {
+    http_status = r.status;
+    return true;
+  };
+  req.content_receiver = [&text](const char* data, std::size_t n, uint64_t,
+                                 uint64_t) {
+    text.append(data, n);
+    return text.size() <= kMaxResponseBytes;
+  };
+  httplib::Result res = http_->send(req);
+  bool interrupted = false;
+  {
+    detail::MutexLock f(&flight_mu_);
+    in_flight_ = nullptr;
+    interrupted = interrupted_;
+  }
+  if (interrupted) {
+    return absl::CancelledError(absl::StrCat(where, ": interrupted"));
+  }
+  const std::string source = absl::StrCat(where, ": response");
+  if (text.size() > kMaxResponseBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(source, ": over ", kMaxResponseBytes, " bytes"));
+  }
+  absl::StatusOr<detail::json::Json> json =
+      detail::json::ParseJsonDocument(text, source, "response body");
+  if (!res && !(http_status != 0 && json.ok())) {
+    return detail_etcd::TransportError(where, res.error());
+  }
+  if (http_status != 200) {
+    absl::StatusCode code = absl::StatusCode::kInternal;
+    std::string message = detail_etcd::Quoted(text);
+    if (json.ok()) {
+      code = detail_etcd::CodeOfErrorBody(*json);
+      auto it = json->find("message");
+      if (it == json->end()) it = json->find("error");
+      if (it != json->end() && it->is_string()) {
+        message = it->get<std::string>();
+      }
+    }
+    return absl::Status(code, absl::StrCat(where, ": HTTP ", http_status, ": ",
+                                           message));
+  }
+  if (!json.ok()) {
+    return absl::InternalError(json.status().message());
+  }
+  if (!json->is_object()) {
+    return absl::InternalError(
+        absl::StrCat(source, ": not a JSON object: ",
+                     detail::json::Describe(*json)));
+  }
+  return json;
+}
+
+inline absl::StatusOr<int64_t> EtcdClient::HeaderRevision(
+    absl::string_view op, const detail::json::Json& res) const {
+  auto header = res.find("header");
+  int64_t revision = 0;
+  absl::Status s = header == res.end()
+                       ? absl::InternalError("no header")
+                       : detail_etcd::ReadInt64(*header, "revision", "header",
+                                                &revision);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("etcd ", options_.endpoint, " ",
+                                               op, ": response: ",
+                                               s.message()));
+  }
+  return revision;
+}
+
+inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
+  const std::string op = absl::StrCat("Range ", detail_etcd::Quoted(prefix));
+  detail::json::Json req = detail::json::Json::object();
+  req["key"] = absl::Base64Escape(detail_etcd::RangeStart(prefix));
+  req["range_end"] = absl::Base64Escape(detail_etcd::PrefixEnd(prefix));
+  absl::StatusOr<detail::json::Json> res = Call(op, "/v3/kv/range", req.dump());
+  if (!res.ok()) return res.status();
+  const std::string where =
+      absl::StrCat("etcd ", options_.endpoint, " ", op, ": response");
+  const auto fail = [&where](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+  };
+  RangeResult out;
+  auto header = res->find("header");
+  if (header == res->end()) return fail(absl::InternalError("no header"));
+  if (absl::Status s = detail_etcd::ReadInt64(*header, "revision", "header",
+                                              &out.revision);
+      !s.ok()) {
+    return fail(s);
+  }
+  auto kvs = res->find("kvs");
+  if (kvs == res->end()) return out;
+  if (!kvs->is_array()) {
+    return fail(absl::InternalError(absl::StrCat(
+        "kvs = ", detail::json::Describe(*kvs), ": not an array")));
+  }
+  out.kvs.reserve(kvs->size());
+  for (std::size_t i = 0; i < kvs->size(); ++i) {
+    const std::string at = absl::StrCat("kvs[", i, "]");
+    KeyValue kv;
+    absl::Status s = detail_etcd::ReadBytes((*kvs)[i], "key", at, &kv.key);
+    if (s.ok()) s = detail_etcd::ReadBytes((*kvs)[i], "value", at, &kv.value);
+    if (s.ok()) {
+      s = detail_etcd::ReadInt64((*kvs)[i], "mod_revision", at,
+                                 &kv.mod_revision);
+    }
+    if (!s.ok()) return fail(s);
+    out.kvs.push_back(std::move(kv));
+  }
+  return out;
+}
+
+inline absl::StatusOr<int64_t> EtcdClient::Put(absl::string_view key,
+                                               absl::string_view value) {
+  const std::string op = absl::StrCat("Put ", detail_etcd::Quoted(key));
+  detail::json::Json req = detail::json::Json::object();
+  req["key"] = absl::Base64Escape(key);
+  req["value"] = absl::Base64Escape(value);
+  absl::StatusOr<detail::json::Json> res = Call(op, "/v3/kv/put", req.dump());
+  if (!res.ok()) return res.status();
+  return HeaderRevision(op, *res);
+}
+
+inline absl::StatusOr<int64_t> EtcdClient::Delete(absl::string_view key) {
+  const std::string op = absl::StrCat("Delete ", detail_etcd::Quoted(key));
+  detail::json::Json req = detail::json::Json::object();
+  req["key"] = absl::Base64Escape(key);
+  absl::StatusOr<detail::json::Json> res =
+      Call(op, "/v3/kv/deleterange", req.dump());
+  if (!res.ok()) return res.status();
+  return HeaderRevision(op, *res);
+}
+
+inline absl::Status EtcdClient::Compact(int64_t revision) {
+  const std::string op = absl::StrCat("Compact ", revision);
+  detail::json::Json req = detail::json::Json::object();
+  req["revision"] = std::to_string(revision);
+  req["physical"] = true;
+  return Call(op, "/v3/kv/compaction", req.dump()).status();
+}
+
+}  // namespace etcd
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_ETCD_CLIENT_HPP_

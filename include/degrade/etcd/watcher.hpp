@@ -1,0 +1,599 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: etcd/watcher.hpp
+// -----------------------------------------------------------------------------
+//
+// Follows every key under an etcd prefix and calls you back for each change:
+// the way a service keeps its degradation switches and configs in etcd and
+// hears about an edit within milliseconds, without ever serving a stale view
+// silently.
+//
+//   degrade::etcd::EtcdWatcherOptions o;
+//   o.endpoint = "127.0.0.1:2379";
+//   o.prefix = "/degrade/flags/";
+//   o.on_put = [&](const std::string& key, const std::string& value,
+//                  int64_t revision) { flags.Set(key, value); };
+//   o.on_delete = [&](const std::string& key, int64_t) { flags.Erase(key); };
+//   o.on_status = [](const absl::Status& s) { LogStatus(s); };
+//   degrade::etcd::EtcdPrefixWatcher watcher(std::move(o));
+//   if (absl::Status s = watcher.Start(); !s.ok()) return s;  // bad options
+//   ...
+//   watcher.Stop();                      // also done by the destructor
+//
+// What it guarantees (one background thread does all of it):
+//
+//   * Read, then watch from the next revision. A Range of the prefix at
+//     store revision R delivers every key as on_put; the watch then starts
+//     at R + 1, so a change made between the read and the watch is never
+//     missed. Events are delivered in revision order.
+//   * Reconnect with backoff. When the stream ends or fails, the watcher
+//     waits a full-jitter backoff (uniform in [0, min(max, initial * 2^n)])
+//     and reads the prefix again: on_put for each key whose mod_revision
+//     differs from the one delivered, on_delete for each delivered key that
+//     is gone (its revision is then the read's revision), then watches from
+//     the new revision + 1. Nothing changed, nothing delivered.
+//   * Compaction. A watch cancelled because its start revision was compacted
+//     triggers the same resync from the head: never silently stale.
+//   * Outage reported once. on_status gets the first failure of an outage
+//     (UNAVAILABLE when etcd is unreachable; INTERNAL or DATA_LOSS for a
+//     response that makes no sense), not one per retry, and OkStatus once
+//     the watch is established again.
+//   * Size limit. A value over `max_value_bytes` is not delivered: on_status
+//     gets INVALID_ARGUMENT naming the key and the size, once per key
+//     revision; the previously delivered value (if any) stays the caller's.
+//
+// Thread safety: the callbacks run on the watcher's thread, one at a time,
+// never concurrently with each other; a callback that throws is caught (it
+// is counted in `callback_errors` and, unless it is on_status itself,
+// reported through on_status) and the watcher carries on. Start() and Stop()
+// may be called from any thread but not from a callback (Stop() would wait
+// for itself); counters() is thread-safe at any time. Stop() returns
+// promptly (tens of milliseconds) even while a request or watch stream is
+// blocked: it interrupts the connection in use. It does wait for a callback
+// that is running, so callbacks must not block for long.
+//
+// Needs cpp-httplib and the CMake target `degrade::etcd` (see client.hpp).
+
+#ifndef DEGRADE_ETCD_WATCHER_HPP_
+#define DEGRADE_ETCD_WATCHER_HPP_
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "degrade/detail/invoke.hpp"
+#include "degrade/detail/json_document.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/detail/splitmix.hpp"
+#include "degrade/detail/thread_start.hpp"
+#include "degrade/etcd/client.hpp"
+#include "degrade/etcd/detail/json_stream.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace etcd {
+
+// EtcdWatcherOptions
+//
+// Every field has a usable default except `prefix` and the callbacks you
+// care about (an unset callback is skipped).
+struct EtcdWatcherOptions {
+  std::string endpoint = "127.0.0.1:2379";  // host:port, plain HTTP
+  std::string prefix;                       // "" follows every key
+  // Values longer than this are refused (not delivered). Default 1 MiB.
+  std::size_t max_value_bytes = std::size_t{1} << 20;
+  // Full-jitter backoff between attempts after a failure; both > 0 and
+  // initial <= max (Start() refuses others).
+  absl::Duration backoff_initial = absl::Milliseconds(100);
+  absl::Duration backoff_max = absl::Seconds(5);
+  // Per-request bounds of the Range reads, and the connect bound of the
+  // watch stream (>= 1 ms).
+  absl::Duration connect_timeout = absl::Seconds(1);
+  absl::Duration request_timeout = absl::Seconds(2);
+  // A watch stream silent for this long is dropped and re-established
+  // (after a resync): how a hung etcd is noticed. >= 1 ms; default 60 s.
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
+  uint64_t jitter_seed = 0x5EED;  // the backoff's random stream
+
+  std::function<void(const std::string& key, const std::string& value,
+                     int64_t mod_revision)>
+      on_put;
+  std::function<void(const std::string& key, int64_t revision)> on_delete;
+  std::function<void(const absl::Status& status)> on_status;
+
+  // Test seam: called on the watcher thread after each read of the prefix
+  // has been delivered and before the watch from `revision + 1` starts.
+  std::function<void(int64_t revision)> after_range_for_testing;
+};
+
+// Counts since construction; each read with relaxed ordering.
+struct EtcdWatcherCounters {
+  uint64_t reconnects = 0;        // watch streams opened after the first
+  uint64_t resyncs = 0;           // reads of the prefix after the first
+  uint64_t compactions = 0;       // watches cancelled by a compaction
+  uint64_t events_delivered = 0;  // on_put and on_delete calls
+  uint64_t values_refused = 0;    // values over max_value_bytes
+  uint64_t callback_errors = 0;   // callbacks that threw
+};
+
+// EtcdPrefixWatcher
+//
+// See the file comment. Not copyable or movable.
+class EtcdPrefixWatcher {
+ public:
+  explicit EtcdPrefixWatcher(EtcdWatcherOptions options);
+  EtcdPrefixWatcher(const EtcdPrefixWatcher&) = delete;
+  EtcdPrefixWatcher& operator=(const EtcdPrefixWatcher&) = delete;
+  ~EtcdPrefixWatcher() { Stop(); }
+
+  // Starts the background thread. INVALID_ARGUMENT for bad options,
+  // FAILED_PRECONDITION when already started or stopped (a watcher runs
+  // once), RESOURCE_EXHAUSTED when no thread can be made. Never waits
+  // for etcd: unreachability is reported through on_status.
+  absl::Status Start();
+
+  // Stops the thread and waits for it (promptly: see the file comment).
+  // Idempotent. REQUIRES: not called from a callback.
+  void Stop();
+
+  EtcdWatcherCounters counters() const;
+
+ private:
+  enum class StreamEnd { kStopped, kCompacted, kEnded, kFailed };
+
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  void Run();
+  // Sleeps the backoff for `failures`; false when Stop() came first.
+  bool Backoff(int failures);
+  void ApplySnapshot(const RangeResult& r);
+  StreamEnd Watch(int64_t start_revision, absl::Status* status);
+  // One message of the stream; false ends the stream (with *end set).
+  bool HandleMessage(absl::string_view text, bool* created, StreamEnd* end,
+                     absl::Status* status);
+  void Put(const std::string& key, const std::string& value, int64_t rev);
+  void Erase(const std::string& key, int64_t revision);
+  void Failure(const absl::Status& s);
+  void Recovered();
+  void Report(const absl::Status& s);
+  template <typename F>
+  void Guard(const char* which, F&& f);
+  void Bump(std::atomic<uint64_t>& c) {
+    c.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const EtcdWatcherOptions options_;
+  EtcdClient client_;
+  std::atomic<bool> stopping_{false};
+  detail::Mutex mu_;
+  detail::CondVar cv_;  // wakes a backoff sleep for Stop()
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  httplib::Client* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::thread thread_;
+  // Watcher thread only:
+  std::map<std::string, int64_t> delivered_;  // key -> mod_revision
+  std::map<std::string, int64_t> refused_;    // key -> refused revision
+  bool in_outage_ = false;
+  bool garbled_ = false;  // the outage is a stream that failed once created
+  bool stream_created_ = false;  // the last watch got its "created"
+  detail::SplitMix64 rng_;
+  std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
+      events_{0}, refused_count_{0}, callback_errors_{0};
+};
+
+// ---- Implementation details ----
+
+inline EtcdPrefixWatcher::EtcdPrefixWatcher(EtcdWatcherOptions options)
+    : options_(std::move(options)),
+      client_(EtcdClientOptions{options_.endpoint, options_.connect_timeout,
+                                options_.request_timeout}),
+      rng_(options_.jitter_seed) {}
+
+inline absl::Status EtcdPrefixWatcher::Start() {
+  const EtcdWatcherOptions& o = options_;
+  std::string host;
+  int port = 0;
+  if (absl::Status s = detail_etcd::SplitEndpoint(o.endpoint, &host, &port);
+      !s.ok()) {
+    return s;
+  }
+  if (o.backoff_initial <= absl::ZeroDuration() ||
+      o.backoff_max < o.backoff_initial) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd watcher: backoff_initial (", absl::FormatDuration(
+            o.backoff_initial), ") must be > 0 and <= backoff_max (",
+        absl::FormatDuration(o.backoff_max), ")"));
+  }
+  detail::MutexLock l(&mu_);
+  if (started_ || stopping()) {
+    return absl::FailedPreconditionError(
+        "etcd watcher: already started or stopped (start a new one)");
+  }
+  absl::StatusOr<std::thread> t =
+      detail::StartThread("etcd watcher", [this] { Run(); });
+  if (!t.ok()) return t.status();
+  thread_ = std::move(*t);
+  started_ = true;
+  return absl::OkStatus();
+}
+
+inline void EtcdPrefixWatcher::Stop() {
+  stopping_.store(true, std::memory_order_release);
+  // Interrupt whatever the thread is blocked in until it has left: a
+  // request that started just after one interrupt meets the next.
+  while (true) {
+    client_.Interrupt();
+    detail::MutexLock l(&mu_);
+    if (!started_ || done_) break;
+    if (stream_ != nullptr) stream_->stop();
+    cv_.SignalAll();
+    cv_.WaitFor(&mu_, absl::Milliseconds(10),
+                [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; });
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
+  EtcdWatcherCounters c;
+  c.reconnects = reconnects_.load(std::memory_order_relaxed);
+  c.resyncs = resyncs_.load(std::memory_order_relaxed);
+  c.compactions = compactions_.load(std::memory_order_relaxed);
+  c.events_delivered = events_.load(std::memory_order_relaxed);
+  c.values_refused = refused_count_.load(std::memory_order_relaxed);
+  c.callback_errors = callback_errors_.load(std::memory_order_relaxed);
+  return c;
+}
+
+inline void EtcdPrefixWatcher::Run() {
+  int failures = 0;
+  bool first_read = true;
+  bool first_watch = true;
+  while (!stopping()) {
+    if (failures > 0 && !Backoff(failures)) break;
+    absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
+    if (stopping()) break;
+    if (!r.ok()) {
+      Failure(r.status());
+      failures = std::min(failures + 1, 62);
+      continue;
+    }
+    if (!first_read) Bump(resyncs_);
+    first_read = false;
+    ApplySnapshot(*r);
+    if (options_.after_range_for_testing) {
+      Guard("after_range_for_testing",
+            [&] { options_.after_range_for_testing(r->revision); });
+    }
+    if (stopping()) break;
+    if (!first_watch) Bump(reconnects_);
+    first_watch = false;
+    absl::Status status;
+    const StreamEnd end = Watch(r->revision + 1, &status);
+    if (end == StreamEnd::kStopped) break;
+    if (end == StreamEnd::kCompacted) {
+      Bump(compactions_);
+      failures = 0;  // resync from the head at once
+    } else if (end == StreamEnd::kFailed) {
+      garbled_ = garbled_ || stream_created_;
+      Failure(status);
+      failures = std::min(failures + 1, 62);
+    } else {
+      failures = 1;  // a short jittered pause, never a tight loop
+      if (garbled_) {
+        garbled_ = false;
+        Recovered();
+      }
+    }
+  }
+  detail::MutexLock l(&mu_);
+  done_ = true;
+  cv_.SignalAll();
+}
+
+inline bool EtcdPrefixWatcher::Backoff(int failures) {
+  absl::Duration cap = options_.backoff_initial;
+  for (int i = 1; i < failures && cap < options_.backoff_max; ++i) cap *= 2;
+  cap = std::min(cap, options_.backoff_max);
+  const absl::Duration wait = cap * rng_.NextUnit();
+  detail::MutexLock l(&mu_);
+  return !cv_.WaitFor(&mu_, wait, [this] { return stopping(); });
+}
+
+inline void EtcdPrefixWatcher::ApplySnapshot(const RangeResult& r) {
+  std::map<std::string, int64_t> seen;
+  for (const KeyValue& kv : r.kvs) {
+    seen.emplace(kv.key, kv.mod_revision);
+    auto it = delivered_.find(kv.key);
+    if (it != delivered_.end() && it->second == kv.mod_revision) continue;
+    Put(kv.key, kv.value, kv.mod_revision);
+  }
+  for (auto it = delivered_.begin(); it != delivered_.end();) {
+    const std::string key = (it++)->first;  // Erase() invalidates `it - 1`
+    if (seen.count(key) == 0) Erase(key, r.revision);
+  }
+  for (auto it = refused_.begin(); it != refused_.end();) {
+    it = seen.count(it->first) == 0 ? refused_.erase(it) : std::next(it);
+  }
+}
+
+inline void EtcdPrefixWatcher::Put(const std::string& key,
+                                   const std::string& value, int64_t rev) {
+  if (value.size() > options_.max_value_bytes) {
+    auto [it, inserted] = refused_.emplace(key, rev);
+    if (!inserted && it->second == rev) return;  // reported already
+    it->second = rev;
+    Bump(refused_count_);
+    Report(absl::InvalidArgumentError(absl::StrCat(
+        "etcd ", options_.endpoint, " watch ",
+        detail_etcd::Quoted(options_.prefix), ": value of key ",
+        detail_etcd::Quoted(key), " at revision ", rev, " is ", value.size(),
+        " bytes, over max_value_bytes ", options_.max_value_bytes,
+        "; not delivered")));
+    return;
+  }
+  refused_.erase(key);
+  delivered_[key] = rev;
+  Bump(events_);
+  if (options_.on_put) {
+    Guard("on_put", [&] { options_.on_put(key, value, rev); });
+  }
+}
+
+inline void EtcdPrefixWatcher::Erase(const std::string& key, int64_t revision) {
+  refused_.erase(key);
+  if (delivered_.erase(key) == 0) return;  // never delivered: nothing to undo
+  Bump(events_);
+  if (options_.on_delete) {
+    Guard("on_delete", [&] { options_.on_delete(key, revision); });
+  }
+}
+
+inline void EtcdPrefixWatcher::Failure(const absl::Status& s) {
+  if (in_outage_ || stopping()) return;
+  in_outage_ = true;
+  Report(s);
+}
+
+inline void EtcdPrefixWatcher::Recovered() {
+  if (!in_outage_) return;
+  in_outage_ = false;
+  Report(absl::OkStatus());
+}
+
+inline void EtcdPrefixWatcher::Report(const absl::Status& s) {
+  if (options_.on_status) Guard("on_status", [&] { options_.on_status(s); });
+}
+
+template <typename F>
+void EtcdPrefixWatcher::Guard(const char* which, F&& f) {
+  detail::InvokeOr(
+      [&] {
+        f();
+        return true;
+      },
+      [&](absl::string_view what) {
+        Bump(callback_errors_);
+        if (absl::string_view(which) != "on_status") {
+          Report(absl::UnknownError(absl::StrCat(
+              "etcd watcher: callback ", which, " threw: ", what)));
+        }
+        return false;
+      });
+}
+
+inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
+    int64_t start_revision, absl::Status* status) {
+  const std::string where =
+      absl::StrCat("etcd ", options_.endpoint, " watch ",
+                   detail_etcd::Quoted(options_.prefix));
+  std::string host;
+  int port = 0;
+  (void)detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
+  httplib::Client http(host, port);
+  time_t sec = 0, usec = 0;
+  detail_etcd::SplitDuration(options_.connect_timeout, &sec, &usec);
+  http.set_connection_timeout(sec, usec);
+  detail_etcd::SplitDuration(options_.stream_idle_timeout, &sec, &usec);
+  http.set_read_timeout(sec, usec);
+  detail_etcd::SplitDuration(options_.request_timeout, &sec, &usec);
+  http.set_write_timeout(sec, usec);
+
+  detail::json::Json create = detail::json::Json::object();
+  create["key"] =
+      absl::Base64Escape(detail_etcd::RangeStart(options_.prefix));
+  create["range_end"] =
+      absl::Base64Escape(detail_etcd::PrefixEnd(options_.prefix));
+  create["start_revision"] = std::to_string(start_revision);
+  detail::json::Json body = detail::json::Json::object();
+  body["create_request"] = std::move(create);
+
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v3/watch";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  int http_status = 0;
+  req.response_handler = [&](const httplib::Response& r) {
+    http_status = r.status;
+    return !stopping();
+  };
+  // Messages are whole JSON objects, possibly split across or sharing
+  // chunks (detail/json_stream.hpp cuts them out).
+  detail_etcd::JsonObjectSplitter splitter(std::size_t{64} << 20);
+  std::string error_body;
+  bool created = false, ended_here = false;
+  StreamEnd end = StreamEnd::kEnded;
+  req.content_receiver = [&](const char* data, std::size_t n, uint64_t,
+                             uint64_t) {
+    if (stopping()) return false;
+    if (http_status != 200) {
+      error_body.append(data, std::min<std::size_t>(n, 4096));
+      return error_body.size() < 4096;
+    }
+    absl::Status s = splitter.Feed(
+        absl::string_view(data, n),
+        [&](absl::string_view m) {
+          return HandleMessage(m, &created, &end, status);
+        },
+        &ended_here);
+    if (!s.ok()) {
+      *status = absl::Status(s.code(),
+                             absl::StrCat(where, ": stream: ", s.message()));
+      end = StreamEnd::kFailed;
+      ended_here = true;
+    }
+    return !ended_here && !stopping();
+  };
+
+  {
+    detail::MutexLock l(&mu_);
+    if (stopping()) return StreamEnd::kStopped;
+    stream_ = &http;
+  }
+  httplib::Result res = http.send(req);
+  {
+    detail::MutexLock l(&mu_);
+    stream_ = nullptr;
+  }
+  stream_created_ = created;
+  if (stopping()) return StreamEnd::kStopped;
+  if (ended_here) return end;
+  if (http_status != 0 && http_status != 200) {
+    *status = absl::InternalError(absl::StrCat(where, ": HTTP ", http_status,
+                                               ": ",
+                                               detail_etcd::Quoted(error_body)));
+    return StreamEnd::kFailed;
+  }
+  if (!res && !created) {
+    *status = detail_etcd::TransportError(where, res.error());
+    return StreamEnd::kFailed;
+  }
+  if (splitter.inside()) {
+    *status = absl::InternalError(
+        absl::StrCat(where, ": stream ended inside a message (truncated)"));
+    return StreamEnd::kFailed;
+  }
+  if (!created) {
+    *status = absl::InternalError(
+        absl::StrCat(where, ": stream ended before the watch was created"));
+    return StreamEnd::kFailed;
+  }
+  return StreamEnd::kEnded;  // lost, idle, or closed: resync and rewatch
+}
+
+inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
+                                             bool* created, StreamEnd* end,
+                                             absl::Status* status) {
+  const std::string where =
+      absl::StrCat("etcd ", options_.endpoint, " watch ",
+                   detail_etcd::Quoted(options_.prefix), ": stream");
+  const auto fail = [&](absl::StatusCode code, absl::string_view why) {
+    *status = absl::Status(code, absl::StrCat(where, ": ", why));
+    *end = StreamEnd::kFailed;
+    return false;
+  };
+  absl::StatusOr<detail::json::Json> msg =
+      detail::json::ParseJsonDocument(text, where, "message");
+  if (!msg.ok()) {
+    *status = absl::InternalError(msg.status().message());
+    *end = StreamEnd::kFailed;
+    return false;
+  }
+  if (auto e = msg->find("error"); e != msg->end()) {
+    const detail::json::Json& err = *e;
+    std::string text_of = detail::json::Describe(err);
+    if (err.is_object()) {
+      auto m = err.find("message");
+      if (m != err.end() && m->is_string()) text_of = m->get<std::string>();
+    }
+    return fail(detail_etcd::CodeOfErrorBody(err),
+                absl::StrCat("etcd error: ", text_of));
+  }
+  auto result = msg->find("result");
+  if (result == msg->end() || !result->is_object()) {
+    return fail(absl::StatusCode::kInternal, "a message without a result");
+  }
+  const detail::json::Json& r = *result;
+  const auto flag = [&r](const char* name) {
+    auto it = r.find(name);
+    return it != r.end() && it->is_boolean() && it->get<bool>();
+  };
+  if (flag("created") && !*created) {
+    *created = true;
+    // Following the prefix again: the outage is over, unless it is a
+    // stream that goes bad after its creation (then the first good batch
+    // of events, or a clean end, says so).
+    if (!garbled_) Recovered();
+  }
+  if (flag("canceled")) {
+    int64_t compact = 0;
+    absl::Status s = detail_etcd::ReadInt64(r, "compact_revision", "result",
+                                            &compact);
+    if (s.ok() && compact > 0) {
+      *end = StreamEnd::kCompacted;
+      return false;
+    }
+    return fail(absl::StatusCode::kInternal,
+                absl::StrCat("watch canceled: ", detail::json::Describe(r)));
+  }
+  auto events = r.find("events");
+  if (events == r.end()) return !stopping();
+  if (!events->is_array()) {
+    return fail(absl::StatusCode::kInternal, "result.events is not an array");
+  }
+  for (std::size_t i = 0; i < events->size() && !stopping(); ++i) {
+    const detail::json::Json& ev = (*events)[i];
+    const std::string at = absl::StrCat("result.events[", i, "]");
+    auto kv = ev.is_object() ? ev.find("kv") : ev.end();
+    if (!ev.is_object() || kv == ev.end()) {
+      return fail(absl::StatusCode::kInternal, absl::StrCat(at, ": no kv"));
+    }
+    std::string key, value, type = "PUT";
+    int64_t rev = 0;
+    absl::Status s = detail_etcd::ReadBytes(*kv, "key", at + ".kv", &key);
+    if (s.ok()) s = detail_etcd::ReadBytes(*kv, "value", at + ".kv", &value);
+    if (s.ok()) {
+      s = detail_etcd::ReadInt64(*kv, "mod_revision", at + ".kv", &rev);
+    }
+    if (auto t = ev.find("type"); s.ok() && t != ev.end()) {
+      if (t->is_string()) type = t->get<std::string>();
+      if (type != "PUT" && type != "DELETE") {
+        s = absl::InternalError(
+            absl::StrCat(at, ".type = ", detail::json::Describe(*t)));
+      }
+    }
+    if (!s.ok()) return fail(s.code(), s.message());
+    if (type == "DELETE") {
+      Erase(key, rev);
+    } else if (delivered_.count(key) == 0 || delivered_[key] < rev) {
+      Put(key, value, rev);
+    }
+  }
+  if (garbled_) {
+    garbled_ = false;
+    Recovered();
+  }
+  return !stopping();
+}
+
+}  // namespace etcd
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_ETCD_WATCHER_HPP_

@@ -1,0 +1,385 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// EtcdPrefixWatcher against real etcd processes (snapshot then events in
+// order, the read-to-watch gap, a crash and restart, compaction, oversize
+// values, Stop() while the stream is blocked) and against a fake gateway
+// answering garbage. Every wait on a real process is a condition wait with
+// a generous bound, never a sleep followed by an assertion.
+
+#include "degrade/etcd/watcher.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "degrade/detail/mutex.hpp"
+#include "etcd/etcd_server.hpp"
+#include "etcd/fake_gateway.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using degrade::etcd::EtcdClient;
+using degrade::etcd::EtcdClientOptions;
+using degrade::etcd::EtcdPrefixWatcher;
+using degrade::etcd::EtcdWatcherOptions;
+using degrade_tests::EtcdServer;
+using degrade_tests::FakeGateway;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kBound = absl::Seconds(20);
+
+// What the callbacks saw, in order, and the view they add up to.
+class Recorder {
+ public:
+  // Hooks `o`'s callbacks up to this recorder.
+  void Attach(EtcdWatcherOptions* o) {
+    o->on_put = [this](const std::string& k, const std::string& v, int64_t r) {
+      degrade::detail::MutexLock l(&mu_);
+      events_.push_back(absl::StrCat("put ", k, "=", v));
+      revisions_.push_back(r);
+      view_[k] = v;
+      cv_.SignalAll();
+    };
+    o->on_delete = [this](const std::string& k, int64_t r) {
+      degrade::detail::MutexLock l(&mu_);
+      events_.push_back(absl::StrCat("delete ", k));
+      revisions_.push_back(r);
+      view_.erase(k);
+      cv_.SignalAll();
+    };
+    o->on_status = [this](const absl::Status& s) {
+      degrade::detail::MutexLock l(&mu_);
+      statuses_.push_back(s);
+      cv_.SignalAll();
+    };
+  }
+
+  // Waits until `pred(*this)` holds (up to kBound); returns whether it did.
+  template <typename Pred>
+  bool WaitFor(Pred pred) {
+    degrade::detail::MutexLock l(&mu_);
+    return cv_.WaitFor(&mu_, kBound, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return pred(*this);
+    });
+  }
+  bool WaitForView(const std::map<std::string, std::string>& want) {
+    return WaitFor([&](const Recorder& r) ABSL_NO_THREAD_SAFETY_ANALYSIS { return r.view_ == want; });
+  }
+  bool WaitForEvents(std::size_t n) {
+    return WaitFor([n](const Recorder& r) ABSL_NO_THREAD_SAFETY_ANALYSIS { return r.events_.size() >= n; });
+  }
+  bool WaitForStatuses(std::size_t n) {
+    return WaitFor([n](const Recorder& r) ABSL_NO_THREAD_SAFETY_ANALYSIS { return r.statuses_.size() >= n; });
+  }
+
+  std::vector<std::string> events() {
+    degrade::detail::MutexLock l(&mu_);
+    return events_;
+  }
+  std::vector<int64_t> revisions() {
+    degrade::detail::MutexLock l(&mu_);
+    return revisions_;
+  }
+  std::vector<absl::Status> statuses() {
+    degrade::detail::MutexLock l(&mu_);
+    return statuses_;
+  }
+  std::map<std::string, std::string> view() {
+    degrade::detail::MutexLock l(&mu_);
+    return view_;
+  }
+
+ private:
+  degrade::detail::Mutex mu_;
+  degrade::detail::CondVar cv_;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> revisions_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Status> statuses_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> view_ ABSL_GUARDED_BY(mu_);
+};
+
+EtcdWatcherOptions Options(const std::string& endpoint, Recorder* rec) {
+  EtcdWatcherOptions o;
+  o.endpoint = endpoint;
+  o.prefix = "/cfg/";
+  o.backoff_initial = absl::Milliseconds(10);
+  o.backoff_max = absl::Milliseconds(200);
+  rec->Attach(&o);
+  return o;
+}
+
+class EtcdWatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::Status s = etcd_.Start();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  EtcdClientOptions ClientOptions() const {
+    EtcdClientOptions o;
+    o.endpoint = etcd_.endpoint();
+    return o;
+  }
+  int64_t Put(const std::string& k, const std::string& v) {
+    EtcdClient c(ClientOptions());
+    absl::StatusOr<int64_t> r = c.Put(k, v);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.value_or(0);
+  }
+  int64_t Delete(const std::string& k) {
+    EtcdClient c(ClientOptions());
+    absl::StatusOr<int64_t> r = c.Delete(k);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.value_or(0);
+  }
+
+  EtcdServer etcd_;
+};
+
+TEST_F(EtcdWatcherTest, DeliversTheSnapshotThenEachChangeInOrder) {
+  Put("/cfg/a", "1");
+  Put("/cfg/b", "2");
+  Put("/other/x", "not mine");
+  Recorder rec;
+  EtcdPrefixWatcher w(Options(etcd_.endpoint(), &rec));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForEvents(2));
+  // The watch may not be open yet; it starts from the snapshot's revision +
+  // 1, so these are delivered either way, in order.
+  Put("/cfg/c", "3");
+  Put("/cfg/a", "4");
+  Delete("/cfg/b");
+  Put("/other/y", "not mine");
+  ASSERT_TRUE(rec.WaitForEvents(5));
+  EXPECT_THAT(rec.events(), ElementsAre("put /cfg/a=1", "put /cfg/b=2",
+                                        "put /cfg/c=3", "put /cfg/a=4",
+                                        "delete /cfg/b"));
+  const std::vector<int64_t> revs = rec.revisions();
+  for (std::size_t i = 3; i < revs.size(); ++i) EXPECT_GT(revs[i], revs[i - 1]);
+  EXPECT_TRUE(rec.statuses().empty());
+  EXPECT_EQ(w.counters().events_delivered, 5u);
+  EXPECT_EQ(w.counters().resyncs, 0u);
+  EXPECT_THAT(w.Start().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(EtcdWatcherTest, APutBetweenTheReadAndTheWatchIsNotMissed) {
+  Put("/cfg/a", "1");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+  int calls = 0;
+  o.after_range_for_testing = [&](int64_t) {
+    if (calls++ == 0) Put("/cfg/gap", "made after the read");
+  };
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForView(
+      {{"/cfg/a", "1"}, {"/cfg/gap", "made after the read"}}));
+  EXPECT_THAT(rec.events(),
+              ElementsAre("put /cfg/a=1", "put /cfg/gap=made after the read"));
+  EXPECT_EQ(w.counters().resyncs, 0u);
+}
+
+TEST_F(EtcdWatcherTest, ACrashIsReportedOnceAndTheWatcherConverges) {
+  Put("/cfg/a", "1");
+  Put("/cfg/b", "2");
+  Recorder rec;
+  EtcdPrefixWatcher w(Options(etcd_.endpoint(), &rec));
+  ASSERT_TRUE(w.Start().ok());
+  Put("/cfg/b", "2b");  // delivered by the watch: the stream is open
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}, {"/cfg/b", "2b"}}));
+
+  etcd_.Kill();
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  // Retries go on (backoff 10-200 ms) while etcd is down: still one status.
+  absl::Status restarted = etcd_.Start();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  ASSERT_TRUE(rec.WaitForStatuses(2));
+  Delete("/cfg/a");
+  Put("/cfg/b", "new");
+  Put("/cfg/c", "3");
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/b", "new"}, {"/cfg/c", "3"}}));
+
+  const std::vector<absl::Status> st = rec.statuses();
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr(etcd_.endpoint()));
+  EXPECT_TRUE(st[1].ok()) << st[1];
+  EXPECT_GE(w.counters().resyncs, 1u);
+  EXPECT_GE(w.counters().reconnects, 1u);
+}
+
+TEST_F(EtcdWatcherTest, ACompactedStartRevisionLeadsToAResync) {
+  Put("/cfg/keep", "1");
+  Put("/cfg/gone", "2");
+  Put("/cfg/change", "old");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+  int calls = 0;
+  // Between the read and the watch (the watcher is "disconnected"): changes,
+  // then a compaction past them, so the watch from R + 1 is refused.
+  o.after_range_for_testing = [&](int64_t) {
+    if (calls++ != 0) return;
+    Delete("/cfg/gone");
+    Put("/cfg/change", "new");
+    const int64_t head = Put("/cfg/added", "3");
+    EtcdClient c(ClientOptions());
+    absl::Status s = c.Compact(head);
+    EXPECT_TRUE(s.ok()) << s;
+  };
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForView(
+      {{"/cfg/keep", "1"}, {"/cfg/change", "new"}, {"/cfg/added", "3"}}));
+  EXPECT_EQ(w.counters().compactions, 1u);
+  EXPECT_EQ(w.counters().resyncs, 1u);
+  EXPECT_TRUE(rec.statuses().empty());
+  // The unchanged key was not delivered twice.
+  const std::vector<std::string> ev = rec.events();
+  EXPECT_EQ(std::count(ev.begin(), ev.end(), "put /cfg/keep=1"), 1);
+  EXPECT_EQ(std::count(ev.begin(), ev.end(), "delete /cfg/gone"), 1);
+}
+
+TEST_F(EtcdWatcherTest, AnOversizeValueIsRefusedWithAClearStatus) {
+  const std::string big(100, 'x');
+  Put("/cfg/big", big);
+  Put("/cfg/small", "ok");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+  o.max_value_bytes = 16;
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  Put("/cfg/big2", big);
+  Put("/cfg/after", "fine");
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/small", "ok"}, {"/cfg/after", "fine"}}));
+  ASSERT_TRUE(rec.WaitForStatuses(2));
+  const std::vector<absl::Status> st = rec.statuses();
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_TRUE(absl::IsInvalidArgument(st[0])) << st[0];
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr("'/cfg/big'"));
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr("100 bytes"));
+  EXPECT_THAT(std::string(st[1].message()), HasSubstr("'/cfg/big2'"));
+  EXPECT_EQ(w.counters().values_refused, 2u);
+}
+
+TEST_F(EtcdWatcherTest, StopReturnsPromptlyWhileTheStreamIsBlocked) {
+  Recorder rec;
+  EtcdPrefixWatcher w(Options(etcd_.endpoint(), &rec));
+  ASSERT_TRUE(w.Start().ok());
+  Put("/cfg/a", "1");
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}}));  // the stream is open
+  const absl::Time t0 = absl::Now();
+  w.Stop();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  w.Stop();  // idempotent
+}
+
+TEST_F(EtcdWatcherTest, AThrowingCallbackDoesNotStopTheWatcher) {
+  Recorder rec;
+  EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+  auto record = o.on_put;
+  o.on_put = [record](const std::string& k, const std::string& v, int64_t r) {
+    if (k == "/cfg/boom") throw std::runtime_error("boom");
+    record(k, v, r);
+  };
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  Put("/cfg/boom", "1");
+  Put("/cfg/next", "2");
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/next", "2"}}));
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  EXPECT_THAT(std::string(rec.statuses()[0].message()), HasSubstr("boom"));
+  EXPECT_EQ(w.counters().callback_errors, 1u);
+}
+
+TEST(EtcdWatcherOptionsTest, BadOptionsAreRefusedAtStart) {
+  EtcdWatcherOptions o;
+  o.endpoint = "nowhere";
+  EXPECT_TRUE(absl::IsInvalidArgument(EtcdPrefixWatcher(o).Start()));
+  o.endpoint = "127.0.0.1:1";
+  o.backoff_initial = absl::Seconds(10);
+  o.backoff_max = absl::Seconds(1);
+  EXPECT_TRUE(absl::IsInvalidArgument(EtcdPrefixWatcher(o).Start()));
+  o.backoff_initial = absl::Milliseconds(1);
+  EtcdPrefixWatcher stopped(o);
+  stopped.Stop();
+  EXPECT_TRUE(absl::IsFailedPrecondition(stopped.Start()));
+}
+
+// ---- Malformed gateways: clear statuses, no crash, outage reported once ----
+
+struct BadStream {
+  const char* name;
+  const char* range_body;
+  const char* watch_body;
+  absl::StatusCode code;
+  const char* says;
+};
+
+class EtcdWatcherGarbageTest : public ::testing::TestWithParam<BadStream> {};
+
+TEST_P(EtcdWatcherGarbageTest, IsOneClearStatusAndNoCrash) {
+  const BadStream& b = GetParam();
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, b.range_body);
+  fake.Reply("/v3/watch", 200, b.watch_body);
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(5);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  // Several failed attempts later, still one report.
+  ASSERT_TRUE(fake.WaitForCount("/v3/kv/range", 6));
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  const absl::Time t0 = absl::Now();
+  w.Stop();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  const std::vector<absl::Status> st = rec.statuses();
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].code(), b.code) << st[0];
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr(fake.endpoint()));
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr(b.says));
+}
+
+constexpr char kEmptyRange[] = R"({"header":{"revision":"7"}})";
+
+INSTANTIATE_TEST_SUITE_P(
+    Gateways, EtcdWatcherGarbageTest,
+    ::testing::Values(
+        BadStream{"RangeNotJson", "garbage", "", absl::StatusCode::kInternal,
+                  "Range"},
+        BadStream{"RangeBadBase64",
+                  R"({"header":{"revision":"7"},"kvs":[{"key":"%%%"}]})", "",
+                  absl::StatusCode::kDataLoss, "kvs[0].key"},
+        BadStream{"WatchGarbage", kEmptyRange, "hello",
+                  absl::StatusCode::kInternal, "watch"},
+        BadStream{"WatchTruncated", kEmptyRange,
+                  R"({"result":{"created":true}}{"result":{"events":[)",
+                  absl::StatusCode::kInternal, "truncated"},
+        BadStream{"WatchBadBase64", kEmptyRange,
+                  R"({"result":{"created":true}}{"result":{"events":[{"kv":{"key":"@@"}}]}})",
+                  absl::StatusCode::kDataLoss, "events[0].kv.key"},
+        BadStream{"WatchBadType", kEmptyRange,
+                  R"({"result":{"created":true}}{"result":{"events":[{"type":"X","kv":{"key":"YQ=="}}]}})",
+                  absl::StatusCode::kInternal, "events[0].type"},
+        BadStream{"WatchNoResult", kEmptyRange, R"({"nothing":1})",
+                  absl::StatusCode::kInternal, "without a result"},
+        BadStream{"WatchErrorMessage", kEmptyRange,
+                  R"({"error":{"code":14,"message":"going away"}})",
+                  absl::StatusCode::kUnavailable, "going away"},
+        BadStream{"WatchNeverCreated", kEmptyRange, "",
+                  absl::StatusCode::kInternal, "before the watch was created"}),
+    [](const ::testing::TestParamInfo<BadStream>& i) { return i.param.name; });
+
+}  // namespace

@@ -94,7 +94,17 @@ TEST_F(ControlDocumentTest, EveryBadInputIsRefusedWithPathValueAndRule) {
                     later_, R"(", "reason": ""}})"),
        "degrade_control.reason = \"\": must be 1 to 1024 bytes"},
       {absl::StrCat(head, R"(, "managers": {"m": {"level": -1}}}})"),
-       "degrade_control.managers.m.level = -1: must be in [0, 64]"},
+       "degrade_control.managers.m.level = -1: must be in [1, 64]"},
+      {absl::StrCat(head, R"(, "managers": {"m": {"level": 0}}}})"),
+       "a floor of 0 holds nothing"},
+      {absl::StrCat(
+           head,
+           R"(, "managers": {"m": {"features_off": ["all_non_critical"]}}}})"),
+       "degrade_control.managers.m.features_off[0] = \"all_non_critical\": is "
+       "the config's wildcard"},
+      {absl::StrCat(R"({"degrade_control": {"version": 1, "expires_at": )",
+                    R"("2262-04-12T00:00:00Z", "reason": "r"}})"),
+       "must be before 2262-04-11T23:47:16.854775806Z"},
       {absl::StrCat(head, R"(, "managers": {"m": {"level": "2"}}}})"),
        "degrade_control.managers.m.level = \"2\": must be an integer level"},
       {absl::StrCat(head, R"(, "managers": {"m": {}}}})"),

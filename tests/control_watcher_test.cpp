@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -109,6 +110,36 @@ TEST_F(ControlWatcherTest, RemovingTheFileLeavesADocumentFromElsewhere) {
   ASSERT_TRUE(control_->in_force().has_value());
   EXPECT_EQ(control_->in_force()->version, 2u);
   EXPECT_EQ(manager_->level(), 3);
+}
+
+// A document from another source landing between the file's Apply() and
+// the watcher's bookkeeping (here from the log sink of the file's apply,
+// which runs on the watcher's thread after the apply) is not the file's to
+// lift.
+TEST_F(ControlWatcherTest, TheFileLiftsOnlyTheVersionItApplied) {
+  FleetControl* fc = nullptr;
+  bool pushed = false;
+  FleetControl::Options o;
+  o.clock = &clock_;
+  o.log_sink = [&](absl::string_view line) {
+    if (!pushed && absl::StrContains(line, R"("version":1)")) {
+      pushed = true;
+      EXPECT_TRUE(fc->Apply(Doc(2, 3), "etcd: /svc/control").ok());
+    }
+  };
+  FleetControl control(std::move(o));
+  fc = &control;
+  DegradationManager other(Options("inference"));
+  ASSERT_TRUE(other.Reload(ThreeLevels()).ok());
+  ASSERT_TRUE(control.AddManager(&other).ok());
+  ControlFileWatcher w(path_, &control);
+  degrade_tests::WriteByRename(path_, Doc(1, 1));
+  ASSERT_TRUE(w.PollOnce().ok());
+  ASSERT_TRUE(pushed);
+  ASSERT_EQ(std::remove(path_.c_str()), 0);
+  EXPECT_TRUE(w.PollOnce().ok());
+  ASSERT_TRUE(control.in_force().has_value());
+  EXPECT_EQ(control.in_force()->version, 2u);
 }
 
 TEST_F(ControlWatcherTest, AnUnreadablePathIsReportedOnce) {

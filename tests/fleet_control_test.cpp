@@ -223,12 +223,99 @@ TEST_F(FleetControlTest, TheHigherOfLocalOverrideAndControlWins) {
                   .ok());
   EXPECT_EQ(manager_->level(), 3);
   manager_->ClearOverride();
-  EXPECT_EQ(manager_->level(), 2);  // the control still holds 2
+  EXPECT_EQ(manager_->level(), 3);  // the signals decide, in stages
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(absl::Seconds(61));
+    manager_->Evaluate();
+  }
+  EXPECT_EQ(manager_->level(), 2);  // the control's floor holds it at 2
   ASSERT_TRUE(manager_->ForceLevel(1, absl::Hours(1)).ok());
   EXPECT_EQ(manager_->level(), 2);  // a local override cannot lower it
   clock_.Advance(absl::Minutes(30));
   manager_->Evaluate();
   EXPECT_EQ(manager_->level(), 1);  // the control ended; the override holds
+}
+
+TEST_F(FleetControlTest, TheControlsLevelIsAFloorTheSignalsCanRise) {
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30),
+                        R"("managers": {"inference": {"level": 1}})"))
+                  .ok());
+  EXPECT_EQ(manager_->level(), 1);
+  ObserveOk(*manager_, "gpu", 99);
+  EXPECT_EQ(manager_->level(), 3);  // the load still degrades further
+  ObserveOk(*manager_, "gpu", 10);
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(61));
+    ObserveOk(*manager_, "gpu", 10);
+  }
+  EXPECT_EQ(manager_->level(), 1);  // and recovers down to the floor only
+  clock_.Advance(absl::Minutes(30));
+  ObserveOk(*manager_, "gpu", 10);
+  EXPECT_EQ(manager_->level(), 1);  // the floor ended: a fresh hold first
+  clock_.Advance(absl::Seconds(61));
+  ObserveOk(*manager_, "gpu", 10);
+  EXPECT_EQ(manager_->level(), 0);
+}
+
+TEST_F(FleetControlTest, ANewerVersionDoesNotRestartARecovery) {
+  ObserveOk(*manager_, "gpu", 75);  // level 1
+  ASSERT_EQ(manager_->level(), 1);
+  ASSERT_TRUE(
+      Apply(Doc(1, absl::Minutes(30),
+                R"("managers": {"inference": {"features_off": ["x"]}})"))
+          .ok());
+  ObserveOk(*manager_, "gpu", 10);  // the recovery hold starts
+  clock_.Advance(absl::Seconds(40));
+  // An extension, as DegradeControlExpiringSoon asks for.
+  ASSERT_TRUE(
+      Apply(Doc(2, absl::Minutes(60),
+                R"("managers": {"inference": {"features_off": ["x"]}})"))
+          .ok());
+  clock_.Advance(absl::Seconds(25));
+  ObserveOk(*manager_, "gpu", 10);
+  EXPECT_EQ(manager_->level(), 0);  // 65 s of recovery: one hold
+}
+
+TEST_F(FleetControlTest, AnObserverMayReadTheFleetControlDuringAnApply) {
+  uint64_t seen = 99;
+  manager_->AddObserver(
+      [&](const LevelChange&) { seen = control_->version(); });
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30),
+                        R"("managers": {"inference": {"level": 2}})"))
+                  .ok());
+  EXPECT_EQ(seen, 0u);  // read during the apply, before the floor moved
+  EXPECT_EQ(control_->version(), 1u);
+}
+
+TEST_F(FleetControlTest, ACriticalFeatureIsNeverOffEvenAfterAReload) {
+  FeatureGate search = manager_->Feature("search");
+  ASSERT_TRUE(
+      Apply(Doc(1, absl::Minutes(30),
+                R"("managers": {"inference": {"features_off": ["search"]}})"))
+          .ok());
+  EXPECT_FALSE(search.enabled());
+  DegradationConfig c = ThreeLevels();
+  c.critical.push_back("search");
+  ASSERT_TRUE(manager_->Reload(c).ok());
+  EXPECT_TRUE(search.enabled());
+}
+
+TEST_F(FleetControlTest, BreakerTimesAreWholeNanosecondsAndReleased) {
+  const std::string body = absl::StrCat(
+      R"("breakers_open": {"rank": ")",
+      absl::FormatTime("%Y-%m-%dT%H:%M:%S.123456789250Z",
+                       clock_.Now() + absl::Minutes(5), absl::UTCTimeZone()),
+      R"("})");
+  ASSERT_TRUE(Apply(Doc(1, absl::Minutes(30), body)).ok());
+  EXPECT_TRUE(rank_->forced_open());
+  ASSERT_TRUE(control_->Lift("test").ok());
+  EXPECT_FALSE(rank_->forced_open());  // released: the time matched exactly
+  const absl::Status far = Apply(absl::StrCat(
+      R"({"degrade_control": {"version": 2, "expires_at": "2300-01-01T00:00:00Z",)",
+      R"( "reason": "r", "breakers_open": {"rank": true}}})"));
+  EXPECT_EQ(far.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(far.message()), HasSubstr("must be before 2262"));
+  EXPECT_FALSE(rank_->forced_open());
 }
 
 TEST_F(FleetControlTest, ARefusedDocumentChangesNothingAnywhere) {
@@ -247,6 +334,22 @@ TEST_F(FleetControlTest, ARefusedDocumentChangesNothingAnywhere) {
   EXPECT_FALSE(rerank_->forced_open());
   EXPECT_EQ(control_->version(), 1u);
   EXPECT_EQ(control_->in_force()->version, 1u);
+  EXPECT_TRUE(changes_.size() == 1u) << "only v1's change was seen";
+}
+
+TEST_F(FleetControlTest, ARefusedDocumentLeavesHandForcedAndTrippedBreakers) {
+  rank_->ForceOpen();             // an operator's, indefinite
+  degrade_tests::Trip(*rerank_);  // tripped by its own calls
+  ASSERT_EQ(rerank_->state(), State::kOpen);
+  const absl::Status s =
+      Apply(Doc(1, absl::Minutes(30),
+                R"("managers": {"inference": {"features_off": ["auth"]}},
+         "breakers_open": {"rank": true, "rerank": true})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(rank_->forced_open());
+  EXPECT_EQ(rank_->forced_open_until(), absl::InfiniteFuture());
+  EXPECT_EQ(rerank_->state(), State::kOpen);
+  EXPECT_FALSE(rerank_->forced_open());
 }
 
 TEST_F(FleetControlTest, UnknownNamesAndLevelsAreRefusedWithTheirPath) {

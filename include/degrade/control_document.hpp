@@ -30,12 +30,12 @@
 // restart on every re-push); a document already expired is refused, and
 // one in force stops applying at that instant. `reason` (required,
 // non-empty) is carried by every log line the document causes. `managers`
-// holds, per manager name, a level to hold at least and features to switch
-// off; `breakers_open` forces breakers open until a time (not after
-// `expires_at`) or, with `true`, until `expires_at`. Every key but
-// `version`, `expires_at` and `reason` is optional; unknown keys are
-// refused, as in the config (config_parse.hpp): a typo in a kill switch
-// must not silently switch nothing.
+// holds, per manager name, a floor under the level (the signals still
+// raise it above) and features to switch off; `breakers_open` forces breakers
+// open until a time (not after `expires_at`) or, with `true`, until
+// `expires_at`. Every key but `version`, `expires_at` and `reason` is optional;
+// unknown keys are refused, as in the config (config_parse.hpp): a typo in a
+// kill switch must not silently switch nothing.
 //
 //   absl::StatusOr<degrade::ControlDocument> doc =
 //       degrade::ParseControlDocument(text, "etcd: /degrade/control",
@@ -54,6 +54,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/degradation_config.hpp"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/version.hpp"
@@ -77,7 +79,7 @@ inline constexpr std::size_t kMaxControlBytes = std::size_t{64} << 10;
 
 // What a control document asks of one manager.
 struct ManagerControlSpec {
-  std::optional<int> level;               // hold at least this level
+  std::optional<int> level;               // a floor under the level, >= 1
   std::vector<std::string> features_off;  // distinct, non-empty names
 };
 
@@ -113,6 +115,16 @@ namespace control {
 namespace json = detail::json;
 
 inline constexpr std::size_t kMaxReasonBytes = 1024;
+
+// `t` as RFC 3339 in UTC with a `Z`, as documents and logs write it.
+inline std::string UtcText(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
+}
+
+// The last time a breaker can hold (its clock counts int64 nanoseconds).
+inline absl::Time LastControlTime() {
+  return absl::FromUnixNanos(std::numeric_limits<int64_t>::max() - 1);
+}
 // The deepest level a document may name: a manager's levels are at most
 // kMaxLevels (degradation_config.hpp); the manager checks its own count.
 inline constexpr int kMaxControlLevel = 64;
@@ -136,12 +148,18 @@ inline absl::Status ReadTime(absl::string_view source, absl::string_view path,
   if (t == absl::InfiniteFuture() || t == absl::InfinitePast()) {
     return json::Error(source, path, j, "must be a finite time");
   }
+  if (t > LastControlTime()) {
+    return json::Error(
+        source, path, j,
+        absl::StrCat("must be before ", UtcText(LastControlTime()),
+                     " (the breakers' clocks end there)"));
+  }
+  // Whole nanoseconds, as the managers and breakers keep time: a breaker
+  // is released by the time it was given, compared exactly.
+  t = absl::FromUnixNanos(absl::ToUnixNanos(t));
   if (!(t > now)) {
     return json::Error(source, path, j,
-                       absl::StrCat("is in the past (now ",
-                                    absl::FormatTime(absl::RFC3339_sec, now,
-                                                     absl::UTCTimeZone()),
-                                    ")"));
+                       absl::StrCat("is in the past (now ", UtcText(now), ")"));
   }
   *out = t;
   return absl::OkStatus();
@@ -162,11 +180,13 @@ inline absl::Status ReadManager(absl::string_view source,
         return json::WrongType(source, p, v, "an integer level");
       }
       const int64_t level = v.get<int64_t>();
-      if (level < 0 || level > kMaxControlLevel) {
+      if (level < 1 || level > kMaxControlLevel) {
         return json::Error(
             source, p, v,
-            absl::StrCat("must be in [0, ", kMaxControlLevel,
-                         "] (the manager checks its own levels)"));
+            absl::StrCat("must be in [1, ", kMaxControlLevel,
+                         "]: a floor under the manager's level (the manager "
+                         "checks its own levels; a floor of 0 holds nothing, "
+                         "leave \"level\" out)"));
       }
       out->level = static_cast<int>(level);
     } else if (it.key() == "features_off") {
@@ -174,6 +194,14 @@ inline absl::Status ReadManager(absl::string_view source,
                                               &out->features_off);
           !s.ok()) {
         return s;
+      }
+      for (std::size_t i = 0; i < out->features_off.size(); ++i) {
+        if (out->features_off[i] == kAllNonCritical) {
+          return json::Error(
+              source, json::AppendIndex(p, i), it.value()[i],
+              "is the config's wildcard, not a feature: name the features, "
+              "or set the level whose config switches them off");
+        }
       }
     } else {
       return json::UnknownKey(source, p, it.value(), "level, features_off");

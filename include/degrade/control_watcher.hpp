@@ -141,9 +141,12 @@ class ControlFileWatcher {
     }
     last_read_error_ = absl::OkStatus();
     if (seen_.has_value() && seen_->first == *content) return seen_->second;
-    absl::Status s = control_->Apply(*content, path_);
+    uint64_t version = 0;
+    absl::Status s = control_->Apply(*content, path_, &version);
     (s.ok() ? applied_ : errors_).fetch_add(1, std::memory_order_relaxed);
-    if (s.ok()) applied_version_ = control_->version();
+    // The version of this file's document, not control_->version(): a
+    // document from another source may land between the two.
+    if (s.ok()) applied_version_ = version;
     seen_.emplace(*std::move(content), s);
     return s;
   }

@@ -327,13 +327,17 @@ class DegradationManager {
 
   // ---- Fleet control (control_document.hpp applies these) ----
 
-  // What a control document holds this manager to until `until`: the level
-  // at least at `level` (when set) and each of `features_off` switched off
-  // whatever the level. It sits beside ForceLevel's override, not in its
-  // place: while both are in force the higher level wins, so neither an
-  // operator's local ForceLevel nor a control document can lower what the
-  // other raised. `note` ("control v42: INC-1234 ...") is carried by every
-  // log line the control causes.
+  // What a control document holds this manager to until `until`: a floor
+  // under the level (`level`, when set: the signals still move the level
+  // above it, never below) and each of `features_off` switched off whatever
+  // the level (a feature the config calls critical excepted, even one made
+  // critical by a later reload). It sits beside ForceLevel's override, which
+  // pins the level exactly: while both are in force the level is the
+  // higher of the two, so neither a local ForceLevel nor a control document
+  // can lower what the other raised. `note` ("control v42: INC-1234 ...")
+  // is carried by every log line the control causes. The control ends at
+  // the first evaluation at or after `until`: an Observe(), a poll of the
+  // manager's sources (Start()), Evaluate(), control() or ForcedLevel().
   struct Control {
     std::optional<int> level;
     std::vector<std::string> features_off;
@@ -342,9 +346,15 @@ class DegradationManager {
     std::string note;
   };
   // Puts `control` in force, replacing any previous one. INVALID_ARGUMENT
-  // (and no change) for a level outside [0, num_levels()], `until` not
-  // after the clock's now, or a feature off that the config calls critical.
+  // (and no change) when CheckControl() refuses it.
   absl::Status SetControl(Control control);
+  // What SetControl would refuse, changing nothing: a version of 0, a level
+  // outside [1, num_levels()], `until` not after the clock's now, or a
+  // feature off that the config calls critical.
+  absl::Status CheckControl(const Control& control) const {
+    detail::MutexLock lock(&mu_);
+    return CheckControlLocked(control, clock_->Now());
+  }
   // Ends the control now (no-op without one); the level follows the
   // override or the signals as after an expiry.
   void ClearControl();
@@ -414,13 +424,16 @@ class DegradationManager {
   bool DisabledAtLocked(const std::string& feature, int level) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return detail::levels::DisabledAt(compiled_, feature, level) ||
-           ForcedOff(control_ ? &*control_ : nullptr, feature);
+           ForcedOff(compiled_, control_ ? &*control_ : nullptr, feature);
   }
-  static bool ForcedOff(const Control* control, const std::string& feature) {
-    return control != nullptr &&
+  static bool ForcedOff(const detail::levels::CompiledConfig& compiled,
+                        const Control* control, const std::string& feature) {
+    return control != nullptr && compiled.critical.count(feature) == 0 &&
            std::find(control->features_off.begin(), control->features_off.end(),
                      feature) != control->features_off.end();
   }
+  absl::Status CheckControlLocked(const Control& control, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The analysis does not follow the lock into the lambda, which runs
     // while it is held: hand it the compiled config by pointer.
@@ -431,22 +444,25 @@ class DegradationManager {
                                std::memory_order_relaxed);
     gates_.SetAll([compiled, control, l](const std::string& f) {
       return !detail::levels::DisabledAt(*compiled, f, l) &&
-             !ForcedOff(control, f);
+             !ForcedOff(*compiled, control, f);
     });
   }
-  // The level the override and the control hold the manager at (the higher
-  // of the two in force), or nullopt when neither holds it.
+  // The control's floor under the level; 0 without one.
+  int FloorLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return control_ && control_->level ? *control_->level : 0;
+  }
+  // The level the holds put the manager at, if they decide it: with an
+  // override, the higher of its level and the floor; without, the floor
+  // when the level is below it; otherwise nullopt (the signals decide).
   std::optional<int> HeldLevelLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::optional<int> held;
-    if (override_) held = override_->level;
-    if (control_ && control_->level) {
-      held = std::max(held.value_or(0), *control_->level);
-    }
-    return held;
+    const int floor = FloorLocked();
+    if (override_) return std::max(override_->level, floor);
+    if (level() < floor) return floor;
+    return std::nullopt;
   }
-  // Moves the level to the held one, if any and different: a kOverride
-  // change noting the control when the control's level is the one held.
+  // Moves the level to HeldLevelLocked(), if any and different: a kOverride
+  // change noting the control when the floor is what moved it.
   void ApplyHoldLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const

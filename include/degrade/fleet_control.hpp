@@ -17,11 +17,14 @@
 //     otherwise;
 //   * a document is checked whole before anything changes: parse, the
 //     registry's names (an unknown manager or breaker is refused: a typo
-//     must not force nothing), each manager's level count; then applied;
+//     must not force nothing), each manager's levels and critical
+//     features, each breaker's clock; then applied;
 //   * a newer document replaces the older one entirely: what the old one
 //     forced and the new one does not name is released;
 //   * everything a document forces ends by itself at `expires_at`, on the
-//     managers' and breakers' clocks, with nobody watching;
+//     managers' and breakers' clocks, with no new document needed (a
+//     manager at its first evaluation at or after it: see
+//     DegradationManager::Control);
 //   * `Lift()` (the key deleted) ends what the document forced but keeps
 //     its version as the floor, so the old document cannot come back.
 //
@@ -44,8 +47,8 @@
 // a time in call order. The registered managers and breakers must outlive
 // the FleetControl. Apply() calls into the managers, which run their
 // observers on the calling thread; an observer may read the FleetControl
-// but must not Apply() or Lift() (it would wait for itself:
-// FAILED_PRECONDITION is returned instead).
+// (version(), in_force(), ...) but not Apply(), Lift() or register (it
+// would wait for itself: FAILED_PRECONDITION is returned instead).
 
 #ifndef DEGRADE_FLEET_CONTROL_HPP_
 #define DEGRADE_FLEET_CONTROL_HPP_
@@ -104,14 +107,20 @@ class FleetControl {
   FleetControl& operator=(const FleetControl&) = delete;
 
   // Registers `manager` under its name(). ALREADY_EXISTS for a second
-  // manager of that name. REQUIRES: not null; outlives this.
+  // manager of that name; FAILED_PRECONDITION from an observer during an
+  // Apply() or Lift(). REQUIRES: not null; outlives this.
   absl::Status AddManager(DegradationManager* manager);
 
-  // Registers `breaker` under its name(). ALREADY_EXISTS for a second
-  // breaker of that name. REQUIRES: not null; outlives this.
+  // Registers `breaker` under its name(), as AddManager.
   template <typename T>
   absl::Status AddBreaker(CircuitBreaker<T>* breaker) {
     BreakerHooks hooks;
+    hooks.check = [breaker](absl::Time t) {
+      const Clock* clock = breaker->settings().clock != nullptr
+                               ? breaker->settings().clock
+                               : &RealClock::Instance();
+      return t > clock->Now();
+    };
     hooks.force_open_until = [breaker](absl::Time t) {
       return breaker->ForceOpenUntil(t);
     };
@@ -125,66 +134,79 @@ class FleetControl {
   }
 
   // Applies the control document `text` (control_document.hpp), naming it
-  // `source` in errors and log lines. OK when it is in force (or is the
-  // document already in force, unchanged). Otherwise nothing changed and:
-  // INVALID_ARGUMENT for a bad document (parse, an unknown manager or
-  // breaker, a level past a manager's levels, a critical feature);
-  // FAILED_PRECONDITION for a version older than the floor, or equal to it
-  // with other text, or a call from a manager observer during an Apply.
-  absl::Status Apply(absl::string_view text, absl::string_view source);
+  // `source` in errors and log lines. OK when it is in force, or is the
+  // document in force already (the same text, not yet expired or lifted);
+  // then `*applied_version` (if not null) is its version. Otherwise nothing
+  // changed and: INVALID_ARGUMENT for a bad document (parse, an unknown
+  // manager or breaker, a level past a manager's levels, a critical
+  // feature, a breaker time its clock has passed); FAILED_PRECONDITION for
+  // a version not above the floor (other than the document in force
+  // again), or a call from an observer during an Apply() or Lift().
+  absl::Status Apply(absl::string_view text, absl::string_view source,
+                     uint64_t* applied_version = nullptr);
 
   // Ends what the document in force forced (the document was deleted);
   // the version floor stays. OK and a no-op without a document, or when
   // `only_version` is not 0 and not the version in force (a source lifting
-  // only what it put there). FAILED_PRECONDITION from a manager observer
-  // during an Apply() or Lift().
+  // only what it put there). FAILED_PRECONDITION from an observer during
+  // an Apply() or Lift().
   absl::Status Lift(absl::string_view source, uint64_t only_version = 0);
 
+  // Readers take a lock no Apply() holds while it calls the managers and
+  // breakers, so observers and log sinks may call them.
+  //
   // The highest version applied (0 before the first): the floor.
   uint64_t version() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&state_mu_);
     return floor_;
   }
   // The document in force: applied, not lifted, not yet expired.
   std::optional<ControlDocument> in_force() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&state_mu_);
     if (!current_ || !(clock_->Now() < current_->expires_at)) {
       return std::nullopt;
     }
     return current_;
   }
   uint64_t applied() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&state_mu_);
     return applied_;
   }
   uint64_t refused() const {
-    detail::MutexLock lock(&mu_);
+    detail::MutexLock lock(&state_mu_);
     return refused_;
   }
 
  private:
   struct BreakerHooks {
+    std::function<bool(absl::Time)> check;  // the time is ahead
     std::function<absl::Status(absl::Time)> force_open_until;
     std::function<void(absl::Time)> release_if_ours;
   };
 
   absl::Status AddBreakerHooks(const std::string& name, BreakerHooks hooks);
-  // Checks `doc` against the registry; the first fault, INVALID_ARGUMENT.
-  absl::Status CheckNamesLocked(const ControlDocument& doc,
-                                absl::string_view source) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status NotFromObserver(absl::string_view what) const;
+  static DegradationManager::Control ControlFor(const ControlDocument& doc,
+                                                const ManagerControlSpec& s);
+  // Checks `doc` against the registry and each manager's and breaker's own
+  // rules, changing nothing; the first fault, INVALID_ARGUMENT.
+  absl::Status CheckLocked(const ControlDocument& doc,
+                           absl::string_view source) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Moves the registry from what `from` forced to what `to` forces (null:
-  // nothing). The first error of a manager or breaker refusing; the caller
-  // restores by moving back.
+  // nothing). The first error of a manager or breaker refusing (only a
+  // race with a reload or a clock can make one refuse after CheckLocked).
   absl::Status InstallLocked(const ControlDocument* from,
                              const ControlDocument* to)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Apply() after parsing: the version rule, the names, the install. Fills
-  // `line` with the log line to write once the lock is released.
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Apply() after parsing: the version rule, the checks, the install.
+  // Fills `line` with the log line to write once the locks are released.
   absl::Status ApplyLocked(absl::string_view text, absl::string_view source,
-                           ControlDocument doc, std::string* line)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Refuse(absl::Status error, absl::string_view source);
+                           ControlDocument doc, uint64_t* applied_version,
+                           std::string* line)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  static std::string RefusedLine(absl::string_view source,
+                                 const absl::Status& error);
   void Log(std::string line) const;
 
   // "<where>: degrade_control.<key>.<name>: no <what> of that name here
@@ -210,20 +232,35 @@ class FleetControl {
   const Clock* const clock_;
   const std::function<void(absl::string_view)> sink_;
 
-  mutable detail::Mutex mu_;
-  std::map<std::string, DegradationManager*> managers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, BreakerHooks> breakers_ ABSL_GUARDED_BY(mu_);
-  std::optional<ControlDocument> current_ ABSL_GUARDED_BY(mu_);
-  std::string current_text_ ABSL_GUARDED_BY(mu_);
-  uint64_t floor_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  // Serialises Apply(), Lift() and registration; held while the managers
+  // and breakers are called, so never taken by a reader.
+  detail::Mutex apply_mu_;
+  std::map<std::string, DegradationManager*> managers_
+      ABSL_GUARDED_BY(apply_mu_);
+  std::map<std::string, BreakerHooks> breakers_ ABSL_GUARDED_BY(apply_mu_);
+  std::string current_text_ ABSL_GUARDED_BY(apply_mu_);
+
+  // What readers see; written under apply_mu_ too, held only briefly.
+  mutable detail::Mutex state_mu_;
+  std::optional<ControlDocument> current_ ABSL_GUARDED_BY(state_mu_);
+  uint64_t floor_ ABSL_GUARDED_BY(state_mu_) = 0;
+  uint64_t applied_ ABSL_GUARDED_BY(state_mu_) = 0;
+  uint64_t refused_ ABSL_GUARDED_BY(state_mu_) = 0;
 };
 
 // ---- Implementation details -------------------------------------------------
 
+inline absl::Status FleetControl::NotFromObserver(
+    absl::string_view what) const {
+  if (!detail::CallbackScope::Inside(this)) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("fleet control: ", what,
+                   " from an observer during an Apply() or Lift()"));
+}
+
 inline absl::Status FleetControl::AddManager(DegradationManager* manager) {
-  detail::MutexLock lock(&mu_);
+  if (absl::Status s = NotFromObserver("AddManager()"); !s.ok()) return s;
+  detail::MutexLock lock(&apply_mu_);
   if (!managers_.emplace(manager->name(), manager).second) {
     return absl::AlreadyExistsError(
         absl::StrCat("fleet control: a manager named '",
@@ -234,7 +271,8 @@ inline absl::Status FleetControl::AddManager(DegradationManager* manager) {
 
 inline absl::Status FleetControl::AddBreakerHooks(const std::string& name,
                                                   BreakerHooks hooks) {
-  detail::MutexLock lock(&mu_);
+  if (absl::Status s = NotFromObserver("AddBreaker()"); !s.ok()) return s;
+  detail::MutexLock lock(&apply_mu_);
   if (!breakers_.emplace(name, std::move(hooks)).second) {
     return absl::AlreadyExistsError(
         absl::StrCat("fleet control: a breaker named '",
@@ -243,8 +281,19 @@ inline absl::Status FleetControl::AddBreakerHooks(const std::string& name,
   return absl::OkStatus();
 }
 
-inline absl::Status FleetControl::CheckNamesLocked(
-    const ControlDocument& doc, absl::string_view source) const {
+inline DegradationManager::Control FleetControl::ControlFor(
+    const ControlDocument& doc, const ManagerControlSpec& spec) {
+  DegradationManager::Control c;
+  c.level = spec.level;
+  c.features_off = spec.features_off;
+  c.until = doc.expires_at;
+  c.version = doc.version;
+  c.note = Note(doc);
+  return c;
+}
+
+inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
+                                              absl::string_view source) const {
   const std::string where = detail::Printable(source);
   for (const auto& [name, spec] : doc.managers) {
     const auto it = managers_.find(name);
@@ -257,10 +306,24 @@ inline absl::Status FleetControl::CheckNamesLocked(
           where, ": degrade_control.managers.", detail::Printable(name),
           ".level = ", *spec.level, ": the manager has levels 0 to ", n));
     }
+    // The manager's own rules (a critical feature), before anything moves.
+    if (absl::Status s = it->second->CheckControl(ControlFor(doc, spec));
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": degrade_control.managers.",
+                       detail::Printable(name), ": ", s.message()));
+    }
   }
   for (const auto& [name, until] : doc.breakers_open) {
-    if (breakers_.count(name) == 0) {
+    const auto it = breakers_.find(name);
+    if (it == breakers_.end()) {
       return Unknown(where, "breakers_open", "breaker", name, breakers_);
+    }
+    if (!it->second.check(until)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": degrade_control.breakers_open.", detail::Printable(name),
+          " = ", detail::control::UtcText(until),
+          ": the breaker's clock is past it"));
     }
   }
   return absl::OkStatus();
@@ -277,13 +340,7 @@ inline absl::Status FleetControl::InstallLocked(const ControlDocument* from,
       if (was) manager->ClearControl();
       continue;
     }
-    DegradationManager::Control c;
-    c.level = spec->second.level;
-    c.features_off = spec->second.features_off;
-    c.until = to->expires_at;
-    c.version = to->version;
-    c.note = Note(*to);
-    absl::Status s = manager->SetControl(std::move(c));
+    absl::Status s = manager->SetControl(ControlFor(*to, spec->second));
     if (!s.ok() && first.ok()) first = s;
   }
   for (const auto& [name, hooks] : breakers_) {
@@ -312,20 +369,22 @@ inline absl::Status FleetControl::InstallLocked(const ControlDocument* from,
 }
 
 inline absl::Status FleetControl::Apply(absl::string_view text,
-                                        absl::string_view source) {
-  if (detail::CallbackScope::Inside(this)) {
-    return absl::FailedPreconditionError(
-        "fleet control: Apply() from a manager observer during an Apply()");
-  }
+                                        absl::string_view source,
+                                        uint64_t* applied_version) {
+  if (absl::Status s = NotFromObserver("Apply()"); !s.ok()) return s;
   absl::StatusOr<ControlDocument> doc =
       ParseControlDocument(text, source, clock_->Now());
-  if (!doc.ok()) return Refuse(doc.status(), source);
   absl::Status result;
   std::string line;
-  {
-    detail::MutexLock lock(&mu_);
+  if (!doc.ok()) {
+    result = doc.status();
+    line = RefusedLine(source, result);
+    detail::MutexLock lock(&state_mu_);
+    ++refused_;
+  } else {
+    detail::MutexLock lock(&apply_mu_);
     const detail::CallbackScope in_apply(this);
-    result = ApplyLocked(text, source, *std::move(doc), &line);
+    result = ApplyLocked(text, source, *std::move(doc), applied_version, &line);
   }
   if (!line.empty()) Log(std::move(line));
   return result;
@@ -334,47 +393,59 @@ inline absl::Status FleetControl::Apply(absl::string_view text,
 inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
                                               absl::string_view source,
                                               ControlDocument doc,
+                                              uint64_t* applied_version,
                                               std::string* line) {
   const std::string where = detail::Printable(source);
-  const auto refuse = [&](absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const absl::Time now = clock_->Now();
+  std::optional<ControlDocument> current;
+  uint64_t floor;
+  {
+    detail::MutexLock lock(&state_mu_);
+    current = current_;
+    floor = floor_;
+  }
+  // An ended document forces nothing any more: nothing to release or to
+  // move back to.
+  if (current && !(now < current->expires_at)) current.reset();
+  const auto refuse = [&](absl::Status s) {
+    *line = RefusedLine(source, s);
+    detail::MutexLock lock(&state_mu_);
     ++refused_;
-    *line = absl::StrCat(R"({"event":"control_refused","source":")",
-                         detail::JsonEscape(source), R"(","error":")",
-                         detail::JsonEscape(s.ToString()), R"("})");
     return s;
   };
-  if (doc.version == floor_ && current_ && text == current_text_) {
+  if (doc.version == floor && current && text == current_text_) {
+    if (applied_version != nullptr) *applied_version = doc.version;
     return absl::OkStatus();  // the same document again: nothing to do
   }
-  if (doc.version <= floor_) {
+  if (doc.version <= floor) {
     return refuse(absl::FailedPreconditionError(absl::StrCat(
         where, ": degrade_control.version = ", doc.version, ": ",
-        doc.version < floor_ ? "older than the version applied, "
-        : current_ ? "already applied with other content (a change needs a "
-                     "new version); applied "
-                   : "already applied and lifted; applied ",
-        floor_)));
+        doc.version < floor ? "older than the version applied, "
+        : current           ? "already applied with other content (a change "
+                              "needs a new version); applied "
+                            : "already applied, and ended or lifted; applied ",
+        floor)));
   }
-  if (absl::Status s = CheckNamesLocked(doc, source); !s.ok()) {
-    return refuse(s);
-  }
-  const ControlDocument* from = current_ ? &*current_ : nullptr;
+  if (absl::Status s = CheckLocked(doc, source); !s.ok()) return refuse(s);
+  const ControlDocument* from = current ? &*current : nullptr;
   if (absl::Status s = InstallLocked(from, &doc); !s.ok()) {
-    // A manager changed between the check and the install (reloaded to
-    // fewer levels): put back what was in force, so the document is
-    // refused whole.
-    InstallLocked(&doc, from).IgnoreError();
-    return refuse(
-        absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message())));
+    // Only a race can get here (a reload to fewer levels, a clock passing
+    // a time between the check and the install): move back.
+    absl::Status back = InstallLocked(&doc, from);
+    return refuse(absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", s.message(),
+        back.ok() ? ""
+                  : absl::StrCat("; moving back to the previous document "
+                                 "failed too: ",
+                                 back.message()))));
   }
-  ++applied_;
-  floor_ = doc.version;
   current_text_ = std::string(text);
+  if (applied_version != nullptr) *applied_version = doc.version;
   *line = absl::StrCat(
       R"({"event":"control_applied","source":")", detail::JsonEscape(source),
       R"(","version":)", doc.version, R"(,"expires_at":")",
-      absl::FormatTime(absl::RFC3339_sec, doc.expires_at, absl::UTCTimeZone()),
-      R"(","reason":")", detail::JsonEscape(doc.reason), R"(")");
+      detail::control::UtcText(doc.expires_at), R"(","reason":")",
+      detail::JsonEscape(doc.reason), R"(")");
   std::vector<std::string> unseen;
   for (const auto& [name, spec] : doc.managers) {
     for (const std::string& f : spec.features_off) {
@@ -388,46 +459,47 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
                     detail::JsonEscape(absl::StrJoin(unseen, ", ")), R"(")");
   }
   *line += "}";
+  detail::MutexLock lock(&state_mu_);
+  ++applied_;
+  floor_ = doc.version;
   current_ = std::move(doc);
   return absl::OkStatus();
 }
 
 inline absl::Status FleetControl::Lift(absl::string_view source,
                                        uint64_t only_version) {
-  if (detail::CallbackScope::Inside(this)) {
-    return absl::FailedPreconditionError(
-        "fleet control: Lift() from a manager observer during an Apply()");
-  }
+  if (absl::Status s = NotFromObserver("Lift()"); !s.ok()) return s;
   std::string line;
   {
-    detail::MutexLock lock(&mu_);
-    const detail::CallbackScope in_apply(this);
-    if (!current_) return absl::OkStatus();
-    if (only_version != 0 && current_->version != only_version) {
+    detail::MutexLock lock(&apply_mu_);
+    const detail::CallbackScope in_lift(this);
+    std::optional<ControlDocument> current;
+    {
+      detail::MutexLock state_lock(&state_mu_);
+      current = current_;
+    }
+    if (!current) return absl::OkStatus();
+    if (only_version != 0 && current->version != only_version) {
       return absl::OkStatus();
     }
-    InstallLocked(&*current_, nullptr).IgnoreError();
+    InstallLocked(&*current, nullptr).IgnoreError();  // clearing cannot fail
     line = absl::StrCat(R"({"event":"control_lifted","source":")",
                         detail::JsonEscape(source), R"(","version":)",
-                        current_->version, R"(,"reason":")",
-                        detail::JsonEscape(current_->reason), R"("})");
-    current_.reset();
+                        current->version, R"(,"reason":")",
+                        detail::JsonEscape(current->reason), R"("})");
     current_text_.clear();
+    detail::MutexLock state_lock(&state_mu_);
+    current_.reset();
   }
   Log(std::move(line));
   return absl::OkStatus();
 }
 
-inline absl::Status FleetControl::Refuse(absl::Status error,
-                                         absl::string_view source) {
-  {
-    detail::MutexLock lock(&mu_);
-    ++refused_;
-  }
-  Log(absl::StrCat(R"({"event":"control_refused","source":")",
-                   detail::JsonEscape(source), R"(","error":")",
-                   detail::JsonEscape(error.ToString()), R"("})"));
-  return error;
+inline std::string FleetControl::RefusedLine(absl::string_view source,
+                                             const absl::Status& error) {
+  return absl::StrCat(R"({"event":"control_refused","source":")",
+                      detail::JsonEscape(source), R"(","error":")",
+                      detail::JsonEscape(error.ToString()), R"("})");
 }
 
 inline void FleetControl::Log(std::string line) const {

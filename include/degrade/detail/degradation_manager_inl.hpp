@@ -34,8 +34,8 @@ inline DegradationManager::DegradationManager(Options options)
       history_(clock_->Now()) {
   // Last: the view must be complete before a telemetry may read it.
   if (Telemetry* telemetry = detail::ResolveTelemetry(options.metrics)) {
-    listener_ = detail::AttachQuietly(
-        [&] { return telemetry->AttachManager(view_); });
+    listener_ =
+        detail::AttachQuietly([&] { return telemetry->AttachManager(view_); });
   }
   // Every level change is a log line (the seed asks for it): to the sink
   // the options name, else to the telemetry's log when it writes lines,
@@ -163,8 +163,8 @@ inline void DegradationManager::ApplyHoldLocked(absl::Time now) {
   const std::optional<int> held = HeldLevelLocked();
   if (!held || *held == level()) return;
   LevelChange c = MakeChange(now, *held, LevelChangeReason::kOverride);
-  const bool by_control = control_ && control_->level == held &&
-                          !(override_ && override_->level == *held);
+  const bool by_control =
+      FloorLocked() == *held && !(override_ && override_->level == *held);
   if (by_control) {
     c.until = control_->until;
     c.note = control_->note;
@@ -188,39 +188,42 @@ inline bool DegradationManager::KnowsFeature(absl::string_view name) const {
   return false;
 }
 
+inline absl::Status DegradationManager::CheckControlLocked(
+    const Control& control, absl::Time now) const {
+  const int n = static_cast<int>(compiled_.levels.size());
+  if (control.version == 0) {
+    return Error(absl::StatusCode::kInvalidArgument,
+                 "control: the version must be >= 1");
+  }
+  if (control.level && (*control.level < 1 || *control.level > n)) {
+    return Error(absl::StatusCode::kInvalidArgument, "control v",
+                 control.version, ": level ", *control.level,
+                 " is outside [1, ", n, "]");
+  }
+  if (!(control.until > now)) {
+    return Error(absl::StatusCode::kInvalidArgument, "control v",
+                 control.version, ": until ", absl::FormatTime(control.until),
+                 " is not after now (", absl::FormatTime(now), ")");
+  }
+  for (const std::string& f : control.features_off) {
+    if (compiled_.critical.count(f) != 0) {
+      return Error(absl::StatusCode::kInvalidArgument, "control v",
+                   control.version, ": feature '", detail::Printable(f),
+                   "' is critical in the config and cannot be switched off");
+    }
+  }
+  return absl::OkStatus();
+}
+
 inline absl::Status DegradationManager::SetControl(Control control) {
   {
     detail::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    if (control.version == 0) {
-      return Error(absl::StatusCode::kInvalidArgument,
-                   "control: the version must be >= 1");
-    }
-    const int n = static_cast<int>(compiled_.levels.size());
-    if (control.level && (*control.level < 0 || *control.level > n)) {
-      return Error(absl::StatusCode::kInvalidArgument, "control v",
-                   control.version, ": level ", *control.level,
-                   " is outside [0, ", n, "]");
-    }
-    if (!(control.until > now)) {
-      return Error(absl::StatusCode::kInvalidArgument, "control v",
-                   control.version, ": until ", absl::FormatTime(control.until),
-                   " is not after now (", absl::FormatTime(now), ")");
-    }
-    for (const std::string& f : control.features_off) {
-      if (compiled_.critical.count(f) != 0) {
-        return Error(absl::StatusCode::kInvalidArgument, "control v",
-                     control.version, ": feature '", detail::Printable(f),
-                     "' is critical in the config and cannot be switched off");
-      }
-    }
+    if (absl::Status s = CheckControlLocked(control, now); !s.ok()) return s;
+    // A recovery in progress keeps its timer: a newer document (an
+    // extension) must not restart the hold of every manager it names.
     control_ = std::move(control);
     RecomputeGatesLocked();
-    ApplyHoldLocked(now);
-    hysteresis_.recover_since.reset();
-    // Held, the level is the held one exactly (a control replacing a
-    // higher one lowers it at once, as ForceLevel does); not held, the
-    // signals take over from here, lower levels through staged recovery.
     EvaluateLocked(now);
   }
   Dispatch();
@@ -231,8 +234,10 @@ inline void DegradationManager::ClearControl() {
   {
     detail::MutexLock lock(&mu_);
     if (!control_) return;
+    // A floor's end starts the recovery hold afresh, as an override's does;
+    // a features-only control never touched the level's timers.
+    if (control_->level) hysteresis_.recover_since.reset();
     control_.reset();
-    hysteresis_.recover_since.reset();
     RecomputeGatesLocked();
     EvaluateLocked(clock_->Now());
   }
@@ -271,21 +276,35 @@ inline void DegradationManager::EvaluateLocked(absl::Time now) {
     Event e = Event::OverrideExpired(name_, now, control_->level.value_or(-1));
     e.expired.note = control_->note;
     PushLocked(std::move(e));
+    if (control_->level) hysteresis_.recover_since.reset();  // as ClearControl
     control_.reset();
-    hysteresis_.recover_since.reset();
     RecomputeGatesLocked();
   }
-  if (HeldLevelLocked()) {
-    // The level is held, but each level's trigger is still tracked, so
+  if (override_) {
+    // The level is pinned, but each level's trigger is still tracked, so
     // that `enter_after` measures real persistence.
     (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
     // One of two holds ended and the other holds another level.
     ApplyHoldLocked(now);
     return;
   }
+  const int floor = FloorLocked();
+  std::optional<detail::levels::HysteresisState> before;
+  if (floor > 0) before = hysteresis_;
   const detail::levels::Decision d = detail::levels::Step(
       levels, values_, hysteresis_, now, config_->cooldown);
-  if (!d.changed()) return;
+  if (before && d.changed() && d.to < floor) {
+    // The floor holds: the step down waits for the control to end, and
+    // the recovery hold restarts then.
+    hysteresis_ = *std::move(before);
+    (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
+    ApplyHoldLocked(now);
+    return;
+  }
+  if (!d.changed()) {
+    ApplyHoldLocked(now);  // a floor just set above the level
+    return;
+  }
   LevelChange c = MakeChange(now, d.to, d.reason);
   if (d.reason == LevelChangeReason::kSignal) {
     c.signal = compiled_.signal_names[d.signal];
@@ -347,8 +366,9 @@ inline ManagerStats DegradationManager::Stats() const {
   }
   st.features = gates_.Snapshot();
   st.reloads = reloads_;
-  // An ended control that no evaluation has cleared yet is not in force.
-  if (control_ && st.now < control_->until) {
+  // Until an evaluation ends it, a control is reported as in force, as its
+  // gates still are.
+  if (control_) {
     st.control_version = control_->version;
     st.control_until = control_->until;
   }

@@ -28,7 +28,9 @@
 // manager, whose level 3 admits nothing below CRITICAL, then takes a
 // ConcurrencyLimiter permit and a trip through an AdmissionQueue, so the
 // degrade_admission_*, degrade_limiter_* and degrade_queue_* series are
-// scraped from real components too.
+// scraped from real components too. A RetryBudget "front" is asked for a
+// retry of every degraded request (the retry itself is not sent), for the
+// degrade_retry_budget_* series.
 //
 // Every pass of the script runs on a fresh pipeline with a registry of its
 // own, which /metrics serves from when the pass is ready (a scrape never
@@ -99,6 +101,7 @@
 #include "degrade/event_log.hpp"
 #include "degrade/metrics.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/retry_budget.hpp"
 #include "httplib.h"
 #include "recsys/pipeline.hpp"
 
@@ -288,6 +291,11 @@ struct Pass {
     qs.clock = &clock;
     qs.metrics = registry.get();
     queue = Must(degrade::AdmissionQueue<uint64_t>::Create(qs));
+    degrade::RetryBudgetSettings rs;
+    rs.name = "front";
+    rs.clock = &clock;
+    rs.metrics = registry.get();
+    budget = Must(degrade::RetryBudget::Create(rs));
   }
 
   template <typename T>
@@ -310,6 +318,13 @@ struct Pass {
   std::unique_ptr<degrade::AdmissionController> admission;
   std::unique_ptr<degrade::ConcurrencyLimiter> limiter;
   std::unique_ptr<degrade::AdmissionQueue<uint64_t>> queue;
+  // The retry budget a front would consult before sending a degraded
+  // request again: every request deposits, every degraded one asks for a
+  // retry. Only the budget's decision is real (no retry is sent); its
+  // degrade_retry_budget_* series move with the outage, refusals piling up
+  // once more than a fifth of requests degrade for longer than the floor
+  // covers.
+  std::unique_ptr<degrade::RetryBudget> budget;
   std::vector<uint64_t> popped;
   // Simulated time: where real time starts being mapped, and the end.
   absl::Time sim_start;
@@ -406,6 +421,8 @@ class Driver {
     }
     const recsys::Response r = pass.pipeline->Serve(user);
     if (permit.has_value()) permit->Success(r.latency);
+    pass.budget->Deposit();
+    if (r.result.trace().depth() > 0) (void)pass.budget->TryWithdraw();
     // A signal the config uses and a finite value: cannot be rejected.
     (void)pass.manager->Observe("degraded_stages",
                                 static_cast<double>(r.result.trace().depth()));

@@ -370,8 +370,9 @@ TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
   EXPECT_LE(p99, 1000.0);
 }
 
-// An expired, an older and a malformed document change nothing; the next
-// good version is applied; a delete lifts; a document ends by itself.
+// An expired, an older, a malformed and an oversize document change
+// nothing; the next good version is applied; a delete lifts; a document
+// ends by itself.
 TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
   const absl::Time later = absl::Now() + absl::Minutes(30);
   int64_t rev = Put("control", ControlDoc(5, later, 2, true, true, "INC-7"));
@@ -417,6 +418,27 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
           << b.what << ": " << errors.back();
     }
   }
+  // A value over the instances' 64 KiB limit is not even parsed: each
+  // reports it once (naming the key), and what was in force stays.
+  const int64_t t_big = MonotonicNanos();
+  const std::string big =
+      ControlDoc(9, later, 3, false, false, std::string(1000, 'x')) +
+      std::string(70 * 1024, ' ');
+  Put("control", big);
+  for (int k = 0; k < kInstances; ++k) {
+    const json refused = fleet_->WaitFor(k, [](const json& j) {
+      return j.value("event", "") == "etcd_status" &&
+             j.value("status", "").find("INVALID_ARGUMENT") != std::string::npos &&
+             j.value("status", "").find("/degrade/recsys/control") !=
+                 std::string::npos;
+    });
+    EXPECT_FALSE(refused.is_null()) << "i" << k + 1;
+    const json beat = fleet_->HeartbeatAfter(k, t_big);
+    ASSERT_FALSE(beat.is_null());
+    EXPECT_EQ(beat["control_version"], 5);
+    EXPECT_EQ(beat["level"], 2);
+  }
+
   // A malformed config: refused, the last good one serves.
   rev = Put("config", R"({"degradation": {"name": "typo", "levle1": {}}})");
   for (int k = 0; k < kInstances; ++k) {

@@ -19,10 +19,10 @@
 //
 // Every line it prints on stdout is one JSON object: the FleetControl's and
 // the manager's own log lines, the watcher's status changes
-// ({"event":"etcd_status",...}), and a "state" line after every change it
-// handles and once per --heartbeat-ms (default 1000) with the config in
-// force, the control version, the level, the features, the breaker, the
-// watcher's re-reads of the prefix (after an outage), and
+// ({"event":"etcd_status",...}), and a "state" line after every put or
+// delete of either key and once per --heartbeat-ms (default 1000): the
+// config in force, the control version, the level, the features, the
+// breaker, the watcher's re-reads of the prefix (after an outage), and
 // `mono_ns`, CLOCK_MONOTONIC in nanoseconds, which every process on one
 // machine shares: the fleet test subtracts the moment it put a key from it.
 // SIGTERM or SIGINT stops it cleanly.
@@ -160,6 +160,13 @@ class Instance {
     manager_.Stop();
   }
 
+  // A heartbeat, consistent with the changes: it never prints halfway
+  // through one (say the new control version with the old level).
+  void Heartbeat() {
+    std::lock_guard<std::mutex> lock(change_mu_);
+    PrintState("heartbeat", 0);
+  }
+
   void PrintState(absl::string_view cause, int64_t revision) {
     std::string features;
     for (const char* f : kFeatures) {
@@ -202,6 +209,7 @@ class Instance {
   // On the watcher's thread, one at a time.
   void OnPut(const std::string& key, const std::string& value,
              int64_t revision) {
+    std::lock_guard<std::mutex> lock(change_mu_);
     const std::string source = absl::StrCat("etcd ", key);
     if (key == flags_.prefix + "config") {
       // Refused configs are logged by the manager; the old one serves.
@@ -218,14 +226,23 @@ class Instance {
   }
 
   void OnDelete(const std::string& key, int64_t revision) {
+    std::lock_guard<std::mutex> lock(change_mu_);
+    if (key == flags_.prefix + "config") {
+      // No config is not a config: the last good one keeps serving.
+      PrintState("config_deleted", revision);
+      return;
+    }
     if (key != flags_.prefix + "control") return;
-    // Only what this key put in force: a document a file or another source
-    // applied since is not the delete's to end.
-    if (control_version_ != 0) {
+    // Only what this key put in force (a document a file or another source
+    // applied since is not the delete's to end), and only while it is:
+    // one that already expired has nothing left to lift.
+    const auto in_force = control_.in_force();
+    if (control_version_ != 0 && in_force &&
+        in_force->version == control_version_) {
       control_.Lift(absl::StrCat("etcd ", key), control_version_)
           .IgnoreError();
-      control_version_ = 0;
     }
+    control_version_ = 0;
     PrintState("control_deleted", revision);
   }
 
@@ -233,7 +250,8 @@ class Instance {
   degrade::DegradationManager manager_;
   degrade::CircuitBreaker<int> rank_;
   degrade::FleetControl control_;
-  uint64_t control_version_ = 0;  // watcher's thread only
+  std::mutex change_mu_;  // a change and its state line; heartbeats
+  uint64_t control_version_ = 0;  // under change_mu_
   std::unique_ptr<degrade::etcd::EtcdPrefixWatcher> watcher_;
 };
 
@@ -270,7 +288,7 @@ int main(int argc, char** argv) {
   while (true) {
     const int sig = sigtimedwait(&stop, nullptr, &beat);
     if (sig == SIGTERM || sig == SIGINT) break;
-    instance.PrintState("heartbeat", 0);
+    instance.Heartbeat();
   }
   instance.Stop();
   PrintLine(R"({"event":"stopped"})");

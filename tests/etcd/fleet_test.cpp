@@ -56,8 +56,10 @@ std::string Rfc3339(absl::Time t) {
   return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
 }
 
+// `personalization_off`: a feature only level 3 of the config switches off,
+// so below it only the document can.
 std::string ControlDoc(uint64_t version, absl::Time expires_at, int level,
-                       bool cache_off, bool rank_open,
+                       bool personalization_off, bool rank_open,
                        const std::string& reason) {
   json doc = {{"version", version},
               {"expires_at", Rfc3339(expires_at)},
@@ -65,8 +67,9 @@ std::string ControlDoc(uint64_t version, absl::Time expires_at, int level,
               {"managers",
                {{"recsys",
                  {{"level", level},
-                  {"features_off", cache_off ? json::array({"semantic_cache"})
-                                             : json::array()}}}}}};
+                  {"features_off", personalization_off
+                                       ? json::array({"personalization"})
+                                       : json::array()}}}}}};
   if (rank_open) doc["breakers_open"] = {{"rank", true}};
   return json{{"degrade_control", doc}}.dump();
 }
@@ -86,7 +89,9 @@ class Fleet {
   explicit Fleet(std::string dir) : dir_(std::move(dir)) {}
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
-  ~Fleet() { Stop(); }
+  ~Fleet() {
+    if (!stopped_) Stop();
+  }
 
   absl::Status Start(const std::string& endpoint) {
     for (int i = 0; i < kInstances; ++i) {
@@ -97,17 +102,37 @@ class Fleet {
           Log(i), /*own_group=*/false);
       if (!pid.ok()) return pid.status();
       pids_.push_back(*pid);
+      statuses_.push_back(-1);
     }
     return absl::OkStatus();
   }
 
-  void Stop() {
+  // Stops them all; true when each exited by itself with status 0 after
+  // printing its "stopped" line (a sanitizer's report or a crash on the
+  // way out fails the test, and the logs are kept).
+  bool Stop() {
+    stopped_ = true;
     Signal(SIGCONT);  // a test that failed while they were paused
     Signal(SIGTERM);
-    for (pid_t& pid : pids_) {
-      if (pid > 0) degrade_tests::ReapWithin(pid, absl::Seconds(5), false);
-      pid = -1;
+    bool clean = true;
+    for (std::size_t i = 0; i < pids_.size(); ++i) {
+      if (pids_[i] > 0) {
+        statuses_[i] =
+            degrade_tests::ReapWithin(pids_[i], absl::Seconds(5), false);
+        pids_[i] = -1;
+      }
+      const bool exited = statuses_[i] >= 0 && WIFEXITED(statuses_[i]) &&
+                          WEXITSTATUS(statuses_[i]) == 0;
+      const std::vector<json> lines = Lines(static_cast<int>(i));
+      const bool said = !lines.empty() &&
+                        lines.back().value("event", "") == "stopped";
+      if (!exited || !said) {
+        ADD_FAILURE() << "i" << i + 1 << " did not stop cleanly (wait status "
+                      << statuses_[i] << "); log " << Log(static_cast<int>(i));
+        clean = false;
+      }
     }
+    return clean;
   }
 
   void Signal(int sig) {
@@ -116,8 +141,15 @@ class Fleet {
     }
   }
 
-  // Whether instance `i` is still running (not exited, not reaped).
-  bool Alive(int i) const { return ::kill(pids_[i], 0) == 0; }
+  // Whether instance `i` is still running; reaps it if it has exited.
+  bool Alive(int i) {
+    if (pids_[i] <= 0) return false;
+    int status = 0;
+    if (::waitpid(pids_[i], &status, WNOHANG) == 0) return true;
+    statuses_[i] = status;
+    pids_[i] = -1;
+    return false;
+  }
 
   std::string Log(int i) const { return absl::StrCat(dir_, "/i", i + 1, ".log"); }
 
@@ -174,7 +206,7 @@ class Fleet {
     }
   }
 
-  // The latest heartbeat of instance `i` printed after `after_ns`.
+  // The first heartbeat of instance `i` printed after `after_ns`.
   json HeartbeatAfter(int i, int64_t after_ns) const {
     return WaitFor(i, [after_ns](const json& j) {
       return j.value("event", "") == "state" &&
@@ -186,6 +218,8 @@ class Fleet {
  private:
   std::string dir_;
   std::vector<pid_t> pids_;
+  std::vector<int> statuses_;  // wait statuses, -1 until reaped
+  bool stopped_ = false;
 };
 
 class FleetTest : public ::testing::Test {
@@ -215,7 +249,8 @@ class FleetTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    fleet_.reset();  // stops the instances
+    if (fleet_ != nullptr) fleet_->Stop();  // checks each exits cleanly
+    fleet_.reset();
     etcd_.Stop();
     if (HasFailure()) {
       std::printf("fleet logs kept in %s\n", dir_.c_str());
@@ -249,7 +284,9 @@ double Percentile(std::vector<double> v, double q) {
 // on all three instances; etcd killed and restarted after the fiftieth.
 TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
   const absl::Time expires = absl::Now() + absl::Minutes(30);
-  std::vector<double> ms;  // one per change and instance
+  std::vector<double> ms;      // one per change and instance
+  std::vector<double> all_ms;  // per change, the slowest of the three
+  bool personalization_off = false;  // by the document in force
   uint64_t version = 0;
   int level = 0;
   std::string config = "initial";
@@ -263,25 +300,33 @@ TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
       level = std::max(level, 1 + (i * 3) / 101);
       rev = Put("control", ControlDoc(version, expires, level, i % 4 == 1,
                                       i % 8 == 1, absl::StrCat("push ", i)));
+      personalization_off = i % 4 == 1;
     } else {
       config = absl::StrCat("push-", i);
       rev = Put("config", Config(config, 10 + i));
     }
+    double slowest = 0;
     for (int k = 0; k < kInstances; ++k) {
       const json state = fleet_->StateAt(k, rev);
       ASSERT_FALSE(state.is_null())
           << "change " << i << " (revision " << rev << ") never reached i"
           << k + 1;
       ms.push_back((state["mono_ns"].get<int64_t>() - t0) / 1e6);
+      slowest = std::max(slowest, ms.back());
       EXPECT_EQ(state["control_version"], version) << "change " << i;
       EXPECT_EQ(state["level"], level) << "change " << i;
       EXPECT_EQ(state["config"], config) << "change " << i;
       EXPECT_EQ(state["features"]["semantic_cache"], false)  // level >= 1
           << "change " << i;
+      // Below level 3 only the document switches personalization off.
+      EXPECT_EQ(state["features"]["personalization"],
+                !personalization_off && level < 3)
+          << "change " << i;
       const int last_control = i % 2 == 1 ? i : i - 1;
       EXPECT_EQ(state["rank"], last_control % 8 == 1 ? "forced_open" : "free")
           << "change " << i;
     }
+    all_ms.push_back(slowest);
   };
 
   for (int i = 1; i <= 50; ++i) {
@@ -311,6 +356,7 @@ TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
     EXPECT_EQ(beat["control_version"], version);
     EXPECT_EQ(beat["level"], level);
     EXPECT_EQ(beat["config"], config);
+    EXPECT_EQ(beat["features"]["personalization"], !personalization_off);
   }
 
   // etcd comes back and a document is put while the instances are paused
@@ -323,6 +369,7 @@ TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
   level = 2;
   const int64_t rev = Put("control", ControlDoc(version, expires, level, true,
                                                 false, "after the restart"));
+  personalization_off = true;
   const int64_t t0 = MonotonicNanos();
   fleet_->Signal(SIGCONT);
   std::vector<double> restart_ms;
@@ -330,6 +377,7 @@ TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
     const json state = fleet_->StateAt(k, rev);
     ASSERT_FALSE(state.is_null()) << "i" << k + 1 << " did not converge";
     EXPECT_EQ(state["control_version"], version);
+    EXPECT_EQ(state["features"]["personalization"], false);
     restart_ms.push_back((state["mono_ns"].get<int64_t>() - t0) / 1e6);
     // The outage was reported once, not once per failed reconnect.
     int failures = 0;
@@ -356,18 +404,23 @@ TEST_F(FleetTest, HundredChangesReachEveryInstanceAndSurviveAnEtcdCrash) {
   }
 
   ASSERT_EQ(ms.size(), 100u * kInstances);
-  const double p50 = Percentile(ms, 0.5), p99 = Percentile(ms, 0.99),
-               max = Percentile(ms, 1.0), min = Percentile(ms, 0.0);
+  ASSERT_EQ(all_ms.size(), 100u);
   std::printf(
-      "propagation to all %d instances, %zu samples: min %.2f ms, p50 %.2f "
-      "ms, p99 %.2f ms, max %.2f ms\n",
-      kInstances, ms.size(), min, p50, p99, max);
+      "propagation of %zu changes to all %d instances (the slowest of the "
+      "three): min %.2f ms, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+      all_ms.size(), kInstances, Percentile(all_ms, 0.0),
+      Percentile(all_ms, 0.5), Percentile(all_ms, 0.99),
+      Percentile(all_ms, 1.0));
+  std::printf(
+      "to each instance, %zu samples: min %.2f ms, p50 %.2f ms, p99 %.2f ms\n",
+      ms.size(), Percentile(ms, 0.0), Percentile(ms, 0.5),
+      Percentile(ms, 0.99));
   std::printf(
       "after etcd's restart, from the instances' resumption (their reconnect "
       "backoff included): %.1f / %.1f / %.1f ms\n",
       restart_ms[0], restart_ms[1], restart_ms[2]);
   // The issue's bound. The figures printed are what docs/ reports.
-  EXPECT_LE(p99, 1000.0);
+  EXPECT_LE(Percentile(all_ms, 0.99), 1000.0);
 }
 
 // An expired, an older, a malformed and an oversize document change
@@ -394,7 +447,7 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
        "expires_at"},
       {"older", ControlDoc(4, later, 3, false, false, "old"),
        "version = 4: older"},
-      {"malformed", R"({"degrade_control": {"version": 7,)", ""},
+      {"malformed", R"({"degrade_control": {"version": 7,)", "malformed JSON"},
   };
   for (const Bad& b : bad) {
     rev = Put("control", b.text);
@@ -404,7 +457,7 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
       ASSERT_FALSE(s.is_null()) << b.what;
       EXPECT_EQ(s["control_version"], 5) << b.what;
       EXPECT_EQ(s["level"], 2) << b.what;
-      EXPECT_EQ(s["features"]["semantic_cache"], false) << b.what;
+      EXPECT_EQ(s["features"]["personalization"], false) << b.what;
       EXPECT_EQ(s["rank"], "forced_open") << b.what;
       // Logged before the state line: one refusal per bad document.
       std::vector<std::string> errors;
@@ -437,6 +490,7 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
     ASSERT_FALSE(beat.is_null());
     EXPECT_EQ(beat["control_version"], 5);
     EXPECT_EQ(beat["level"], 2);
+    EXPECT_EQ(beat["features"]["personalization"], false);
   }
 
   // A malformed config: refused, the last good one serves.
@@ -454,7 +508,11 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
     ASSERT_FALSE(s.is_null());
     EXPECT_EQ(s["control_version"], 8);
     EXPECT_EQ(s["rank"], "free");
-    EXPECT_EQ(s["features"]["semantic_cache"], false);  // level 2 -> hold
+    // v8 no longer names personalization; its lower floor leaves the level
+    // at 2 until staged recovery (hold 10 s) brings it down.
+    EXPECT_EQ(s["features"]["personalization"], true);
+    EXPECT_EQ(s["level"], 2);
+    EXPECT_EQ(s["features"]["rerank"], false);
   }
   absl::StatusOr<int64_t> deleted = client_->Delete(std::string(kPrefix) + "control");
   ASSERT_TRUE(deleted.ok()) << deleted.status();
@@ -474,7 +532,6 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
 
   // A document that expires in two seconds ends by itself on every
   // instance, with no new document: the rank breaker is freed.
-  const int64_t t0 = MonotonicNanos();
   rev = Put("control", ControlDoc(9, absl::Now() + absl::Seconds(2), 3, false,
                                   true, "short"));
   for (int k = 0; k < kInstances; ++k) {
@@ -482,11 +539,14 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
     ASSERT_FALSE(s.is_null());
     EXPECT_EQ(s["control_version"], 9);
     EXPECT_EQ(s["rank"], "forced_open");
+    // A heartbeat after v9 was applied, not one from before it.
+    const int64_t applied_ns = s["mono_ns"].get<int64_t>();
     const json ended = fleet_->WaitFor(
         k,
-        [t0](const json& j) {
+        [applied_ns](const json& j) {
           return j.value("event", "") == "state" &&
-                 j.value("mono_ns", int64_t{0}) > t0 &&
+                 j.value("cause", "") == "heartbeat" &&
+                 j.value("mono_ns", int64_t{0}) > applied_ns &&
                  j.value("control_version", -1) == 0 &&
                  j.value("rank", "") == "free";
         },

@@ -117,17 +117,21 @@ inline absl::StatusOr<pid_t> SpawnLogged(std::vector<std::string> args,
 
 // Waits for `pid` to exit (after the caller signalled it); SIGKILLs it (its
 // group when `group`) if it has not within `bound`. Always reaps it.
-inline void ReapWithin(pid_t pid, absl::Duration bound, bool group) {
+// Returns its wait status (see waitpid(2)), or -1 when it was not a child
+// left to reap (already reaped).
+inline int ReapWithin(pid_t pid, absl::Duration bound, bool group) {
   const absl::Time deadline = absl::Now() + bound;
   int status = 0;
   while (true) {
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return -1;
     if (absl::Now() > deadline) {
       ::kill(group ? -pid : pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      pid_t k;
+      while ((k = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
       }
-      return;
+      return k == pid ? status : -1;
     }
     absl::SleepFor(absl::Milliseconds(5));
   }

@@ -71,6 +71,7 @@
 #include "absl/time/time.h"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -388,6 +389,9 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
     text.append(data, n);
     return text.size() <= kMaxResponseBytes;
   };
+  // A write to a connection etcd or Interrupt() closed raises SIGPIPE
+  // (cpp-httplib does not pass MSG_NOSIGNAL): blocked, it is EPIPE.
+  detail::ScopedSigpipeBlock no_sigpipe;
   httplib::Result res = http_->send(req);
   bool interrupted = false;
   {

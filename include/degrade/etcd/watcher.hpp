@@ -54,13 +54,11 @@
 // is counted in `callback_errors` and, unless it is on_status itself,
 // reported through on_status) and the watcher carries on. Start(), Stop()
 // and counters() may be called from any thread, also at once. Stop() from
-// a callback only requests the stop and returns at once (no callback
-// follows the current one); the destructor, which joins the thread, must
-// not run on a callback (it would terminate the process). Stop() from
-// elsewhere returns promptly (tens of milliseconds) even while a request
-// or watch stream is blocked: it interrupts the connection in use. It does
-// wait for a callback that is running, so callbacks must not block for
-// long.
+// a callback requests the stop and returns (no callback follows); the
+// destructor joins the thread, so it must not run on a callback (the
+// process would terminate). Elsewhere Stop() returns promptly (tens of
+// ms) even while a request or stream is blocked, by interrupting it, but
+// waits for a running callback: callbacks must not block for long.
 //
 // Needs cpp-httplib and the CMake target `degrade::etcd` (see client.hpp).
 
@@ -88,6 +86,7 @@
 #include "absl/time/time.h"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/etcd/client.hpp"
@@ -167,8 +166,7 @@ class EtcdPrefixWatcher {
 
  private:
   enum class StreamEnd { kStopped, kCompacted, kEnded, kFailed };
-  // Streams ending at once without an event, in a row, that are an outage.
-  static constexpr int kEmptyEndsAnOutage = 3;
+  static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void Run();
@@ -177,8 +175,7 @@ class EtcdPrefixWatcher {
   void ApplySnapshot(const RangeResult& r);
   // Forgets what was delivered when `r` comes from a cluster made anew.
   void NoticeCluster(const RangeResult& r);
-  // After a stream: whether it was one more quick end without an event
-  // in a row (then, at kEmptyEndsAnOutage, an outage).
+  // Counts a quick end without an event; true at kEmptyEndsAnOutage.
   bool CountEmptyEnd(StreamEnd end, absl::Duration lasted);
   std::string Where() const {
     return absl::StrCat("etcd ", options_.endpoint, " watch ",
@@ -298,8 +295,7 @@ inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
 inline void EtcdPrefixWatcher::Run() {
   worker_.store(std::this_thread::get_id(), std::memory_order_release);
   int failures = 0;
-  bool first_read = true;
-  bool first_watch = true;
+  bool first_read = true, first_watch = true;
   while (!stopping()) {
     if (failures > 0 && !Backoff(failures)) break;
     absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
@@ -325,10 +321,9 @@ inline void EtcdPrefixWatcher::Run() {
     const StreamEnd end = Watch(r->revision + 1, &status);
     if (end == StreamEnd::kStopped) break;
     if (end == StreamEnd::kCompacted) Bump(compactions_);
-    // Quick empty ends in a row are an outage that only an event (or a
-    // stream that lasts) ends; so is a stream that went bad once created.
-    // A gateway going away (UNAVAILABLE) is like etcd being down: the next
-    // "created" ends that outage.
+    // Quick empty ends in a row, and a stream gone bad once created, are
+    // an outage only an event (or a lasting stream) ends; a gateway going
+    // away (UNAVAILABLE) is one the next "created" ends.
     const bool looping = CountEmptyEnd(end, absl::Now() - opened);
     if (end == StreamEnd::kFailed) {
       garbled_ = garbled_ || looping ||
@@ -484,11 +479,8 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   detail_etcd::SetStreamTimeouts(&http, options_.connect_timeout,
                                  options_.stream_idle_timeout,
                                  options_.request_timeout);
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v3/watch";
-  req.body = detail_etcd::WatchCreateBody(options_.prefix, start_revision);
-  req.set_header("Content-Type", "application/json");
+  httplib::Request req =
+      detail_etcd::WatchRequest(options_.prefix, start_revision);
   int http_status = 0;
   req.response_handler = [&](const httplib::Response& r) {
     http_status = r.status;
@@ -528,6 +520,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     if (stopping()) return StreamEnd::kStopped;
     stream_ = &http;
   }
+  detail::ScopedSigpipeBlock no_sigpipe;  // Stop() may shut the socket
   httplib::Result res = http.send(req);
   {
     detail::MutexLock l(&mu_);
@@ -569,9 +562,8 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
   }
   if (m->created && !*created) {
     *created = true;
-    // Following the prefix again: the outage is over, unless it is a
-    // stream that goes bad after its creation (then the first good batch
-    // of events, or a clean end, says so).
+    // Following again: the outage is over, unless streams go bad once
+    // created (then an event, or a clean lasting end, says so).
     if (!garbled_) Recovered();
   }
   if (m->canceled) {

@@ -51,16 +51,22 @@ struct WatchMessage {
   std::vector<WatchEvent> events;
 };
 
-// {"create_request": ...} for every key under `prefix` from `start_revision`.
-inline std::string WatchCreateBody(absl::string_view prefix,
-                                   int64_t start_revision) {
+// POST /v3/watch with {"create_request": ...} for every key under
+// `prefix` from `start_revision`.
+inline httplib::Request WatchRequest(absl::string_view prefix,
+                                     int64_t start_revision) {
   detail::json::Json create = detail::json::Json::object();
   create["key"] = absl::Base64Escape(RangeStart(prefix));
   create["range_end"] = absl::Base64Escape(PrefixEnd(prefix));
   create["start_revision"] = std::to_string(start_revision);
   detail::json::Json body = detail::json::Json::object();
   body["create_request"] = std::move(create);
-  return body.dump();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v3/watch";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  return req;
 }
 
 // The stream's bounds: connect, silence between messages, the request.

@@ -46,6 +46,9 @@
 // Thread safety: `EtcdClient` is thread-safe; requests are serialised on one
 // connection object (a second caller waits for the first). `Interrupt()`
 // may be called from any thread at any time and never waits for a request.
+// SIGPIPE is blocked on the calling thread during a request (a write to a
+// closed connection is then an error, not the signal's default death); no
+// process-wide handler is installed.
 
 #ifndef DEGRADE_ETCD_CLIENT_HPP_
 #define DEGRADE_ETCD_CLIENT_HPP_

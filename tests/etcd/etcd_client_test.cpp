@@ -56,6 +56,7 @@ TEST(EtcdClientTest, RangePutDeleteRoundTrip) {
 
   absl::StatusOr<RangeResult> range = client.Range("/p/");
   ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_NE(range->cluster_id, 0u);  // a uint64, often over INT64_MAX
   ASSERT_EQ(range->kvs.size(), 2u);
   EXPECT_EQ(range->kvs[0].key, "/p/a");
   EXPECT_EQ(range->kvs[0].value, "1");
@@ -140,6 +141,11 @@ TEST(EtcdClientTest, MalformedResponsesAreClearStatuses) {
       {"HTTP 400 with a gRPC code", 400,
        "{\"error\":\"bad\",\"code\":3,\"message\":\"bad key\"}",
        absl::StatusCode::kInvalidArgument, "bad key"},
+      {"HTTP 503 with the gateway's grpc_code", 503,
+       "{\"error\":\"x\",\"grpc_code\":14,\"message\":\"closing\"}",
+       absl::StatusCode::kUnavailable, "closing"},
+      {"bad cluster_id", 200, "{\"header\":{\"cluster_id\":\"-1\"}}",
+       absl::StatusCode::kDataLoss, "header.cluster_id"},
       {"duplicate keys", 200, "{\"header\":{},\"header\":{}}",
        absl::StatusCode::kInternal, "duplicate"},
   };

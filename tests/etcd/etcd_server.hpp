@@ -10,6 +10,8 @@
 //   ... etcd.endpoint() ...              // "127.0.0.1:<port>"
 //   etcd.Kill();                         // SIGKILL: etcd "crashes"
 //   ASSERT_TRUE(etcd.Restart().ok());    // same data dir, same ports
+//   etcd.Wipe("other-token");            // SIGKILL, data dir gone: the
+//   ASSERT_TRUE(etcd.Start().ok());      //   next start makes a new cluster
 //
 // The process runs in a process group of its own, signalled as a group.
 // Spawned with posix_spawn (support/child_process.hpp).
@@ -29,6 +31,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -98,6 +101,17 @@ class EtcdServer {
   // SIGKILL to the process group, and reaps it: a crash.
   void Kill() { Signal(SIGKILL, absl::Seconds(10)); }
 
+  // Kill(), then removes the data directory: the next Start() makes a new
+  // cluster on the same ports, its revisions starting again at 1. Its
+  // cluster_id is the old one's unless `cluster_token` differs (etcd
+  // derives the id from the token and the member's peer URL).
+  void Wipe(std::string cluster_token) {
+    Kill();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_ + "/data", ignored);
+    token_ = std::move(cluster_token);
+  }
+
   std::string endpoint() const {
     return absl::StrCat("127.0.0.1:", client_port_);
   }
@@ -133,6 +147,7 @@ class EtcdServer {
                                      "--initial-advertise-peer-urls=" + peer,
                                      "--initial-cluster=t=" + peer,
                                      "--initial-cluster-state=new",
+                                     "--initial-cluster-token=" + token_,
                                      "--logger=zap",
                                      "--log-level=warn",
                                      "--enable-v2=false"};
@@ -166,6 +181,7 @@ class EtcdServer {
   }
 
   std::string dir_;
+  std::string token_ = "etcd-cluster";  // etcd's default
   int client_port_ = 0;
   int peer_port_ = 0;
   pid_t pid_ = -1;

@@ -9,10 +9,17 @@
 #include "degrade/etcd/watcher.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <future>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,6 +45,41 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr absl::Duration kBound = absl::Seconds(20);
+
+// Polls `done` (every 2 ms, up to kBound). A test whose threads would hang
+// forever otherwise (a deadlocked Stop()) ends the process instead.
+void WithinBoundOrAbort(const std::function<bool()>& done, const char* what) {
+  const absl::Time deadline = absl::Now() + kBound;
+  while (!done()) {
+    if (absl::Now() > deadline) {
+      std::fprintf(stderr, "FAILED: %s did not happen within %s; aborting\n",
+                   what, absl::FormatDuration(kBound).c_str());
+      std::abort();
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+}
+
+// Holds the watcher's thread in a callback until opened (or kBound), so a
+// test can change the world while the watcher is away. Opens when
+// destroyed: declare it after the watcher.
+class Gate {
+ public:
+  Gate() : waiting_(open_.get_future().share()) {}
+  ~Gate() { Open(); }
+  void Open() {
+    if (!opened_.exchange(true)) open_.set_value();
+  }
+  void Wait() const {
+    waiting_.wait_for(std::chrono::microseconds(
+        absl::ToInt64Microseconds(kBound)));
+  }
+
+ private:
+  std::promise<void> open_;
+  std::shared_future<void> waiting_;
+  std::atomic<bool> opened_{false};
+};
 
 // What the callbacks saw, in order, and the view they add up to.
 class Recorder {
@@ -141,6 +183,44 @@ class EtcdWatcherTest : public ::testing::Test {
     absl::StatusOr<int64_t> r = c.Delete(k);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.value_or(0);
+  }
+  uint64_t ClusterId() {
+    EtcdClient c(ClientOptions());
+    absl::StatusOr<degrade::etcd::RangeResult> r = c.Range("/");
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->cluster_id : 0;
+  }
+
+  // The cluster is wiped and made anew (with `token`) while the watcher is
+  // held in its outage report; then `refill` writes the new cluster's data.
+  // /cfg/a was "old" at revision 2 and is "new" at revision 2 again.
+  void ExpectARemadeClusterIsDeliveredAgain(
+      const std::string& token, const std::function<void()>& refill,
+      const std::map<std::string, std::string>& want) {
+    EXPECT_EQ(Put("/cfg/a", "old"), 2);
+    Put("/cfg/b", "1");
+    Delete("/cfg/b");  // the read's revision is 4
+    const uint64_t old_id = ClusterId();
+    Recorder rec;
+    EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+    auto record = o.on_status;
+    std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+    o.on_status = [record, gate](const absl::Status& s) {
+      record(s);
+      if (!s.ok()) gate->Wait();
+    };
+    EtcdPrefixWatcher w(std::move(o));
+    ASSERT_TRUE(w.Start().ok());
+    ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "old"}}));
+    etcd_.Wipe(token);
+    ASSERT_TRUE(rec.WaitForStatuses(1));  // and held there
+    absl::Status s = etcd_.Start();
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Put("/cfg/a", "new"), 2);
+    refill();
+    EXPECT_EQ(ClusterId() != old_id, token != "etcd-cluster");
+    gate->Open();
+    EXPECT_TRUE(rec.WaitForView(want)) << ::testing::PrintToString(rec.view());
   }
 
   EtcdServer etcd_;
@@ -284,6 +364,98 @@ TEST_F(EtcdWatcherTest, StopReturnsPromptlyWhileTheStreamIsBlocked) {
   w.Stop();  // idempotent
 }
 
+TEST_F(EtcdWatcherTest, ConcurrentStopsAllReturn) {
+  Put("/cfg/a", "1");
+  // A race, so several rounds (each hung or crashed before the fix).
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    Recorder rec;
+    EtcdPrefixWatcher w(Options(etcd_.endpoint(), &rec));
+    ASSERT_TRUE(w.Start().ok());
+    ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}}));
+    std::atomic<int> ready{0}, returned{0};
+    std::vector<std::thread> stoppers;
+    for (int i = 0; i < 4; ++i) {
+      stoppers.emplace_back([&] {
+        ready.fetch_add(1);
+        while (ready.load() < 4) std::this_thread::yield();
+        w.Stop();
+        returned.fetch_add(1);
+      });
+    }
+    WithinBoundOrAbort([&] { return returned.load() == 4; }, "4 Stop() calls");
+    for (std::thread& t : stoppers) t.join();
+  }  // and the destructor's Stop() after them
+}
+
+TEST_F(EtcdWatcherTest, StopFromACallbackReturnsAndNoCallbackFollows) {
+  Put("/cfg/a", "1");
+  Put("/cfg/stop", "2");
+  Put("/cfg/z", "3");  // after /cfg/stop in the snapshot: never delivered
+  Recorder rec;
+  EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+  EtcdPrefixWatcher* self = nullptr;
+  std::atomic<bool> stop_returned{false};
+  auto record = o.on_put;
+  o.on_put = [&, record](const std::string& k, const std::string& v,
+                         int64_t r) {
+    record(k, v, r);
+    if (k != "/cfg/stop") return;
+    self->Stop();
+    stop_returned.store(true);
+  };
+  EtcdPrefixWatcher w(std::move(o));
+  self = &w;
+  ASSERT_TRUE(w.Start().ok());
+  WithinBoundOrAbort([&] { return stop_returned.load(); },
+                     "Stop() from on_put returning");
+  const absl::Time t0 = absl::Now();
+  w.Stop();  // joins the thread, which is leaving
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  EXPECT_THAT(rec.events(), ElementsAre("put /cfg/a=1", "put /cfg/stop=2"));
+  EXPECT_TRUE(rec.statuses().empty());
+}
+
+TEST_F(EtcdWatcherTest, AGracefulShutdownIsUnavailableAndTheReturnIsOkAtOnce) {
+  Put("/cfg/a", "1");
+  Recorder rec;
+  EtcdPrefixWatcher w(Options(etcd_.endpoint(), &rec));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}}));
+  Put("/cfg/b", "2");  // delivered by the watch: the stream is open
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}, {"/cfg/b", "2"}}));
+
+  etcd_.Stop();  // SIGTERM: the gateway sends an error message, then ends
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  absl::Status restarted = etcd_.Start();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  // Back as soon as the watch is, with no event to carry the news.
+  ASSERT_TRUE(rec.WaitForStatuses(2));
+  const std::vector<absl::Status> st = rec.statuses();
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr(etcd_.endpoint()));
+  EXPECT_TRUE(st[1].ok()) << st[1];
+  EXPECT_EQ(st.size(), 2u);
+}
+
+TEST_F(EtcdWatcherTest, AWipedClusterIsDeliveredAgain) {
+  // Same token, same cluster_id: the read's revision (2) is below the
+  // revision already seen (4).
+  ExpectARemadeClusterIsDeliveredAgain("etcd-cluster", [] {},
+                                       {{"/cfg/a", "new"}});
+}
+
+TEST_F(EtcdWatcherTest, AClusterWithAnotherIdIsDeliveredAgain) {
+  // Revisions as high as before (4), but another cluster_id.
+  ExpectARemadeClusterIsDeliveredAgain(
+      "another-cluster",
+      [this] {
+        Put("/cfg/c", "1");
+        EXPECT_EQ(Put("/cfg/c", "2"), 4);
+      },
+      {{"/cfg/a", "new"}, {"/cfg/c", "2"}});
+}
+
 TEST_F(EtcdWatcherTest, AThrowingCallbackDoesNotStopTheWatcher) {
   Recorder rec;
   EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
@@ -378,8 +550,66 @@ INSTANTIATE_TEST_SUITE_P(
         BadStream{"WatchErrorMessage", kEmptyRange,
                   R"({"error":{"code":14,"message":"going away"}})",
                   absl::StatusCode::kUnavailable, "going away"},
+        BadStream{"WatchGrpcCodeCancelled", kEmptyRange,
+                  R"({"error":{"grpc_code":1,"http_code":408,"message":"grpc: the client connection is closing"}})",
+                  absl::StatusCode::kUnavailable, "connection is closing"},
         BadStream{"WatchNeverCreated", kEmptyRange, "",
                   absl::StatusCode::kInternal, "before the watch was created"}),
     [](const ::testing::TestParamInfo<BadStream>& i) { return i.param.name; });
+
+// ---- Gateways whose every stream ends at once without an event ----
+
+struct EmptyStreams {
+  const char* name;
+  const char* watch_body;
+  const char* says;
+};
+
+class EtcdWatcherEmptyStreamsTest
+    : public ::testing::TestWithParam<EmptyStreams> {};
+
+TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, kEmptyRange);
+  fake.Reply("/v3/watch", 200, GetParam().watch_body);
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(100);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  std::vector<absl::Status> st = rec.statuses();
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr("in a row"));
+  EXPECT_THAT(std::string(st[0].message()), HasSubstr(GetParam().says));
+  // Backing off now: the next 6 streams wait up to 2, 4, ... 64 ms first
+  // (at least ~18 ms in all for the fixed jitter seed), not ~1 ms each.
+  const int n = fake.Count("/v3/watch");
+  const absl::Time t0 = absl::Now();
+  ASSERT_TRUE(fake.WaitForCount("/v3/watch", n + 6));
+  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(10));
+  EXPECT_EQ(rec.statuses().size(), 1u);
+  // A stream that delivers ends the outage.
+  fake.Reply("/v3/watch", 200,
+             R"({"result":{"created":true}})"
+             R"({"result":{"events":[{"kv":{"key":"L2NmZy94","value":"MQ==","mod_revision":"8"}}]}})");
+  ASSERT_TRUE(rec.WaitForStatuses(2));
+  st = rec.statuses();
+  EXPECT_TRUE(st[1].ok()) << st[1];
+  EXPECT_EQ(rec.view(), (std::map<std::string, std::string>{{"/cfg/x", "1"}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gateways, EtcdWatcherEmptyStreamsTest,
+    ::testing::Values(
+        EmptyStreams{"Closed", R"({"result":{"created":true}})", "closed"},
+        EmptyStreams{
+            "Compacted",
+            R"({"result":{"created":true,"canceled":true,"compact_revision":"5"}})",
+            "compacted"}),
+    [](const ::testing::TestParamInfo<EmptyStreams>& i) {
+      return i.param.name;
+    });
 
 }  // namespace

@@ -27,10 +27,13 @@
 // cannot connect: Connection". The codes:
 //
 //   etcd not listening, connection lost    UNAVAILABLE
-//   timeout (connect, read or write)       DEADLINE_EXCEEDED
+//   read or write timeout                  UNAVAILABLE (cpp-httplib does not
+//                                          tell it from a lost connection)
+//   connect timeout                        DEADLINE_EXCEEDED
 //   Interrupt() called during the request  CANCELLED
 //   HTTP status other than 200             etcd's gRPC code when its error
-//                                          body has one (e.g. OUT_OF_RANGE
+//                                          body has one (`code` or the
+//                                          gateway's `grpc_code`; e.g. OUT_OF_RANGE
 //                                          for a compacted revision), else
 //                                          INTERNAL, with the HTTP status
 //   body not JSON, wrong shape             INTERNAL, naming the field
@@ -43,6 +46,9 @@
 // Thread safety: `EtcdClient` is thread-safe; requests are serialised on one
 // connection object (a second caller waits for the first). `Interrupt()`
 // may be called from any thread at any time and never waits for a request.
+// SIGPIPE is blocked on the calling thread during a request (a write to a
+// closed connection is then an error, not the signal's default death); no
+// process-wide handler is installed.
 
 #ifndef DEGRADE_ETCD_CLIENT_HPP_
 #define DEGRADE_ETCD_CLIENT_HPP_
@@ -54,6 +60,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,6 +74,7 @@
 #include "absl/time/time.h"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -92,10 +100,12 @@ struct KeyValue {
 };
 
 // The result of `Range()`: the keys under the prefix, in key order, as of
-// the store revision `revision` (the response header's).
+// the store revision `revision` (the response header's). `cluster_id` is
+// the header's too (0 when absent): a cluster made anew has another one.
 struct RangeResult {
   std::vector<KeyValue> kvs;
   int64_t revision = 0;
+  uint64_t cluster_id = 0;
 };
 
 // EtcdClient
@@ -172,9 +182,12 @@ absl::Status ReadInt64(const detail::json::Json& object, const char* field,
                        absl::string_view where, int64_t* out);
 absl::Status ReadBytes(const detail::json::Json& object, const char* field,
                        absl::string_view where, std::string* out);
+absl::Status ReadUint64(const detail::json::Json& object, const char* field,
+                        absl::string_view where, uint64_t* out);
 
 // Maps an error body {"error": ..., "code": N, "message": ...} with a gRPC
-// code to that code; INTERNAL otherwise.
+// code (`code`, or `grpc_code` as the gateway's stream errors have it) to
+// that code; INTERNAL otherwise.
 absl::StatusCode CodeOfErrorBody(const detail::json::Json& body);
 
 std::string Quoted(absl::string_view bytes);  // printable, for messages
@@ -224,17 +237,19 @@ inline absl::Status SplitEndpoint(absl::string_view endpoint,
   return absl::OkStatus();
 }
 
-inline absl::Status ReadInt64(const detail::json::Json& object,
-                              const char* field, absl::string_view where,
-                              int64_t* out) {
+// ReadInt64 and ReadUint64: a JSON integer or a decimal string.
+template <typename T>
+absl::Status ReadInteger(const detail::json::Json& object, const char* field,
+                         absl::string_view where, const char* type, T* out) {
   *out = 0;
   if (!object.is_object()) {
     return absl::InternalError(absl::StrCat(where, " is not an object"));
   }
   auto it = object.find(field);
   if (it == object.end()) return absl::OkStatus();
-  if (it->is_number_integer()) {
-    *out = it->get<int64_t>();
+  if (std::is_signed<T>::value ? it->is_number_integer()
+                               : it->is_number_unsigned()) {
+    *out = it->template get<T>();
     return absl::OkStatus();
   }
   if (it->is_string() && absl::SimpleAtoi(it->get_ref<const std::string&>(),
@@ -243,7 +258,19 @@ inline absl::Status ReadInt64(const detail::json::Json& object,
   }
   return absl::DataLossError(absl::StrCat(where, ".", field, " = ",
                                           detail::json::Describe(*it),
-                                          ": not an int64"));
+                                          ": not ", type));
+}
+
+inline absl::Status ReadInt64(const detail::json::Json& object,
+                              const char* field, absl::string_view where,
+                              int64_t* out) {
+  return ReadInteger(object, field, where, "an int64", out);
+}
+
+inline absl::Status ReadUint64(const detail::json::Json& object,
+                               const char* field, absl::string_view where,
+                               uint64_t* out) {
+  return ReadInteger(object, field, where, "a uint64", out);
 }
 
 inline absl::Status ReadBytes(const detail::json::Json& object,
@@ -265,8 +292,9 @@ inline absl::Status ReadBytes(const detail::json::Json& object,
 }
 
 inline absl::StatusCode CodeOfErrorBody(const detail::json::Json& body) {
-  if (body.is_object()) {
-    auto it = body.find("code");
+  if (!body.is_object()) return absl::StatusCode::kInternal;
+  for (const char* field : {"code", "grpc_code"}) {
+    auto it = body.find(field);
     if (it != body.end() && it->is_number_integer()) {
       const int64_t code = it->get<int64_t>();
       if (code > 0 && code <= 16) return static_cast<absl::StatusCode>(code);
@@ -364,6 +392,9 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
     text.append(data, n);
     return text.size() <= kMaxResponseBytes;
   };
+  // A write to a connection etcd or Interrupt() closed raises SIGPIPE
+  // (cpp-httplib does not pass MSG_NOSIGNAL): blocked, it is EPIPE.
+  detail::ScopedSigpipeBlock no_sigpipe;
   httplib::Result res = http_->send(req);
   bool interrupted = false;
   {
@@ -442,6 +473,11 @@ inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
   if (header == res->end()) return fail(absl::InternalError("no header"));
   if (absl::Status s = detail_etcd::ReadInt64(*header, "revision", "header",
                                               &out.revision);
+      !s.ok()) {
+    return fail(s);
+  }
+  if (absl::Status s = detail_etcd::ReadUint64(*header, "cluster_id", "header",
+                                               &out.cluster_id);
       !s.ok()) {
     return fail(s);
   }

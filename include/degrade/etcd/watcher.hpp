@@ -35,10 +35,16 @@
 //     the new revision + 1. Nothing changed, nothing delivered.
 //   * Compaction. A watch cancelled because its start revision was compacted
 //     triggers the same resync from the head: never silently stale.
+//   * A cluster made anew. When the read's cluster_id differs from the last
+//     one, or its revision is below one already seen (a wiped data
+//     directory, a restored backup), every key is delivered again.
 //   * Outage reported once. on_status gets the first failure of an outage
-//     (UNAVAILABLE when etcd is unreachable; INTERNAL or DATA_LOSS for a
-//     response that makes no sense), not one per retry, and OkStatus once
-//     the watch is established again.
+//     (UNAVAILABLE when etcd is unreachable or shutting down; INTERNAL or
+//     DATA_LOSS for a response that makes no sense), not one per retry, and
+//     OkStatus as soon as the watch is established again. Streams that end
+//     at once without an event, 3 in a row (a gateway that cancels every
+//     watch as compacted or closes it), are an outage too: UNAVAILABLE,
+//     with the backoff growing, until a stream delivers or lasts.
 //   * Size limit. A value over `max_value_bytes` is not delivered: on_status
 //     gets INVALID_ARGUMENT naming the key and the size, once per key
 //     revision; the previously delivered value (if any) stays the caller's.
@@ -46,12 +52,13 @@
 // Thread safety: the callbacks run on the watcher's thread, one at a time,
 // never concurrently with each other; a callback that throws is caught (it
 // is counted in `callback_errors` and, unless it is on_status itself,
-// reported through on_status) and the watcher carries on. Start() and Stop()
-// may be called from any thread but not from a callback (Stop() would wait
-// for itself); counters() is thread-safe at any time. Stop() returns
-// promptly (tens of milliseconds) even while a request or watch stream is
-// blocked: it interrupts the connection in use. It does wait for a callback
-// that is running, so callbacks must not block for long.
+// reported through on_status) and the watcher carries on. Start(), Stop()
+// and counters() may be called from any thread, also at once. Stop() from
+// a callback requests the stop and returns (no callback follows); the
+// destructor joins the thread, so it must not run on a callback (the
+// process would terminate). Elsewhere Stop() returns promptly (tens of
+// ms) even while a request or stream is blocked, by interrupting it, but
+// waits for a running callback: callbacks must not block for long.
 //
 // Needs cpp-httplib and the CMake target `degrade::etcd` (see client.hpp).
 
@@ -73,18 +80,18 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/detail/invoke.hpp"
-#include "degrade/detail/json_document.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/etcd/client.hpp"
 #include "degrade/etcd/detail/json_stream.hpp"
+#include "degrade/etcd/detail/watch_message.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -141,6 +148,7 @@ class EtcdPrefixWatcher {
   explicit EtcdPrefixWatcher(EtcdWatcherOptions options);
   EtcdPrefixWatcher(const EtcdPrefixWatcher&) = delete;
   EtcdPrefixWatcher& operator=(const EtcdPrefixWatcher&) = delete;
+  // REQUIRES: not on a callback (see the file comment).
   ~EtcdPrefixWatcher() { Stop(); }
 
   // Starts the background thread. INVALID_ARGUMENT for bad options,
@@ -150,19 +158,29 @@ class EtcdPrefixWatcher {
   absl::Status Start();
 
   // Stops the thread and waits for it (promptly: see the file comment).
-  // Idempotent. REQUIRES: not called from a callback.
+  // Idempotent; concurrent calls all return once the thread is gone. From
+  // a callback it only requests the stop (the thread ends after it).
   void Stop();
 
   EtcdWatcherCounters counters() const;
 
  private:
   enum class StreamEnd { kStopped, kCompacted, kEnded, kFailed };
+  static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void Run();
   // Sleeps the backoff for `failures`; false when Stop() came first.
   bool Backoff(int failures);
   void ApplySnapshot(const RangeResult& r);
+  // Forgets what was delivered when `r` comes from a cluster made anew.
+  void NoticeCluster(const RangeResult& r);
+  // Counts a quick end without an event; true at kEmptyEndsAnOutage.
+  bool CountEmptyEnd(StreamEnd end, absl::Duration lasted);
+  std::string Where() const {
+    return absl::StrCat("etcd ", options_.endpoint, " watch ",
+                        detail_etcd::Quoted(options_.prefix));
+  }
   StreamEnd Watch(int64_t start_revision, absl::Status* status);
   // One message of the stream; false ends the stream (with *end set).
   bool HandleMessage(absl::string_view text, bool* created, StreamEnd* end,
@@ -181,6 +199,8 @@ class EtcdPrefixWatcher {
   const EtcdWatcherOptions options_;
   EtcdClient client_;
   std::atomic<bool> stopping_{false};
+  std::atomic<std::thread::id> worker_{};  // the thread's id once it runs
+  detail::Mutex join_mu_;  // held by the one Stop() that joins
   detail::Mutex mu_;
   detail::CondVar cv_;  // wakes a backoff sleep for Stop()
   bool started_ ABSL_GUARDED_BY(mu_) = false;
@@ -193,6 +213,10 @@ class EtcdPrefixWatcher {
   bool in_outage_ = false;
   bool garbled_ = false;  // the outage is a stream that failed once created
   bool stream_created_ = false;  // the last watch got its "created"
+  uint64_t stream_events_ = 0;   // events the last watch delivered
+  int empty_ends_ = 0;           // quick empty stream ends in a row
+  uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
+  int64_t seen_revision_ = 0;    // the highest revision seen
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
       events_{0}, refused_count_{0}, callback_errors_{0};
@@ -236,6 +260,13 @@ inline absl::Status EtcdPrefixWatcher::Start() {
 
 inline void EtcdPrefixWatcher::Stop() {
   stopping_.store(true, std::memory_order_release);
+  // On the watcher's thread (a callback): it leaves once the callback
+  // returns; waiting here would wait for itself.
+  if (worker_.load(std::memory_order_acquire) == std::this_thread::get_id()) {
+    return;
+  }
+  // One caller interrupts and joins; the others wait here for it.
+  detail::MutexLock join(&join_mu_);
   // Interrupt whatever the thread is blocked in until it has left: a
   // request that started just after one interrupt meets the next.
   while (true) {
@@ -262,9 +293,9 @@ inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
 }
 
 inline void EtcdPrefixWatcher::Run() {
+  worker_.store(std::this_thread::get_id(), std::memory_order_release);
   int failures = 0;
-  bool first_read = true;
-  bool first_watch = true;
+  bool first_read = true, first_watch = true;
   while (!stopping()) {
     if (failures > 0 && !Backoff(failures)) break;
     absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
@@ -276,6 +307,7 @@ inline void EtcdPrefixWatcher::Run() {
     }
     if (!first_read) Bump(resyncs_);
     first_read = false;
+    NoticeCluster(*r);
     ApplySnapshot(*r);
     if (options_.after_range_for_testing) {
       Guard("after_range_for_testing",
@@ -285,15 +317,29 @@ inline void EtcdPrefixWatcher::Run() {
     if (!first_watch) Bump(reconnects_);
     first_watch = false;
     absl::Status status;
+    const absl::Time opened = absl::Now();
     const StreamEnd end = Watch(r->revision + 1, &status);
     if (end == StreamEnd::kStopped) break;
-    if (end == StreamEnd::kCompacted) {
-      Bump(compactions_);
-      failures = 0;  // resync from the head at once
-    } else if (end == StreamEnd::kFailed) {
-      garbled_ = garbled_ || stream_created_;
+    if (end == StreamEnd::kCompacted) Bump(compactions_);
+    // Quick empty ends in a row, and a stream gone bad once created, are
+    // an outage only an event (or a lasting stream) ends; a gateway going
+    // away (UNAVAILABLE) is one the next "created" ends.
+    const bool looping = CountEmptyEnd(end, absl::Now() - opened);
+    if (end == StreamEnd::kFailed) {
+      garbled_ = garbled_ || looping ||
+                 (stream_created_ && !absl::IsUnavailable(status));
       Failure(status);
       failures = std::min(failures + 1, 62);
+    } else if (looping) {
+      garbled_ = true;
+      Failure(absl::UnavailableError(absl::StrCat(
+          Where(), ": ", empty_ends_, " watch streams in a row ended at once",
+          " without an event (",
+          end == StreamEnd::kCompacted ? "cancelled as compacted" : "closed",
+          "); backing off")));
+      failures = std::min(failures + 1, 62);
+    } else if (end == StreamEnd::kCompacted) {
+      failures = 0;  // resync from the head at once
     } else {
       failures = 1;  // a short jittered pause, never a tight loop
       if (garbled_) {
@@ -316,9 +362,33 @@ inline bool EtcdPrefixWatcher::Backoff(int failures) {
   return !cv_.WaitFor(&mu_, wait, [this] { return stopping(); });
 }
 
+inline bool EtcdPrefixWatcher::CountEmptyEnd(StreamEnd end,
+                                             absl::Duration lasted) {
+  // Only streams that etcd answered count; a failed connect is a failure.
+  if (!stream_created_ && end != StreamEnd::kCompacted) return false;
+  const bool quick = lasted < std::min(absl::Seconds(1),
+                                       options_.stream_idle_timeout);
+  empty_ends_ = stream_events_ == 0 && quick ? empty_ends_ + 1 : 0;
+  return empty_ends_ >= kEmptyEndsAnOutage;
+}
+
+inline void EtcdPrefixWatcher::NoticeCluster(const RangeResult& r) {
+  const bool other_cluster =
+      cluster_id_ != 0 && r.cluster_id != 0 && r.cluster_id != cluster_id_;
+  if (other_cluster || r.revision < seen_revision_) {
+    // Its revisions restarted: a delivered mod_revision says nothing now.
+    for (auto& kv : delivered_) kv.second = 0;
+    refused_.clear();
+    seen_revision_ = 0;
+  }
+  if (r.cluster_id != 0) cluster_id_ = r.cluster_id;
+  seen_revision_ = std::max(seen_revision_, r.revision);
+}
+
 inline void EtcdPrefixWatcher::ApplySnapshot(const RangeResult& r) {
   std::map<std::string, int64_t> seen;
   for (const KeyValue& kv : r.kvs) {
+    if (stopping()) return;
     seen.emplace(kv.key, kv.mod_revision);
     auto it = delivered_.find(kv.key);
     if (it != delivered_.end() && it->second == kv.mod_revision) continue;
@@ -383,6 +453,7 @@ inline void EtcdPrefixWatcher::Report(const absl::Status& s) {
 
 template <typename F>
 void EtcdPrefixWatcher::Guard(const char* which, F&& f) {
+  if (stopping()) return;  // no callback after a Stop()
   detail::InvokeOr(
       [&] {
         f();
@@ -400,35 +471,16 @@ void EtcdPrefixWatcher::Guard(const char* which, F&& f) {
 
 inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     int64_t start_revision, absl::Status* status) {
-  const std::string where =
-      absl::StrCat("etcd ", options_.endpoint, " watch ",
-                   detail_etcd::Quoted(options_.prefix));
+  const std::string where = Where();
   std::string host;
   int port = 0;
   (void)detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
   httplib::Client http(host, port);
-  time_t sec = 0, usec = 0;
-  detail_etcd::SplitDuration(options_.connect_timeout, &sec, &usec);
-  http.set_connection_timeout(sec, usec);
-  detail_etcd::SplitDuration(options_.stream_idle_timeout, &sec, &usec);
-  http.set_read_timeout(sec, usec);
-  detail_etcd::SplitDuration(options_.request_timeout, &sec, &usec);
-  http.set_write_timeout(sec, usec);
-
-  detail::json::Json create = detail::json::Json::object();
-  create["key"] =
-      absl::Base64Escape(detail_etcd::RangeStart(options_.prefix));
-  create["range_end"] =
-      absl::Base64Escape(detail_etcd::PrefixEnd(options_.prefix));
-  create["start_revision"] = std::to_string(start_revision);
-  detail::json::Json body = detail::json::Json::object();
-  body["create_request"] = std::move(create);
-
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v3/watch";
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
+  detail_etcd::SetStreamTimeouts(&http, options_.connect_timeout,
+                                 options_.stream_idle_timeout,
+                                 options_.request_timeout);
+  httplib::Request req =
+      detail_etcd::WatchRequest(options_.prefix, start_revision);
   int http_status = 0;
   req.response_handler = [&](const httplib::Response& r) {
     http_status = r.status;
@@ -440,6 +492,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   std::string error_body;
   bool created = false, ended_here = false;
   StreamEnd end = StreamEnd::kEnded;
+  stream_events_ = 0;
   req.content_receiver = [&](const char* data, std::size_t n, uint64_t,
                              uint64_t) {
     if (stopping()) return false;
@@ -467,6 +520,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     if (stopping()) return StreamEnd::kStopped;
     stream_ = &http;
   }
+  detail::ScopedSigpipeBlock no_sigpipe;  // Stop() may shut the socket
   httplib::Result res = http.send(req);
   {
     detail::MutexLock l(&mu_);
@@ -476,9 +530,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   if (stopping()) return StreamEnd::kStopped;
   if (ended_here) return end;
   if (http_status != 0 && http_status != 200) {
-    *status = absl::InternalError(absl::StrCat(where, ": HTTP ", http_status,
-                                               ": ",
-                                               detail_etcd::Quoted(error_body)));
+    *status = detail_etcd::WatchHttpError(where, http_status, error_body);
     return StreamEnd::kFailed;
   }
   if (!res && !created) {
@@ -501,92 +553,41 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
 inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
                                              bool* created, StreamEnd* end,
                                              absl::Status* status) {
-  const std::string where =
-      absl::StrCat("etcd ", options_.endpoint, " watch ",
-                   detail_etcd::Quoted(options_.prefix), ": stream");
-  const auto fail = [&](absl::StatusCode code, absl::string_view why) {
-    *status = absl::Status(code, absl::StrCat(where, ": ", why));
-    *end = StreamEnd::kFailed;
-    return false;
-  };
-  absl::StatusOr<detail::json::Json> msg =
-      detail::json::ParseJsonDocument(text, where, "message");
-  if (!msg.ok()) {
-    *status = absl::InternalError(msg.status().message());
+  absl::StatusOr<detail_etcd::WatchMessage> m =
+      detail_etcd::ParseWatchMessage(text, Where() + ": stream");
+  if (absl::Status bad = m.ok() ? m->error : m.status(); !bad.ok()) {
+    *status = std::move(bad);
     *end = StreamEnd::kFailed;
     return false;
   }
-  if (auto e = msg->find("error"); e != msg->end()) {
-    const detail::json::Json& err = *e;
-    std::string text_of = detail::json::Describe(err);
-    if (err.is_object()) {
-      auto m = err.find("message");
-      if (m != err.end() && m->is_string()) text_of = m->get<std::string>();
-    }
-    return fail(detail_etcd::CodeOfErrorBody(err),
-                absl::StrCat("etcd error: ", text_of));
-  }
-  auto result = msg->find("result");
-  if (result == msg->end() || !result->is_object()) {
-    return fail(absl::StatusCode::kInternal, "a message without a result");
-  }
-  const detail::json::Json& r = *result;
-  const auto flag = [&r](const char* name) {
-    auto it = r.find(name);
-    return it != r.end() && it->is_boolean() && it->get<bool>();
-  };
-  if (flag("created") && !*created) {
+  if (m->created && !*created) {
     *created = true;
-    // Following the prefix again: the outage is over, unless it is a
-    // stream that goes bad after its creation (then the first good batch
-    // of events, or a clean end, says so).
+    // Following again: the outage is over, unless streams go bad once
+    // created (then an event, or a clean lasting end, says so).
     if (!garbled_) Recovered();
   }
-  if (flag("canceled")) {
-    int64_t compact = 0;
-    absl::Status s = detail_etcd::ReadInt64(r, "compact_revision", "result",
-                                            &compact);
-    if (s.ok() && compact > 0) {
+  if (m->canceled) {
+    if (m->compact_revision > 0) {
       *end = StreamEnd::kCompacted;
       return false;
     }
-    return fail(absl::StatusCode::kInternal,
-                absl::StrCat("watch canceled: ", detail::json::Describe(r)));
+    *status = absl::InternalError(absl::StrCat(
+        Where(), ": stream: watch canceled: ", m->canceled_result));
+    *end = StreamEnd::kFailed;
+    return false;
   }
-  auto events = r.find("events");
-  if (events == r.end()) return !stopping();
-  if (!events->is_array()) {
-    return fail(absl::StatusCode::kInternal, "result.events is not an array");
-  }
-  for (std::size_t i = 0; i < events->size() && !stopping(); ++i) {
-    const detail::json::Json& ev = (*events)[i];
-    const std::string at = absl::StrCat("result.events[", i, "]");
-    auto kv = ev.is_object() ? ev.find("kv") : ev.end();
-    if (!ev.is_object() || kv == ev.end()) {
-      return fail(absl::StatusCode::kInternal, absl::StrCat(at, ": no kv"));
-    }
-    std::string key, value, type = "PUT";
-    int64_t rev = 0;
-    absl::Status s = detail_etcd::ReadBytes(*kv, "key", at + ".kv", &key);
-    if (s.ok()) s = detail_etcd::ReadBytes(*kv, "value", at + ".kv", &value);
-    if (s.ok()) {
-      s = detail_etcd::ReadInt64(*kv, "mod_revision", at + ".kv", &rev);
-    }
-    if (auto t = ev.find("type"); s.ok() && t != ev.end()) {
-      if (t->is_string()) type = t->get<std::string>();
-      if (type != "PUT" && type != "DELETE") {
-        s = absl::InternalError(
-            absl::StrCat(at, ".type = ", detail::json::Describe(*t)));
-      }
-    }
-    if (!s.ok()) return fail(s.code(), s.message());
-    if (type == "DELETE") {
-      Erase(key, rev);
-    } else if (delivered_.count(key) == 0 || delivered_[key] < rev) {
-      Put(key, value, rev);
+  for (const detail_etcd::WatchEvent& ev : m->events) {
+    if (stopping()) break;
+    ++stream_events_;
+    seen_revision_ = std::max(seen_revision_, ev.mod_revision);
+    if (ev.is_delete) {
+      Erase(ev.key, ev.mod_revision);
+    } else if (auto it = delivered_.find(ev.key);
+               it == delivered_.end() || it->second < ev.mod_revision) {
+      Put(ev.key, ev.value, ev.mod_revision);
     }
   }
-  if (garbled_) {
+  if (!m->events.empty() && garbled_) {
     garbled_ = false;
     Recovered();
   }

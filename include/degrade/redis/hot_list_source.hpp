@@ -112,7 +112,7 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/redis/detail/reply.hpp"
-#include "degrade/redis/detail/sigpipe.hpp"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/redis/scored_member.hpp"
 #include "degrade/status.hpp"
 #include "degrade/version.hpp"
@@ -435,7 +435,7 @@ class HotListSource {
   // The breaker's callable: one fetch, under the connection's lock.
   absl::StatusOr<std::vector<ScoredMember>> FetchNow() {
     detail::MutexLock lock(&conn_mu_);
-    detail::redis::ScopedSigpipeBlock no_sigpipe;
+    detail::ScopedSigpipeBlock no_sigpipe;
     const bool reused = context_ != nullptr;
     bool stale = false;
     absl::StatusOr<std::vector<ScoredMember>> result = QueryLocked(&stale);

@@ -1,27 +1,28 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // -----------------------------------------------------------------------------
-// File: redis/detail/sigpipe.hpp
+// File: detail/sigpipe.hpp
 // -----------------------------------------------------------------------------
 //
 // `ScopedSigpipeBlock`: a write to a socket the other end closed raises
 // SIGPIPE, whose default action kills the process. A library must not
-// install a process-wide handler behind its user's back, so the Redis
-// adapter blocks the signal on the calling thread for the duration of a
-// fetch instead, and discards one that the fetch caused (it is directed at
+// install a process-wide handler behind its user's back, so the adapters
+// that write to sockets (Redis, etcd: cpp-httplib does not pass
+// MSG_NOSIGNAL) block the signal on the calling thread for the duration of
+// a request instead, and discards one that the fetch caused (it is directed at
 // the writing thread, so it stays pending there until unblocked). A SIGPIPE
 // that was already pending before is left alone.
 //
 //   {
-//     detail::redis::ScopedSigpipeBlock no_sigpipe;
+//     detail::ScopedSigpipeBlock no_sigpipe;
 //     redisCommandArgv(...);  // EPIPE, not death, if the server went away
 //   }
 //
 // POSIX only (pthread_sigmask, sigtimedwait). Affects only the calling
 // thread; errno is preserved across the destructor.
 
-#ifndef DEGRADE_REDIS_DETAIL_SIGPIPE_HPP_
-#define DEGRADE_REDIS_DETAIL_SIGPIPE_HPP_
+#ifndef DEGRADE_DETAIL_SIGPIPE_HPP_
+#define DEGRADE_DETAIL_SIGPIPE_HPP_
 
 #include <pthread.h>
 #include <signal.h>
@@ -33,7 +34,6 @@
 
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
-namespace redis {
 
 // Blocks SIGPIPE on the calling thread while alive and, on destruction,
 // discards a SIGPIPE that became pending meanwhile, then restores the
@@ -72,8 +72,7 @@ class ScopedSigpipeBlock {
   bool blocked_ = false;
 };
 
-}  // namespace redis
 }  // namespace detail
 DEGRADE_NAMESPACE_END
 
-#endif  // DEGRADE_REDIS_DETAIL_SIGPIPE_HPP_
+#endif  // DEGRADE_DETAIL_SIGPIPE_HPP_

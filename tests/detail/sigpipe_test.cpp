@@ -1,11 +1,11 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// redis/detail/sigpipe.hpp: while a ScopedSigpipeBlock lives, a SIGPIPE
+// detail/sigpipe.hpp: while a ScopedSigpipeBlock lives, a SIGPIPE
 // directed at the thread stays pending instead of killing the process; the
 // destructor discards the one raised meanwhile, restores the thread's mask
 // and errno, and leaves alone a SIGPIPE that was pending before it.
 
-#include "degrade/redis/detail/sigpipe.hpp"
+#include "degrade/detail/sigpipe.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 namespace degrade {
 namespace {
 
-using ::degrade::detail::redis::ScopedSigpipeBlock;
+using ::degrade::detail::ScopedSigpipeBlock;
 
 bool SigpipePending() {
   sigset_t pending;

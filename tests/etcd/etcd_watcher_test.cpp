@@ -456,6 +456,19 @@ TEST_F(EtcdWatcherTest, AClusterWithAnotherIdIsDeliveredAgain) {
       {{"/cfg/a", "new"}, {"/cfg/c", "2"}});
 }
 
+TEST_F(EtcdWatcherTest, AClusterRemadeWithTheSameIdPastTheOldHeadIsDeliveredAgain) {
+  // Same token, same cluster_id, and written up to revision 5, past the 4
+  // seen: only /cfg/a's value tells the new cluster from the old.
+  ExpectARemadeClusterIsDeliveredAgain(
+      "etcd-cluster",
+      [this] {
+        Put("/cfg/b", "x");
+        Put("/cfg/b", "y");
+        EXPECT_EQ(Put("/cfg/b", "z"), 5);
+      },
+      {{"/cfg/a", "new"}, {"/cfg/b", "z"}});
+}
+
 TEST_F(EtcdWatcherTest, AThrowingCallbackDoesNotStopTheWatcher) {
   Recorder rec;
   EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
@@ -598,6 +611,52 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
   st = rec.statuses();
   EXPECT_TRUE(st[1].ok()) << st[1];
   EXPECT_EQ(rec.view(), (std::map<std::string, std::string>{{"/cfg/x", "1"}}));
+}
+
+// A gateway that creates every watch and fails it at once with
+// UNAVAILABLE: one outage, one status, not an UNAVAILABLE / OK pair per
+// retry.
+TEST(EtcdWatcherFlappingTest, CreatedThenUnavailableStreamsAreOneStatus) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, kEmptyRange);
+  fake.Reply("/v3/watch", 200,
+             R"({"result":{"created":true}})"
+             R"({"error":{"code":14,"message":"going away"}})");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(5);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(fake.WaitForCount("/v3/watch", 10));
+  w.Stop();
+  const std::vector<absl::Status> st = rec.statuses();
+  ASSERT_EQ(st.size(), 1u) << ::testing::PrintToString(st);
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+}
+
+// After an outage of empty streams, a healthy but quiet stream ends it
+// once it has lasted a second, not when it ends (here 30 s later, past
+// the recorder's bound).
+TEST(EtcdWatcherFlappingTest, AQuietHealthyStreamEndsAnOutageOfEmptyOnes) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, kEmptyRange);
+  fake.Reply("/v3/watch", 200,
+             R"({"result":{"created":true,"canceled":true,"compact_revision":"5"}})");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(20);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  fake.Hold("/v3/watch", absl::Seconds(30));
+  fake.Reply("/v3/watch", 200, R"({"result":{"created":true}})");
+  ASSERT_TRUE(rec.WaitForStatuses(2));
+  const std::vector<absl::Status> st = rec.statuses();
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+  EXPECT_TRUE(st[1].ok()) << st[1];
+  w.Stop();
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -15,6 +15,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,14 +36,34 @@ class FakeGateway {
       server_.Post(path, [this, p = std::string(path)](
                              const httplib::Request&, httplib::Response& res) {
         std::pair<int, std::string> reply{404, "{}"};
+        absl::Duration hold;
         {
           std::lock_guard<std::mutex> l(mu_);
           ++counts_[p];
           auto it = replies_.find(p);
           if (it != replies_.end()) reply = it->second;
+          hold = holds_[p];
         }
         res.status = reply.first;
-        res.set_content(reply.second, "application/json");
+        if (hold <= absl::ZeroDuration()) {
+          res.set_content(reply.second, "application/json");
+          return;
+        }
+        // Sends the body, then keeps the stream open, silent, for `hold`.
+        res.set_chunked_content_provider(
+            "application/json",
+            [this, body = reply.second, hold](std::size_t offset,
+                                              httplib::DataSink& sink) {
+              if (offset == 0 && !body.empty()) {
+                return sink.write(body.data(), body.size());
+              }
+              const absl::Time end = absl::Now() + hold;
+              while (absl::Now() < end && !quit_.load()) {
+                absl::SleepFor(absl::Milliseconds(5));
+              }
+              sink.done();
+              return true;
+            });
       });
     }
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -52,6 +73,7 @@ class FakeGateway {
   FakeGateway(const FakeGateway&) = delete;
   FakeGateway& operator=(const FakeGateway&) = delete;
   ~FakeGateway() {
+    quit_.store(true);
     server_.stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -59,6 +81,12 @@ class FakeGateway {
   void Reply(const std::string& path, int status, std::string body) {
     std::lock_guard<std::mutex> l(mu_);
     replies_[path] = {status, std::move(body)};
+  }
+  // Replies to `path` keep their connection open, silent, for `hold` after
+  // the body (a quiet watch stream); zero: closed at once.
+  void Hold(const std::string& path, absl::Duration hold) {
+    std::lock_guard<std::mutex> l(mu_);
+    holds_[path] = hold;
   }
   int Count(const std::string& path) {
     std::lock_guard<std::mutex> l(mu_);
@@ -83,6 +111,8 @@ class FakeGateway {
   std::mutex mu_;
   std::map<std::string, std::pair<int, std::string>> replies_;
   std::map<std::string, int> counts_;
+  std::map<std::string, absl::Duration> holds_;
+  std::atomic<bool> quit_{false};
 };
 
 }  // namespace degrade_tests

@@ -37,7 +37,9 @@
 //     triggers the same resync from the head: never silently stale.
 //   * A cluster made anew. When the read's cluster_id differs from the last
 //     one, or its revision is below one already seen (a wiped data
-//     directory, a restored backup), every key is delivered again.
+//     directory, a restored backup), every key is delivered again; and a
+//     key is delivered whenever its value's hash differs from the one
+//     delivered, even at the same mod_revision (a cluster remade unseen).
 //   * Outage reported once. on_status gets the first failure of an outage
 //     (UNAVAILABLE when etcd is unreachable or shutting down; INTERNAL or
 //     DATA_LOSS for a response that makes no sense), not one per retry, and
@@ -58,7 +60,9 @@
 // destructor joins the thread, so it must not run on a callback (the
 // process would terminate). Elsewhere Stop() returns promptly (tens of
 // ms) even while a request or stream is blocked, by interrupting it, but
-// waits for a running callback: callbacks must not block for long.
+// waits for a running callback: callbacks must not block for long. They
+// run with SIGPIPE blocked on that thread (cpp-httplib writes without
+// MSG_NOSIGNAL): write to sockets expecting EPIPE, not the signal.
 //
 // Needs cpp-httplib and the CMake target `degrade::etcd` (see client.hpp).
 
@@ -176,7 +180,14 @@ class EtcdPrefixWatcher {
   // Forgets what was delivered when `r` comes from a cluster made anew.
   void NoticeCluster(const RangeResult& r);
   // Counts a quick end without an event; true at kEmptyEndsAnOutage.
-  bool CountEmptyEnd(StreamEnd end, absl::Duration lasted);
+  bool CountEmptyEnd(StreamEnd end, bool quick);
+  // A stream ending sooner is "quick"; lasting is a sign of health.
+  absl::Duration Lasting() const {
+    return std::min(absl::Seconds(1), options_.stream_idle_timeout);
+  }
+  static uint64_t Hash(const std::string& v) {
+    return static_cast<uint64_t>(std::hash<std::string>{}(v));
+  }
   std::string Where() const {
     return absl::StrCat("etcd ", options_.endpoint, " watch ",
                         detail_etcd::Quoted(options_.prefix));
@@ -207,8 +218,10 @@ class EtcdPrefixWatcher {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   httplib::Client* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::thread thread_;
-  // Watcher thread only:
-  std::map<std::string, int64_t> delivered_;  // key -> mod_revision
+  // Watcher thread only. The hash tells a key rewritten at the same
+  // mod_revision (a cluster remade unseen) from a duplicate.
+  struct Delivered { int64_t rev = 0; uint64_t hash = 0; };
+  std::map<std::string, Delivered> delivered_;
   std::map<std::string, int64_t> refused_;    // key -> refused revision
   bool in_outage_ = false;
   bool garbled_ = false;  // the outage is a stream that failed once created
@@ -321,13 +334,17 @@ inline void EtcdPrefixWatcher::Run() {
     const StreamEnd end = Watch(r->revision + 1, &status);
     if (end == StreamEnd::kStopped) break;
     if (end == StreamEnd::kCompacted) Bump(compactions_);
-    // Quick empty ends in a row, and a stream gone bad once created, are
-    // an outage only an event (or a lasting stream) ends; a gateway going
-    // away (UNAVAILABLE) is one the next "created" ends.
-    const bool looping = CountEmptyEnd(end, absl::Now() - opened);
+    // Quick empty ends in a row, and a stream gone bad (or failed quickly)
+    // once created, are an outage only an event or a lasting stream ends;
+    // a lasting stream's end with UNAVAILABLE (etcd going away) is one the
+    // next "created" ends.
+    const bool quick = absl::Now() - opened < Lasting();
+    const bool looping = CountEmptyEnd(end, quick);
     if (end == StreamEnd::kFailed) {
-      garbled_ = garbled_ || looping ||
-                 (stream_created_ && !absl::IsUnavailable(status));
+      const bool lasted = stream_created_ && !quick;
+      if (lasted) failures = 0;  // a new outage backs off from the start
+      garbled_ = (garbled_ && !lasted) || looping ||
+                 (stream_created_ && (quick || !absl::IsUnavailable(status)));
       Failure(status);
       failures = std::min(failures + 1, 62);
     } else if (looping) {
@@ -342,7 +359,7 @@ inline void EtcdPrefixWatcher::Run() {
       failures = 0;  // resync from the head at once
     } else {
       failures = 1;  // a short jittered pause, never a tight loop
-      if (garbled_) {
+      if (garbled_ && !quick) {
         garbled_ = false;
         Recovered();
       }
@@ -362,12 +379,9 @@ inline bool EtcdPrefixWatcher::Backoff(int failures) {
   return !cv_.WaitFor(&mu_, wait, [this] { return stopping(); });
 }
 
-inline bool EtcdPrefixWatcher::CountEmptyEnd(StreamEnd end,
-                                             absl::Duration lasted) {
+inline bool EtcdPrefixWatcher::CountEmptyEnd(StreamEnd end, bool quick) {
   // Only streams that etcd answered count; a failed connect is a failure.
   if (!stream_created_ && end != StreamEnd::kCompacted) return false;
-  const bool quick = lasted < std::min(absl::Seconds(1),
-                                       options_.stream_idle_timeout);
   empty_ends_ = stream_events_ == 0 && quick ? empty_ends_ + 1 : 0;
   return empty_ends_ >= kEmptyEndsAnOutage;
 }
@@ -377,7 +391,7 @@ inline void EtcdPrefixWatcher::NoticeCluster(const RangeResult& r) {
       cluster_id_ != 0 && r.cluster_id != 0 && r.cluster_id != cluster_id_;
   if (other_cluster || r.revision < seen_revision_) {
     // Its revisions restarted: a delivered mod_revision says nothing now.
-    for (auto& kv : delivered_) kv.second = 0;
+    for (auto& kv : delivered_) kv.second = Delivered{};
     refused_.clear();
     seen_revision_ = 0;
   }
@@ -391,7 +405,10 @@ inline void EtcdPrefixWatcher::ApplySnapshot(const RangeResult& r) {
     if (stopping()) return;
     seen.emplace(kv.key, kv.mod_revision);
     auto it = delivered_.find(kv.key);
-    if (it != delivered_.end() && it->second == kv.mod_revision) continue;
+    if (it != delivered_.end() && it->second.rev == kv.mod_revision &&
+        it->second.hash == Hash(kv.value)) {
+      continue;
+    }
     Put(kv.key, kv.value, kv.mod_revision);
   }
   for (auto it = delivered_.begin(); it != delivered_.end();) {
@@ -419,7 +436,7 @@ inline void EtcdPrefixWatcher::Put(const std::string& key,
     return;
   }
   refused_.erase(key);
-  delivered_[key] = rev;
+  delivered_[key] = Delivered{rev, Hash(value)};
   Bump(events_);
   if (options_.on_put) {
     Guard("on_put", [&] { options_.on_put(key, value, rev); });
@@ -476,9 +493,13 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   int port = 0;
   (void)detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
   httplib::Client http(host, port);
-  detail_etcd::SetStreamTimeouts(&http, options_.connect_timeout,
-                                 options_.stream_idle_timeout,
-                                 options_.request_timeout);
+  // While garbled_, a stream silent for Lasting() ends (kEnded, not
+  // quick): a healthy quiet stream ends the outage then, not at the idle
+  // timeout.
+  detail_etcd::SetStreamTimeouts(
+      &http, options_.connect_timeout,
+      garbled_ ? Lasting() : options_.stream_idle_timeout,
+      options_.request_timeout);
   httplib::Request req =
       detail_etcd::WatchRequest(options_.prefix, start_revision);
   int http_status = 0;
@@ -529,25 +550,9 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   stream_created_ = created;
   if (stopping()) return StreamEnd::kStopped;
   if (ended_here) return end;
-  if (http_status != 0 && http_status != 200) {
-    *status = detail_etcd::WatchHttpError(where, http_status, error_body);
-    return StreamEnd::kFailed;
-  }
-  if (!res && !created) {
-    *status = detail_etcd::TransportError(where, res.error());
-    return StreamEnd::kFailed;
-  }
-  if (splitter.inside()) {
-    *status = absl::InternalError(
-        absl::StrCat(where, ": stream ended inside a message (truncated)"));
-    return StreamEnd::kFailed;
-  }
-  if (!created) {
-    *status = absl::InternalError(
-        absl::StrCat(where, ": stream ended before the watch was created"));
-    return StreamEnd::kFailed;
-  }
-  return StreamEnd::kEnded;  // lost, idle, or closed: resync and rewatch
+  *status = detail_etcd::StreamEndStatus(where, http_status, error_body, res,
+                                         created, splitter.inside());
+  return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
 }
 
 inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
@@ -563,7 +568,7 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
   if (m->created && !*created) {
     *created = true;
     // Following again: the outage is over, unless streams go bad once
-    // created (then an event, or a clean lasting end, says so).
+    // created (then an event, or a stream that lasts, says so).
     if (!garbled_) Recovered();
   }
   if (m->canceled) {
@@ -583,7 +588,8 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
     if (ev.is_delete) {
       Erase(ev.key, ev.mod_revision);
     } else if (auto it = delivered_.find(ev.key);
-               it == delivered_.end() || it->second < ev.mod_revision) {
+               it == delivered_.end() || it->second.rev != ev.mod_revision ||
+               it->second.hash != Hash(ev.value)) {
       Put(ev.key, ev.value, ev.mod_revision);
     }
   }

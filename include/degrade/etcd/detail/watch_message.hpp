@@ -97,6 +97,28 @@ inline absl::Status WatchHttpError(absl::string_view where, int http_status,
                                          Quoted(body)));
 }
 
+// Why a watch stream that ended by itself (not stopped, not cut short by
+// one of its messages) failed; OK for a plain end after "created" (lost,
+// idle or closed: the watcher resyncs and watches again).
+inline absl::Status StreamEndStatus(absl::string_view where, int http_status,
+                                    const std::string& error_body,
+                                    const httplib::Result& res, bool created,
+                                    bool inside_message) {
+  if (http_status != 0 && http_status != 200) {
+    return WatchHttpError(where, http_status, error_body);
+  }
+  if (!res && !created) return TransportError(where, res.error());
+  if (inside_message) {
+    return absl::InternalError(
+        absl::StrCat(where, ": stream ended inside a message (truncated)"));
+  }
+  if (!created) {
+    return absl::InternalError(
+        absl::StrCat(where, ": stream ended before the watch was created"));
+  }
+  return absl::OkStatus();
+}
+
 // Parses one message; a message that makes no sense is INTERNAL or
 // DATA_LOSS naming the field, its text prefixed by `where`.
 inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,

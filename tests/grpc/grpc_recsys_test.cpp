@@ -80,8 +80,17 @@ void ExpectNoChildren() {
 }
 
 TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
-  const grpc_recsys::ChaosOptions options =
+  grpc_recsys::ChaosOptions options =
       grpc_recsys::ShortOptions(GRPC_RECSYS_SERVER);
+  if (!kTimingBoundsApply) {
+    // Six sanitized processes on two cores serve 200 requests/s so slowly
+    // that almost every stage overruns its budget and its breaker stays
+    // open: a cold restart of all five then never gets a probe through
+    // inside one phase. A quarter of the load keeps the run a test of the
+    // adapter's memory safety under real failures, not of the sanitizer's
+    // speed.
+    options.qps = 50;
+  }
   const absl::Time started = absl::Now();
   absl::StatusOr<grpc_recsys::ChaosReport> report =
       grpc_recsys::RunChaos(options);
@@ -98,9 +107,9 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
 
   for (const grpc_recsys::PhaseReport& p : report->phases) {
     SCOPED_TRACE(p.name);
-    // 3 s at 200/s is 600 requests; a loaded machine may send fewer, but
-    // never almost none.
-    EXPECT_GT(p.requests, 100u);
+    // 3 s at 200/s is 600 requests (150 at 50/s); a loaded machine may
+    // send fewer, but never almost none.
+    EXPECT_GT(p.requests, static_cast<uint64_t>(options.qps / 2));
     EXPECT_EQ(p.non_empty, p.requests);
   }
 

@@ -100,8 +100,9 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
   grpc_recsys::PrintReport(stdout, *report);
   EXPECT_LT(absl::Now() - started, absl::Seconds(60));
   if (!kTimingBoundsApply) {
-    std::printf("sanitized build: latency and personalisation bounds not "
-                "checked\n");
+    std::printf(
+        "sanitized build: latency and personalisation bounds not "
+        "checked\n");
   }
   ASSERT_EQ(report->phases.size(), grpc_recsys::ChaosScript().size());
 
@@ -141,9 +142,8 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
     ASSERT_TRUE(p.time_to_back.has_value())
         << "no response served by the returned server";
     if (kTimingBoundsApply) {
-      EXPECT_LE(*p.time_to_back, bound)
-          << absl::FormatDuration(*p.time_to_back) << " > "
-          << absl::FormatDuration(bound);
+      EXPECT_LE(*p.time_to_back, bound) << absl::FormatDuration(*p.time_to_back)
+                                        << " > " << absl::FormatDuration(bound);
     }
     // Full personalisation follows, unless load tripped another breaker.
     EXPECT_TRUE(p.time_to_full.has_value());

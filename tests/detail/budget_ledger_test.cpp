@@ -445,10 +445,22 @@ TEST(BudgetLedgerTest, NoTenTicksGrantMoreThanTheFloorWhileReadersRace) {
       }
     });
   }
+  // The readers race the withdrawals and the marks. What they see must
+  // still hold: granted() never goes back (it is every retry ever granted,
+  // whatever mark came between), and the window never shows more retries
+  // than the floor allows (percent 0: the allowance is the floor).
+  std::atomic<uint64_t> granted_went_back{0};
+  std::atomic<uint64_t> window_over_floor{0};
+  std::atomic<uint64_t> reads{0};
   ts.emplace_back([&] {
-    uint64_t sink = 0;
-    while (!done.load()) sink += l.Read().retries + l.granted();
-    EXPECT_GE(sink, 0u);
+    uint64_t last = 0;
+    while (!done.load()) {
+      const uint64_t g = l.granted();
+      if (g < last) granted_went_back.fetch_add(1);
+      last = g;
+      if (l.Read().retries > kFloor) window_over_floor.fetch_add(1);
+      reads.fetch_add(1);
+    }
   });
   ts.emplace_back([&] {
     for (int t = 0; t < kTicksRun; ++t) {
@@ -468,6 +480,9 @@ TEST(BudgetLedgerTest, NoTenTicksGrantMoreThanTheFloorWhileReadersRace) {
     }
   }
   EXPECT_EQ(l.granted(), total);
+  EXPECT_EQ(granted_went_back.load(), 0u);
+  EXPECT_EQ(window_over_floor.load(), 0u);
+  EXPECT_GT(reads.load(), 0u);
   for (int first = 0; first + 9 <= kTicksRun; ++first) {
     uint64_t in = 0;
     for (int t = first; t < first + 10; ++t) {

@@ -15,6 +15,7 @@
 #include "degrade/telemetry.hpp"
 #include "degrade/testing/manual_executor.hpp"
 #include "gtest/gtest.h"
+#include "support/process_defaults.hpp"
 
 namespace degrade {
 namespace {
@@ -64,7 +65,7 @@ TEST(HedgeStatsTest, APolicyOffersItsViewToItsTelemetry) {
 
 TEST(HedgeStatsTest, NoTelemetryAttachesNothing) {
   Spy spy;
-  SetDefaultTelemetry(&spy);
+  degrade_tests::DefaultTelemetryGuard guard(&spy);
   HedgeSettings s;
   s.metrics = NoTelemetry();
   auto policy = *HedgePolicy::Create(s);
@@ -72,7 +73,6 @@ TEST(HedgeStatsTest, NoTelemetryAttachesNothing) {
   s.metrics = nullptr;  // the default
   auto observed = *HedgePolicy::Create(s);
   EXPECT_NE(spy.view, nullptr);
-  SetDefaultTelemetry(nullptr);
 }
 
 }  // namespace

@@ -25,11 +25,14 @@
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "gmock/gmock.h"
+#include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
+#include "support/process_defaults.hpp"
 
 namespace degrade {
 namespace {
 
+using ::degrade_tests::DefaultTelemetryGuard;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -112,16 +115,6 @@ struct Spy : Telemetry {
   }
 };
 
-// Restores the process default, whatever a test set it to.
-class DefaultTelemetryGuard {
- public:
-  DefaultTelemetryGuard() : saved_(DefaultTelemetry()) {}
-  ~DefaultTelemetryGuard() { SetDefaultTelemetry(saved_); }
-
- private:
-  Telemetry* const saved_;
-};
-
 BreakerSettings Settings(FakeClock* clock, Telemetry* t) {
   BreakerSettings s;
   s.name = "recall";
@@ -134,6 +127,58 @@ BreakerSettings Settings(FakeClock* clock, Telemetry* t) {
 
 absl::StatusOr<int> Fail() { return absl::UnavailableError("down"); }
 absl::StatusOr<int> Ok() { return 1; }
+
+// ---- The guard every test that sets the default holds ----
+// (tests/support/process_defaults.hpp)
+
+Telemetry* AFailingTestsDefault() {
+  static Spy spy;
+  return &spy;
+}
+
+void SetTheDefaultAndFail() {
+  DefaultTelemetryGuard guard(AFailingTestsDefault());
+  ASSERT_EQ(DefaultTelemetry(), AFailingTestsDefault());
+  FAIL() << "a test fails while it holds the default";
+}
+
+TEST(TelemetryTest, TheDefaultGuardPutsBackThePreviousDefault) {
+  Telemetry* const before = DefaultTelemetry();
+  Spy outer;
+  Spy inner;
+  {
+    DefaultTelemetryGuard a(&outer);
+    EXPECT_EQ(a.saved(), before);
+    EXPECT_EQ(DefaultTelemetry(), &outer);
+    {
+      DefaultTelemetryGuard b(&inner);
+      EXPECT_EQ(b.saved(), &outer);
+      EXPECT_EQ(DefaultTelemetry(), &inner);
+      SetDefaultTelemetry(nullptr);  // changed again by hand under the guard
+    }
+    EXPECT_EQ(DefaultTelemetry(), &outer);
+    {
+      DefaultTelemetryGuard c;  // saves only
+      SetDefaultTelemetry(&inner);
+    }
+    EXPECT_EQ(DefaultTelemetry(), &outer);
+  }
+  EXPECT_EQ(DefaultTelemetry(), before);
+}
+
+TEST(TelemetryTest, TheDefaultGuardPutsItBackWhenATestFailsOrThrows) {
+  Spy previous;
+  DefaultTelemetryGuard guard(&previous);
+  EXPECT_FATAL_FAILURE(SetTheDefaultAndFail(),
+                       "a test fails while it holds the default");
+  EXPECT_EQ(DefaultTelemetry(), &previous);
+  try {
+    DefaultTelemetryGuard thrown_through(AFailingTestsDefault());
+    throw std::runtime_error("unwinding");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(DefaultTelemetry(), &previous);
+}
 
 // ---- Which components attach ----
 

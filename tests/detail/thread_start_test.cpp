@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/process_defaults.hpp"
 #include "support/thread_start_failure.hpp"
 
 namespace degrade {
@@ -57,9 +58,10 @@ TEST(ThreadStartTest, AFailedStartIsResourceExhaustedNamingTheOwner) {
 void ThrowNonStd() { throw 42; }
 
 TEST(ThreadStartTest, AnyThrowFromTheStartIsCaught) {
-  SetThreadStartHookForTesting(&ThrowNonStd);
-  absl::StatusOr<std::thread> t = StartThread("w", [] {});
-  SetThreadStartHookForTesting(nullptr);
+  absl::StatusOr<std::thread> t = [] {
+    const ::degrade_tests::ThreadStartHookGuard hook(&ThrowNonStd);
+    return StartThread("w", [] {});
+  }();
   EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(t.status().message(),
               HasSubstr("not derived from std::exception"));

@@ -24,7 +24,8 @@ namespace degrade_tests {
 
 class FailThreadStarts {
  public:
-  explicit FailThreadStarts(int n, int count = 1) {
+  explicit FailThreadStarts(int n, int count = 1)
+      : saved_(degrade::detail::ThreadStartHookSlot().load()) {
     Attempts().store(0);
     First().store(n);
     Last().store(n + count - 1);
@@ -32,7 +33,8 @@ class FailThreadStarts {
   }
   FailThreadStarts(const FailThreadStarts&) = delete;
   FailThreadStarts& operator=(const FailThreadStarts&) = delete;
-  ~FailThreadStarts() { degrade::detail::SetThreadStartHookForTesting(nullptr); }
+  // Puts back the hook that was there before (normally none).
+  ~FailThreadStarts() { degrade::detail::SetThreadStartHookForTesting(saved_); }
 
   // Thread starts attempted so far, failed ones included.
   int attempts() const { return Attempts().load(); }
@@ -46,6 +48,8 @@ class FailThreadStarts {
           "thread start failed by the test");
     }
   }
+  const degrade::detail::ThreadStartHook saved_;
+
   static std::atomic<int>& Attempts() {
     static std::atomic<int> n{0};
     return n;

@@ -21,6 +21,8 @@
 #include "degrade/config_parse.hpp"         // IWYU pragma: export
 #include "degrade/config_watcher.hpp"       // IWYU pragma: export
 #include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
+#include "degrade/control_document.hpp"     // IWYU pragma: export
+#include "degrade/control_watcher.hpp"      // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
 #include "degrade/default_features.hpp"     // IWYU pragma: export
 #include "degrade/degradation_config.hpp"   // IWYU pragma: export
@@ -33,6 +35,7 @@
 #include "degrade/fallback.hpp"             // IWYU pragma: export
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
 #include "degrade/feature_gate.hpp"         // IWYU pragma: export
+#include "degrade/fleet_control.hpp"        // IWYU pragma: export
 #include "degrade/gpu_signal.hpp"           // IWYU pragma: export
 #include "degrade/hedge.hpp"                // IWYU pragma: export
 #include "degrade/hedge_stats.hpp"          // IWYU pragma: export
@@ -41,6 +44,8 @@
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
+#include "degrade/overload_stats.hpp"       // IWYU pragma: export
+#include "degrade/request_class.hpp"        // IWYU pragma: export
 #include "degrade/retry.hpp"                // IWYU pragma: export
 #include "degrade/retry_budget.hpp"         // IWYU pragma: export
 #include "degrade/retry_stats.hpp"          // IWYU pragma: export

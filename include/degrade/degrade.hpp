@@ -38,13 +38,16 @@
 #include "degrade/fleet_control.hpp"        // IWYU pragma: export
 #include "degrade/gpu_signal.hpp"           // IWYU pragma: export
 #include "degrade/hedge.hpp"                // IWYU pragma: export
+#include "degrade/hedge_settings.hpp"       // IWYU pragma: export
 #include "degrade/hedge_stats.hpp"          // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
+#include "degrade/limiter_settings.hpp"     // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
 #include "degrade/overload_stats.hpp"       // IWYU pragma: export
+#include "degrade/queue_settings.hpp"       // IWYU pragma: export
 #include "degrade/request_class.hpp"        // IWYU pragma: export
 #include "degrade/retry.hpp"                // IWYU pragma: export
 #include "degrade/retry_budget.hpp"         // IWYU pragma: export

@@ -61,8 +61,8 @@ inline constexpr int kMaxHedges = 9;
 // MaxHedgedAttempts 1), at the route's p95 (brpc #2695), at most 5% extra
 // calls (Finagle maxExtraLoad, brpc max_backup_ratio) over a sliding 10 s
 // window (brpc #3228). Validate with ValidateHedgeSettings(); Create()
-// refuses what it refuses. Every default is valid except the empty name
-// does not name anything in metrics, so set it.
+// refuses what it refuses. Every default passes validation; still set
+// `name`, or the policy's metrics and messages name nothing.
 //
 // Thread-compatible: a plain value. `clock` and `metrics` are not owned.
 struct HedgeSettings {

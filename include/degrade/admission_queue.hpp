@@ -66,12 +66,12 @@
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/detail/codel.hpp"
-#include "degrade/detail/queue_settings.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/slot_ring.hpp"
 #include "degrade/overload_stats.hpp"
+#include "degrade/queue_settings.hpp"  // IWYU pragma: export
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"

@@ -39,8 +39,8 @@
 // completes a window takes a mutex and runs the algorithm, so one report in
 // `window_samples` touches a lock and acquiring never does.
 //
-// LimiterSettings and ValidateLimiterSettings() are declared in
-// detail/limiter_settings.hpp (included here; read them there).
+// LimiterSettings, LimitAlgorithm and ValidateLimiterSettings() are in
+// limiter_settings.hpp, which this header includes.
 //
 // Thread safety: ConcurrencyLimiter is thread-safe. A LimiterPermit is a
 // value owned by one thread at a time. The limiter must outlive its permits
@@ -70,10 +70,10 @@
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/limit_algorithms.hpp"
-#include "degrade/detail/limiter_settings.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/sample_window.hpp"
 #include "degrade/detail/thread_shard.hpp"
+#include "degrade/limiter_settings.hpp"  // IWYU pragma: export
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"

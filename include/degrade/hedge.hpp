@@ -79,9 +79,9 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/detail/hedge_book.hpp"
-#include "degrade/detail/hedge_race.hpp"  // IWYU pragma: export
-#include "degrade/detail/hedge_settings.hpp"  // IWYU pragma: export
+#include "degrade/detail/hedge_race.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/hedge_settings.hpp"  // IWYU pragma: export
 #include "degrade/hedge_stats.hpp"  // IWYU pragma: export
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"

@@ -34,6 +34,12 @@
 
 DEGRADE_NAMESPACE_BEGIN
 
+// The payload type URL under which degrade records why it made a status
+// (the predicates below read it). Name it to forward the payload across a
+// process boundary, or to keep it when rebuilding a status by hand.
+inline constexpr absl::string_view kStatusPayloadUrl =
+    detail::kReasonPayloadUrl;
+
 // True when `status` is a rejection by a circuit breaker that is open (or
 // forced open): the callable was not run.
 inline bool IsBreakerOpen(const absl::Status& status) {

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "degrade/degrade.hpp"
 
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
@@ -41,6 +42,14 @@ int main() {
           R"({"degradation": {"level1": {"trigger": {"q": 1}}}})", "hygiene");
   if (!good.ok()) {
     std::fprintf(stderr, "%s\n", good.status().ToString().c_str());
+    return 1;
+  }
+  // So must the fleet's kill switch, which parses JSON an operator typed.
+  absl::StatusOr<degrade::ControlDocument> control =
+      degrade::ParseControlDocument("{\"degrade_control\": {\"version\": ",
+                                    "hygiene", absl::Now());
+  if (control.ok()) {
+    std::fprintf(stderr, "a truncated control document was accepted\n");
     return 1;
   }
   return 0;

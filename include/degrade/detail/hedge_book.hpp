@@ -32,10 +32,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
-#include "degrade/detail/hedge_settings.hpp"
 #include "degrade/detail/latency_histogram.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/tick_window.hpp"
+#include "degrade/hedge_settings.hpp"
 #include "degrade/hedge_stats.hpp"
 #include "degrade/version.hpp"
 

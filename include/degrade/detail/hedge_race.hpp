@@ -53,44 +53,10 @@
 #include "degrade/detail/hedge_book.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/hedge_settings.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
-
-namespace detail {
-template <typename T>
-class HedgeRace;
-}  // namespace detail
-
-// CancelToken
-//
-// What each attempt of a hedged call receives: `cancelled()` turns true
-// once another attempt has answered (or the caller gave up), so the attempt
-// can stop early, e.g. by cancelling its RPC. Cooperative: nothing is
-// interrupted, and an attempt that ignores it simply runs to the end and
-// is counted as a loser. `attempt()` is 0 for the first attempt, k for the
-// k-th hedge (worth sending to the server, like gRPC's
-// grpc-previous-rpc-attempts). A default-constructed token is never
-// cancelled.
-//
-// Copyable; copies share the flag and keep it alive. Thread-safe.
-class CancelToken {
- public:
-  CancelToken() = default;
-  bool cancelled() const {
-    return flag_ != nullptr && flag_->load(std::memory_order_acquire);
-  }
-  int attempt() const { return attempt_; }
-
- private:
-  template <typename T>
-  friend class detail::HedgeRace;
-  CancelToken(std::shared_ptr<const std::atomic<bool>> flag, int attempt)
-      : flag_(std::move(flag)), attempt_(attempt) {}
-
-  std::shared_ptr<const std::atomic<bool>> flag_;
-  int attempt_ = 0;
-};
 
 namespace detail {
 

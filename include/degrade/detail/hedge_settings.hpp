@@ -1,103 +1,11 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// The settings of a HedgePolicy and their validation, apart from hedge.hpp
-// only to keep that header readable: include "degrade/hedge.hpp", not this.
+// Forwards to degrade/hedge_settings.hpp, where HedgeSettings now lives:
+// kept for one release so that code naming the old path still compiles.
 
 #ifndef DEGRADE_DETAIL_HEDGE_SETTINGS_HPP_
 #define DEGRADE_DETAIL_HEDGE_SETTINGS_HPP_
 
-#include <cmath>
-#include <optional>
-#include <string>
-
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
-#include "absl/time/time.h"
-#include "degrade/clock.hpp"
-#include "degrade/detail/json_text.hpp"
-#include "degrade/telemetry.hpp"
-#include "degrade/version.hpp"
-
-DEGRADE_NAMESPACE_BEGIN
-
-// The most extra attempts one call may send (Polly's limit).
-inline constexpr int kMaxHedges = 9;
-
-// HedgeSettings
-//
-// One route's hedging. Defaults follow the anchors: one hedge (Polly
-// MaxHedgedAttempts 1), at the route's p95 (brpc #2695), at most 5% extra
-// calls (Finagle maxExtraLoad, brpc max_backup_ratio) over a sliding 10 s
-// window (brpc #3228). Validate with ValidateHedgeSettings(); Create()
-// refuses what it refuses.
-struct HedgeSettings {
-  // Names the policy in metrics ({hedge="<name>"}) and in messages.
-  std::string name;
-  // A fixed delay before each extra attempt: > 0 and finite. Unset (the
-  // default): the delay follows `delay_quantile` of the route's recent
-  // latency, and no hedge goes out until `min_samples` latencies are known.
-  std::optional<absl::Duration> delay;
-  // The quantile of recent attempt latency to hedge at, in (0, 1).
-  double delay_quantile = 0.95;
-  // Latencies needed in the window before a quantile delay is trusted.
-  // >= 1.
-  int min_samples = 100;
-  // Extra attempts per call, 1 to kMaxHedges. The k-th goes out k delays
-  // after the first attempt, if no attempt has answered.
-  int max_hedges = 1;
-  // The most hedges as a fraction of calls over `window`, in (0, 1]: a
-  // hedge that would exceed it is not sent.
-  double max_extra_load = 0.05;
-  // The sliding window of the load cap and of the latency quantile: 1 s to
-  // 10 min. It forgets a tenth of itself at a time.
-  absl::Duration window = absl::Seconds(10);
-  // The clock for latencies, delays and the window; nullptr is the real
-  // clock. It must outlive the policy.
-  const Clock* clock = nullptr;
-  // Where the policy reports (hedge_stats.hpp); nullptr is the default
-  // telemetry (SetDefaultTelemetry), NoTelemetry() none.
-  Telemetry* metrics = nullptr;
-};
-
-// ValidateHedgeSettings()
-//
-// OK, or INVALID_ARGUMENT naming the policy, the first bad setting and its
-// value. Thread-safe.
-inline absl::Status ValidateHedgeSettings(const HedgeSettings& s) {
-  const std::string who =
-      absl::StrCat("hedge policy '", detail::Printable(s.name), "': ");
-  auto bad = [&](absl::string_view setting, const auto& value,
-                 absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, "setting '", setting, "' = ", value, " is invalid: ", rule));
-  };
-  if (s.delay.has_value() &&
-      (*s.delay <= absl::ZeroDuration() || *s.delay == absl::InfiniteDuration())) {
-    return bad("delay", absl::FormatDuration(*s.delay),
-               "a fixed delay must be > 0 and finite (leave it unset to follow "
-               "the latency quantile)");
-  }
-  if (!(s.delay_quantile > 0 && s.delay_quantile < 1)) {
-    return bad("delay_quantile", s.delay_quantile, "must be in (0, 1)");
-  }
-  if (s.min_samples < 1) {
-    return bad("min_samples", s.min_samples, "must be >= 1");
-  }
-  if (s.max_hedges < 1 || s.max_hedges > kMaxHedges) {
-    return bad("max_hedges", s.max_hedges,
-               absl::StrCat("must be in [1, ", kMaxHedges, "]"));
-  }
-  if (!(s.max_extra_load > 0 && s.max_extra_load <= 1)) {
-    return bad("max_extra_load", s.max_extra_load, "must be in (0, 1]");
-  }
-  if (s.window < absl::Seconds(1) || s.window > absl::Minutes(10)) {
-    return bad("window", absl::FormatDuration(s.window),
-               "must be in [1s, 10m]");
-  }
-  return absl::OkStatus();
-}
-
-DEGRADE_NAMESPACE_END
+#include "degrade/hedge_settings.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_DETAIL_HEDGE_SETTINGS_HPP_

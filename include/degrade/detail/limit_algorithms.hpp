@@ -51,33 +51,12 @@
 #include <cmath>
 #include <cstdint>
 
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/splitmix.hpp"
+#include "degrade/limiter_settings.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
-
-// LimitAlgorithm
-//
-// How a ConcurrencyLimiter moves its limit (documented with LimiterSettings
-// in concurrency_limiter.hpp).
-enum class LimitAlgorithm : uint8_t { kFixed = 0, kAimd = 1, kGradient2 = 2, kVegas = 3 };
-
-// "fixed", "aimd", "gradient2", "vegas": for logs and error messages.
-inline absl::string_view LimitAlgorithmName(LimitAlgorithm a) {
-  switch (a) {
-    case LimitAlgorithm::kFixed:
-      return "fixed";
-    case LimitAlgorithm::kAimd:
-      return "aimd";
-    case LimitAlgorithm::kGradient2:
-      return "gradient2";
-    case LimitAlgorithm::kVegas:
-      return "vegas";
-  }
-  return "unknown";
-}
 
 namespace detail {
 

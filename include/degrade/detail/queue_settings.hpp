@@ -1,95 +1,11 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// The settings of AdmissionQueue<T> (admission_queue.hpp) and their check,
-// apart so that the queue's header reads as its contract. Include
-// admission_queue.hpp, not this.
-//
-// Plain values: thread-compatible; ValidateQueueSettings is pure.
+// Forwards to degrade/queue_settings.hpp, where QueueSettings now lives:
+// kept for one release so that code naming the old path still compiles.
 
 #ifndef DEGRADE_DETAIL_QUEUE_SETTINGS_HPP_
 #define DEGRADE_DETAIL_QUEUE_SETTINGS_HPP_
 
-#include <cstddef>
-#include <functional>
-#include <string>
-
-#include "absl/status/status.h"
-#include "absl/time/time.h"
-#include "degrade/admission.hpp"
-#include "degrade/clock.hpp"
-#include "degrade/detail/codel.hpp"
-#include "degrade/telemetry.hpp"
-#include "degrade/version.hpp"
-
-DEGRADE_NAMESPACE_BEGIN
-
-// The largest capacity Create() accepts: the slots are allocated up front,
-// and a typo of a few digits should be an error, not an allocation failure.
-inline constexpr std::size_t kMaxQueueCapacity = std::size_t{1} << 24;
-
-// QueueSettings
-//
-// Settings for `AdmissionQueue<T>`. ValidateQueueSettings() states the
-// ranges; Create() refuses anything outside them.
-struct QueueSettings {
-  // Names the queue in errors, shed statuses and metrics. Not empty.
-  std::string name = "queue";
-  // The hard bound on queued items. Mandatory: in [1, kMaxQueueCapacity].
-  std::size_t capacity = 0;
-  // CoDel's target and interval (folly's and "Fail at Scale"'s defaults).
-  // REQUIRES: 0 < target < interval < InfiniteDuration(). The slough
-  // timeout is 2 x target.
-  absl::Duration codel_target = absl::Milliseconds(5);
-  absl::Duration codel_interval = absl::Milliseconds(100);
-  // Serve newest first while CoDel says the queue stands.
-  bool adaptive_lifo = true;
-  // Refuse at push, and drop at pop, items whose deadline falls before now
-  // plus the batch service time estimate (RecordServiceTime).
-  bool deadline_aware = true;
-  // The admission controller's hooks (admission.hpp), both optional and
-  // called outside the queue's lock, from the pushing and popping threads
-  // (so they must be thread-safe):
-  //   admission_threshold: the rank threshold in force (Rank(), a threshold
-  //     T admits exactly the ranks < T), read once per push and once per
-  //     pop; items at or above it are refused at push and dropped at pop
-  //     (kShed). Unset, or throwing, means kAdmitAllRank: the queue then
-  //     fails open, its capacity and CoDel still bounding it.
-  //     With an AdmissionController: `[ac] { return ac->threshold(); }`.
-  //   on_sojourn: DAGOR's queuing-delay input, called once per item a pop
-  //     lets go of. A served item, or one dropped for its deadline, reports
-  //     the standing queue's delay: the larger of its own wait and the age of
-  //     the oldest item at that pop (in adaptive LIFO the served item is the
-  //     newest, whose wait says nothing about the backlog, and in FIFO the
-  //     waits are capped by the slough timeout). An item CoDel sloughs
-  //     reports InfiniteDuration(): it was never served, and a controller
-  //     must see that window as overloaded whatever its target (CoDel's 10 ms
-  //     cap is below DAGOR's 20 ms). With an AdmissionController:
-  //     `[ac](absl::Duration d) { ac->RecordQueuingDelay(d); }`. A throw is
-  //     swallowed.
-  std::function<int()> admission_threshold;
-  std::function<void(absl::Duration)> on_sojourn;
-  // The usual pairing in one setting: Create() fills whichever of the two
-  // hooks is unset from this controller (threshold(), which counts nothing,
-  // and RecordQueuingDelay()). Must outlive the queue.
-  AdmissionController* admission = nullptr;
-  // The clock; null means RealClock::Instance(). Must outlive the queue.
-  const Clock* clock = nullptr;
-  // The telemetry the queue reports to (a QueueView); nullptr means
-  // DefaultTelemetry(), NoTelemetry() none. Must outlive the queue.
-  Telemetry* metrics = nullptr;
-};
-
-// ValidateQueueSettings(s)
-//
-// OK, or INVALID_ARGUMENT naming the queue, the setting and its value.
-// Thread-safe (a pure function).
-absl::Status ValidateQueueSettings(const QueueSettings& s);
-
-inline absl::Status ValidateQueueSettings(const QueueSettings& s) {
-  return detail::ValidateQueueShape(s.name, s.capacity, kMaxQueueCapacity,
-                                    s.codel_target, s.codel_interval);
-}
-
-DEGRADE_NAMESPACE_END
+#include "degrade/queue_settings.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_DETAIL_QUEUE_SETTINGS_HPP_

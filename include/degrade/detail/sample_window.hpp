@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/limit_algorithms.hpp"
+#include "degrade/limiter_settings.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -31,6 +32,8 @@ class SampleWindow {
  public:
   // A sample's latency is recorded up to this (longer counts as this long).
   static constexpr absl::Duration kMaxSample = absl::Seconds(256);
+  static_assert(kMaxSample == kLongestLimiterSample,
+                "LimiterSettings documents this bound to users");
 
   // REQUIRES: 1 <= size <= 512.
   explicit SampleWindow(uint32_t size) : size_(size) {}

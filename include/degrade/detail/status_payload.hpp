@@ -14,21 +14,21 @@
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
+namespace detail {
 
 // The payload type URL under which degrade records why it produced a status.
-inline constexpr absl::string_view kStatusPayloadUrl =
+// status.hpp publishes it to users as kStatusPayloadUrl.
+inline constexpr absl::string_view kReasonPayloadUrl =
     "type.degrade.dev/degrade.Reason";
-
-namespace detail {
 
 inline bool HasReason(const absl::Status& status, absl::string_view reason) {
   if (status.ok()) return false;
-  const auto payload = status.GetPayload(kStatusPayloadUrl);
+  const auto payload = status.GetPayload(kReasonPayloadUrl);
   return payload.has_value() && *payload == reason;
 }
 
 inline absl::Status WithReason(absl::Status status, absl::string_view reason) {
-  status.SetPayload(kStatusPayloadUrl, absl::Cord(reason));
+  status.SetPayload(kReasonPayloadUrl, absl::Cord(reason));
   return status;
 }
 

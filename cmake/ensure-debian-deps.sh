@@ -3,7 +3,8 @@
 #
 # Usage: cmake/ensure-debian-deps.sh [--sanitizers] [--dry-run]
 #
-#   (default)      build tools: cmake g++ clang make
+#   (default)      build tools: cmake g++ clang make ninja-build (the presets
+#                               generate Ninja files)
 #                  libraries:   libabsl-dev nlohmann-json3-dev libgtest-dev
 #                               libgmock-dev libbenchmark-dev
 #                  metrics:     libcpp-httplib-dev (the HTTP server of
@@ -48,7 +49,7 @@ for arg in "$@"; do
     --sanitizers) want_sanitizers=1 ;;
     --dry-run) dry_run=1 ;;
     -h | --help)
-      sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -63,7 +64,7 @@ if [[ "${DEGRADE_SKIP_DEPS:-0}" == 1 ]]; then
   exit 0
 fi
 
-packages=(cmake g++ clang make
+packages=(cmake g++ clang make ninja-build
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus libcpp-httplib-dev python3
   libhiredis-dev redis-server

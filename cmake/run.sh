@@ -10,6 +10,13 @@
 #           (configure, build, ctest --output-on-failure)
 #   asan    same with the `asan-ubsan` workflow (clang++, ASan + UBSan)
 #   tsan    same with the `tsan` workflow (clang++, ThreadSanitizer)
+#   check [base]
+#           the loop before a landing (HACKING.md): the `test` command, then
+#           the test executables whose sources or headers differ from `base`
+#           (default: origin/main if there is one, else HEAD; uncommitted and
+#           untracked files count) built and run under ASan+UBSan, and those
+#           labelled `concurrency` under TSan too. Which executables a file
+#           reaches is read from the dev build's dependency records.
 #   bench   `cmake --workflow --preset bench` (configure + build benchmarks)
 #   soak    the chaos soak (tests/chaos_soak_test.cpp, 1,000,000 requests) in
 #           an optimised build: `cmake --workflow --preset soak`
@@ -49,7 +56,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 check_cmake() {
@@ -183,6 +190,38 @@ The crashing inputs are in $artifacts/<target>/: add each to
 tests/fuzz/corpus/<target>/ and a regression test to the suite."
 }
 
+# Prints the test executables (target names) of build/dev whose objects
+# depend on one of the files that differ from $1, one per line.
+touched_tests() {
+  local base="$1" changed
+  changed="$( (git -C "$root" diff --name-only "$base" -- && git -C "$root" ls-files --others --exclude-standard) |
+    sort -u | sed "s|^|$root/|")"
+  [[ -n "$changed" ]] || return 0
+  ninja -C "$root/build/dev" -t deps | awk -v list="$changed" '
+    BEGIN { n = split(list, files, "\n"); for (i = 1; i <= n; i++) want[files[i]] = 1 }
+    /^[^ ].*: #deps/ { obj = $1; sub(/:$/, "", obj); next }
+    /^    / { f = $1; if ((f in want) && obj ~ /^tests\/CMakeFiles\/[^\/]*_test\.dir\//) {
+                t = obj; sub(/^tests\/CMakeFiles\//, "", t); sub(/\.dir\/.*/, "", t); print t } }' |
+    sort -u
+}
+
+# Builds and runs the test executables $3... of preset $1 with environment $2.
+run_touched() {
+  local preset="$1" env_line="$2" failed=() t
+  shift 2
+  ((${#@} > 0)) || return 0
+  timed cmake --preset "$preset" >/dev/null
+  timed cmake --build --preset "$preset" --target "$@"
+  for t in "$@"; do
+    log "$preset: $t"
+    # shellcheck disable=SC2086
+    if ! (cd "$root/build/$preset/tests" && env $env_line "${wrapper[@]}" "./$t" --gtest_brief=1); then
+      failed+=("$t")
+    fi
+  done
+  ((${#failed[@]} == 0)) || die "$preset: failed: ${failed[*]}"
+}
+
 timed() {
   local start=$SECONDS
   "$@"
@@ -262,6 +301,32 @@ case "$cmd" in
         -DDEGRADE_BUILD_TESTS="$tests" >/dev/null
       timed cmake --build "$dir" -j2
     done
+    ;;
+  check)
+    base="${2:-}"
+    if [[ -z "$base" ]]; then
+      base=HEAD
+      git -C "$root" rev-parse -q --verify origin/main >/dev/null && base=origin/main
+    fi
+    ensure_deps --sanitizers
+    log "cmake --workflow --preset dev"
+    timed cmake --workflow --preset dev
+    mapfile -t touched < <(touched_tests "$base")
+    if ((${#touched[@]} == 0)); then
+      log "no test executable depends on a file that differs from $base"
+      exit 0
+    fi
+    log "differ from $base and reach: ${touched[*]}"
+    probe_sanitizer asan "-fsanitize=address,undefined -fno-omit-frame-pointer"
+    run_touched asan-ubsan "ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1:strict_string_checks=1:${DEGRADE_ASAN_OPTIONS:-} UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" "${touched[@]}"
+    probe_sanitizer tsan "-fsanitize=thread"
+    timed cmake --preset tsan >/dev/null
+    threaded=()
+    for t in "${touched[@]}"; do
+      [[ -f "$root/build/tsan/tests/${t}_properties.cmake" ]] && threaded+=("$t")
+    done
+    run_touched tsan "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1" "${threaded[@]}"
+    log "check passed: dev suite, and ${#touched[@]} executables under ASan+UBSan, ${#threaded[@]} under TSan"
     ;;
   bench)
     ensure_deps

@@ -1,8 +1,9 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // Tests of stage_metrics.hpp: fallbacks by stage and reason, the depth
-// histogram, degraded time per stage and its episodes, log lines, and the
-// stage-name cap. Every clock is a FakeClock.
+// histogram, degraded time per stage and its episodes, log lines, the
+// stage-name cap, and which registry it exports to (explicit, the process
+// default, none). Every clock is a FakeClock.
 
 #include "degrade/stage_metrics.hpp"
 
@@ -19,11 +20,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/metrics_registry.hpp"
 #include "degrade/stage_result.hpp"
+#include "degrade/telemetry.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "metrics_test_util.hpp"
@@ -196,6 +199,96 @@ TEST(StageMetricsTest, TooManyStageNamesShareOneSeriesAndUnnamedAreCounted) {
                 text, R"(degrade_fallbacks_total{pipeline="p",stage="_other")")
                 .size(),
             2u);  // error and shed
+}
+
+// ---- Which registry: the rule every component follows ----
+
+DegradationTrace OneFallback() {
+  DegradationTrace t;
+  t.Add("recall", DegradeReason::kError);
+  return t;
+}
+
+constexpr absl::string_view kCheckoutRecall =
+    R"(degrade_fallbacks_total{pipeline="checkout",stage="recall",reason="error"})";
+
+// A service that made its own registry the process default expects every
+// series there: StageMetrics' too, not split off into MetricsRegistry's
+// Default().
+TEST(StageMetricsTest, WithoutMetricsItUsesTheServicesDefaultRegistry) {
+  FakeClock clock;
+  MetricsRegistry service;
+  const ScopedDefaultTelemetry scope(&service);
+  StageMetricsOptions o;
+  o.name = "checkout";
+  o.clock = &clock;
+  StageMetrics stages(o);
+  EXPECT_TRUE(stages.exported());
+  stages.Observe(OneFallback());
+  EXPECT_EQ(SampleValue(service.RenderPrometheus(), kCheckoutRecall), 1);
+  EXPECT_THAT(MetricsRegistry::Default().RenderPrometheus(),
+              Not(HasSubstr(R"(pipeline="checkout")")));
+}
+
+// The scope puts back the default it found, so a test that sets one
+// leaves none behind for the next.
+TEST(StageMetricsTest, TheProcessDefaultIsRestoredAfterTheScope) {
+  FakeClock clock;
+  Telemetry* const before = DefaultTelemetry();
+  MetricsRegistry service;
+  {
+    const ScopedDefaultTelemetry scope(&service);
+    ASSERT_EQ(DefaultTelemetry(), &service);
+    StageMetrics inside({"checkout", nullptr, &clock});
+    inside.Observe(OneFallback());
+  }
+  EXPECT_EQ(DefaultTelemetry(), before);
+  // Built after the scope: not in the service's registry.
+  StageMetrics after({"later", NoTelemetry(), &clock});
+  after.Observe(OneFallback());
+  EXPECT_THAT(service.RenderPrometheus(), Not(HasSubstr(R"(pipeline="later")")));
+}
+
+TEST(StageMetricsTest, WithNoTelemetryItCountsButExportsNothing) {
+  FakeClock clock;
+  MetricsRegistry service;
+  const ScopedDefaultTelemetry scope(&service);
+  StageMetrics none({"solo", NoTelemetry(), &clock});
+  EXPECT_FALSE(none.exported());
+  EXPECT_EQ(none.name(), "solo");
+  none.Observe(OneFallback());  // no registry, no log: still counted
+  EXPECT_EQ(none.fallbacks("recall", DegradeReason::kError), 1u);
+  EXPECT_EQ(none.requests_at_depth(1), 1u);
+  EXPECT_THAT(service.RenderPrometheus(), Not(HasSubstr(R"(pipeline="solo")")));
+  // And with no default at all, the same.
+  const ScopedDefaultTelemetry no_default(nullptr);
+  StageMetrics unset({"solo2", nullptr, &clock});
+  EXPECT_FALSE(unset.exported());
+  unset.Observe(OneFallback());
+  EXPECT_EQ(unset.fallbacks("recall", DegradeReason::kError), 1u);
+  EXPECT_THAT(MetricsRegistry::Default().RenderPrometheus(),
+              Not(HasSubstr(R"(pipeline="solo2")")));
+}
+
+// A telemetry that wraps a registry (say, one that also bridges events to
+// the service's logger) hands StageMetrics the registry it writes into.
+TEST(StageMetricsTest, ATelemetryWrappingARegistryIsFollowed) {
+  struct Wrapper : Telemetry {
+    explicit Wrapper(MetricsRegistry* r) : inner(r) {}
+    MetricsRegistry* AsMetricsRegistry() override { return inner; }
+    MetricsRegistry* inner;
+  };
+  struct Other : Telemetry {};
+  FakeClock clock;
+  MetricsRegistry inner;
+  Wrapper wrapper(&inner);
+  StageMetrics stages({"checkout", &wrapper, &clock});
+  EXPECT_TRUE(stages.exported());
+  stages.Observe(OneFallback());
+  EXPECT_EQ(SampleValue(inner.RenderPrometheus(), kCheckoutRecall), 1);
+  Other other;
+  StageMetrics elsewhere({"checkout", &other, &clock});
+  EXPECT_FALSE(elsewhere.exported());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -710,6 +711,95 @@ TEST(TelemetryTest, AViewReadFromAnotherThreadAtAttachRacesWithNothing) {
     }
     EXPECT_EQ(scraper.odd, 0);
   }
+}
+
+// ---- The hub: the default's scope and the one attach helper ----
+
+TEST(TelemetryTest, AScopedDefaultRestoresWhatItFound) {
+  DefaultTelemetryGuard guard;
+  Spy outer_spy;
+  Spy inner_spy;
+  SetDefaultTelemetry(&outer_spy);
+  {
+    const ScopedDefaultTelemetry outer(nullptr);
+    EXPECT_EQ(outer.saved(), &outer_spy);
+    EXPECT_EQ(DefaultTelemetry(), nullptr);
+    {
+      const ScopedDefaultTelemetry inner(&inner_spy);
+      EXPECT_EQ(inner.saved(), nullptr);
+      EXPECT_EQ(DefaultTelemetry(), &inner_spy);
+    }
+    EXPECT_EQ(DefaultTelemetry(), nullptr);
+  }
+  EXPECT_EQ(DefaultTelemetry(), &outer_spy);
+}
+
+// A component of a kind of its own, wired as the real ones are.
+struct HedgeLike {
+  const std::string& name() const { return name_; }
+  HedgeStats stats() const {
+    HedgeStats st;
+    st.calls = calls;
+    return st;
+  }
+  std::string name_ = "ann";
+  uint64_t calls = 7;
+  const detail::OwnerView<HedgeLike, HedgeStats> view{this};
+};
+
+struct HedgeSpy : Telemetry {
+  struct Token : TelemetryAttachment {};
+  std::unique_ptr<TelemetryAttachment> AttachHedge(
+      const HedgeView& view) override {
+    ++attached;
+    seen_calls = view.stats().calls;
+    if (throws) throw std::runtime_error("attach failed");
+    return std::make_unique<Token>();
+  }
+  int attached = 0;
+  uint64_t seen_calls = 0;
+  bool throws = false;
+};
+
+TEST(TelemetryTest, AttachResolvesExplicitDefaultAndNone) {
+  DefaultTelemetryGuard guard;
+  SetDefaultTelemetry(nullptr);
+  HedgeLike component;
+  HedgeSpy spy;
+  // Explicit.
+  EXPECT_NE(detail::Attach(&spy, &Telemetry::AttachHedge, component.view),
+            nullptr);
+  EXPECT_EQ(spy.attached, 1);
+  EXPECT_EQ(spy.seen_calls, 7u);  // the view was complete and readable
+  // Neither explicit nor a default: nothing is asked.
+  EXPECT_EQ(detail::Attach(nullptr, &Telemetry::AttachHedge, component.view),
+            nullptr);
+  EXPECT_EQ(spy.attached, 1);
+  // The default.
+  const ScopedDefaultTelemetry scope(&spy);
+  EXPECT_NE(detail::Attach(nullptr, &Telemetry::AttachHedge, component.view),
+            nullptr);
+  EXPECT_EQ(spy.attached, 2);
+  // NoTelemetry() even with a default.
+  EXPECT_EQ(
+      detail::Attach(NoTelemetry(), &Telemetry::AttachHedge, component.view),
+      nullptr);
+  EXPECT_EQ(spy.attached, 2);
+}
+
+TEST(TelemetryTest, AnAttachThatThrowsAttachesNothing) {
+  HedgeLike component;
+  HedgeSpy spy;
+  spy.throws = true;
+  EXPECT_EQ(detail::Attach(&spy, &Telemetry::AttachHedge, component.view),
+            nullptr);
+  EXPECT_EQ(spy.attached, 1);
+}
+
+TEST(TelemetryTest, OnlyARegistryAnswersAsOne) {
+  HedgeSpy spy;
+  EXPECT_EQ(spy.AsMetricsRegistry(), nullptr);
+  EXPECT_EQ(NoTelemetry()->AsMetricsRegistry(), nullptr);
 }
 
 }  // namespace

@@ -222,16 +222,6 @@ class AdmissionController final {
  private:
   // What the telemetry reads: a member, so the controller needs no virtual
   // functions of its own.
-  class View final : public AdmissionView {
-   public:
-    explicit View(const AdmissionController* c) : c_(c) {}
-    const std::string& name() const override { return c_->name_; }
-    AdmissionStats stats() const override { return c_->stats(); }
-
-   private:
-    const AdmissionController* const c_;
-  };
-
   // Decisions by criticality and outcome: [2 * criticality + shed], so the
   // hot path picks its counter without a branch.
   struct alignas(detail::kCacheLine) Shard {
@@ -331,7 +321,7 @@ class AdmissionController final {
   const std::size_t shard_count_;
   std::unique_ptr<Shard[]> shards_;
 
-  const View view_{this};
+  const detail::OwnerView<AdmissionController, AdmissionStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 
@@ -429,9 +419,7 @@ inline AdmissionController::AdmissionController(AdmissionOptions o,
   window_start_ns_.store(absl::ToUnixNanos(clock_->Now()),
                          std::memory_order_relaxed);
   // Last: the view must be complete before a telemetry may read it.
-  if (Telemetry* t = detail::ResolveTelemetry(o.metrics)) {
-    telemetry_ = detail::AttachQuietly([&] { return t->AttachAdmission(view_); });
-  }
+  telemetry_ = detail::Attach(o.metrics, &Telemetry::AttachAdmission, view_);
 }
 
 inline AdmissionController::~AdmissionController() {

@@ -239,16 +239,6 @@ class AdmissionQueue final {
   static constexpr std::size_t kServeChunk = 64;
   using DropChunk = std::array<std::optional<Dropped>, kDropChunk>;
 
-  class View final : public QueueView {
-   public:
-    explicit View(const AdmissionQueue* q) : q_(q) {}
-    const std::string& name() const override { return q_->name_; }
-    QueueStats stats() const override { return q_->stats(); }
-
-   private:
-    const AdmissionQueue* const q_;
-  };
-
   AdmissionQueue(QueueSettings s, DropFn on_drop);
 
   int Threshold() const;
@@ -324,7 +314,7 @@ class AdmissionQueue final {
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;  // threads in WaitPopBatch
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
-  const View view_{this};
+  const detail::OwnerView<AdmissionQueue, QueueStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 

@@ -297,16 +297,6 @@ class ConcurrencyLimiter final {
     detail::ShardCounter ignored;
   };
 
-  class View final : public LimiterView {
-   public:
-    explicit View(const ConcurrencyLimiter* l) : l_(l) {}
-    const std::string& name() const override { return l_->name_; }
-    LimiterStats stats() const override { return l_->stats(); }
-
-   private:
-    const ConcurrencyLimiter* const l_;
-  };
-
   explicit ConcurrencyLimiter(LimiterSettings s)
       : name_(detail::Printable(s.name)),
         algorithm_(s.algorithm),
@@ -323,9 +313,7 @@ class ConcurrencyLimiter final {
       Publish();
     }
     // Last: the view must be complete before a telemetry may read it.
-    if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
-      telemetry_ = detail::AttachQuietly([&] { return t->AttachLimiter(view_); });
-    }
+    telemetry_ = detail::Attach(s.metrics, &Telemetry::AttachLimiter, view_);
   }
 
   static detail::LimitParams Params(const LimiterSettings& s) {
@@ -465,7 +453,7 @@ class ConcurrencyLimiter final {
   mutable detail::Mutex mu_;
   detail::LimitCore core_ ABSL_GUARDED_BY(mu_);
 
-  const View view_{this};
+  const detail::OwnerView<ConcurrencyLimiter, LimiterStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 

@@ -398,15 +398,13 @@ class DegradationManager {
 
   // What the telemetry reads: a member rather than a base class, so the
   // manager itself has no virtual functions.
-  class View final : public ManagerView {
+  // name() and stats() come from OwnerView; the manager adds one flag.
+  class View final : public detail::OwnerView<DegradationManager, ManagerStats,
+                                              ManagerView> {
    public:
-    explicit View(const DegradationManager* m) : m_(m) {}
-    const std::string& name() const override { return m_->name_; }
-    ManagerStats stats() const override { return m_->Stats(); }
-    bool has_own_log() const override { return m_->has_own_log_; }
-
-   private:
-    const DegradationManager* const m_;
+    explicit View(const DegradationManager* m)
+        : OwnerView(m, &DegradationManager::Stats) {}
+    bool has_own_log() const override { return owner()->has_own_log_; }
   };
 
   absl::Status CheckSampleLocked(const std::string& signal, double value) const

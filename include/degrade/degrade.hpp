@@ -13,14 +13,15 @@
 #include "degrade/admission.hpp"            // IWYU pragma: export
 #include "degrade/admission_queue.hpp"      // IWYU pragma: export
 #include "degrade/breaker_family.hpp"       // IWYU pragma: export
+#include "degrade/breaker_listener.hpp"     // IWYU pragma: export
 #include "degrade/breaker_settings.hpp"     // IWYU pragma: export
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export
 #include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
 #include "degrade/clock.hpp"                // IWYU pragma: export
+#include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/config_parse.hpp"         // IWYU pragma: export
 #include "degrade/config_watcher.hpp"       // IWYU pragma: export
-#include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
 #include "degrade/control_document.hpp"     // IWYU pragma: export
 #include "degrade/control_watcher.hpp"      // IWYU pragma: export
 #include "degrade/deadline.hpp"             // IWYU pragma: export
@@ -41,8 +42,10 @@
 #include "degrade/hedge_settings.hpp"       // IWYU pragma: export
 #include "degrade/hedge_stats.hpp"          // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
+#include "degrade/hot_list_stats.hpp"       // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/limiter_settings.hpp"     // IWYU pragma: export
+#include "degrade/manager_listener.hpp"     // IWYU pragma: export
 #include "degrade/metric_writer.hpp"        // IWYU pragma: export
 #include "degrade/metrics.hpp"              // IWYU pragma: export
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
@@ -55,6 +58,7 @@
 #include "degrade/signals.hpp"              // IWYU pragma: export
 #include "degrade/stage_metrics.hpp"        // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
+#include "degrade/stats_view.hpp"           // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
 #include "degrade/telemetry.hpp"            // IWYU pragma: export
 #include "degrade/throttle.hpp"             // IWYU pragma: export

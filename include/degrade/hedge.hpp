@@ -134,26 +134,15 @@ class HedgePolicy final {
  private:
   friend struct detail::HedgeAccess;
 
-  class View final : public HedgeView {
-   public:
-    explicit View(const HedgePolicy* p) : p_(p) {}
-    const std::string& name() const override { return p_->name(); }
-    HedgeStats stats() const override { return p_->stats(); }
-
-   private:
-    const HedgePolicy* p_;
-  };
-
   explicit HedgePolicy(HedgeSettings s) : book_(std::move(s)) {
     // Last: the view must be complete before a telemetry may read it.
-    if (Telemetry* t = detail::ResolveTelemetry(book_.settings().metrics)) {
-      telemetry_ = detail::AttachQuietly([&] { return t->AttachHedge(view_); });
-    }
+    telemetry_ =
+        detail::Attach(book_.settings().metrics, &Telemetry::AttachHedge, view_);
   }
 
   // Counters and caches change under const reads (delay(), stats()).
   mutable detail::HedgeBook book_;
-  const View view_{this};
+  const detail::OwnerView<HedgePolicy, HedgeStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -61,14 +62,7 @@ struct HedgeStats {
 // HedgeView
 //
 // What a Telemetry may read of a policy while attached.
-class HedgeView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual HedgeStats stats() const = 0;
-
- protected:
-  ~HedgeView() = default;
-};
+using HedgeView = StatsView<HedgeStats>;
 
 DEGRADE_NAMESPACE_END
 

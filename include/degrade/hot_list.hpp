@@ -61,6 +61,8 @@
 #include "degrade/detail/reentry.hpp"
 #include "degrade/detail/snapshot_cell.hpp"
 #include "degrade/detail/status_payload.hpp"
+#include "degrade/hot_list_stats.hpp"
+#include "degrade/stats_view.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
@@ -136,9 +138,8 @@ class HotList {
         name_(detail::Printable(options.name)),
         cell_(absl::StrCat(name_, ": no snapshot has been published yet")) {
     // Last: the view must be complete before a telemetry may read it.
-    if (Telemetry* t = detail::ResolveTelemetry(options.metrics)) {
-      telemetry_ = detail::AttachQuietly([&] { return t->AttachHotList(view_); });
-    }
+    telemetry_ =
+        detail::Attach(options.metrics, &Telemetry::AttachHotList, view_);
   }
 
   HotList(const HotList&) = delete;
@@ -343,28 +344,21 @@ class HotList {
   std::size_t top_n() const { return top_n_; }
   const std::string& name() const { return name_; }
 
+  // Age, items and the update/failure counts of the serving snapshot, as
+  // its telemetry reads them (hot_list_stats.hpp). Thread-safe; may be
+  // stale the moment it returns.
+  HotListStats stats() const {
+    const typename detail::SnapshotCell<std::vector<Item>>::Stats cell =
+        cell_.stats();
+    HotListStats st;
+    st.items = cell.snapshot != nullptr ? cell.snapshot->size() : 0;
+    st.refreshes = cell.updates;
+    st.failures = cell.failures;
+    st.age = age();
+    return st;
+  }
+
  private:
-  // What the telemetry reads: a member, so the list has no virtual
-  // functions of its own.
-  class View final : public HotListView {
-   public:
-    explicit View(const HotList* list) : list_(list) {}
-    const std::string& name() const override { return list_->name_; }
-    HotListStats stats() const override {
-      const typename detail::SnapshotCell<std::vector<Item>>::Stats cell =
-          list_->cell_.stats();
-      HotListStats st;
-      st.items = cell.snapshot != nullptr ? cell.snapshot->size() : 0;
-      st.refreshes = cell.updates;
-      st.failures = cell.failures;
-      st.age = list_->age();
-      return st;
-    }
-
-   private:
-    const HotList* const list_;
-  };
-
   absl::StatusOr<std::vector<Item>> CallSource() {
     const detail::CallbackScope in_source(this);
     return detail::InvokeCatching<std::vector<Item>>(source_, "hot list",
@@ -414,7 +408,9 @@ class HotList {
 
   detail::SnapshotCell<std::vector<Item>> cell_;
 
-  const View view_{this};
+  // What the telemetry reads: a member, so the list has no virtual
+  // functions of its own.
+  const detail::OwnerView<HotList, HotListStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
   // Last, so that it stops before anything its refreshes touch is destroyed.
   detail::PeriodicWorker worker_;

@@ -268,6 +268,9 @@ class MetricsRegistry : public Telemetry {
   // Exports degrade_hedge_* under the kind "hedge".
   std::unique_ptr<TelemetryAttachment> AttachHedge(
       const HedgeView& hedge) override;
+  // Itself: StageMetrics registers here when this registry is its
+  // telemetry (explicitly or as the process default).
+  MetricsRegistry* AsMetricsRegistry() override { return this; }
 
  private:
   // A histogram's running bucket total, stuck at 2^64-1: wrapped, a later

@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/request_class.hpp"
+#include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -82,14 +83,7 @@ struct AdmissionStats {
   PerCriticality shed{};
 };
 
-class AdmissionView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual AdmissionStats stats() const = 0;
-
- protected:
-  ~AdmissionView() = default;
-};
+using AdmissionView = StatsView<AdmissionStats>;
 
 // ---- Disciplined queue ------------------------------------------------------
 
@@ -115,14 +109,7 @@ struct QueueStats {
   absl::Duration sojourn_sum = absl::ZeroDuration();
 };
 
-class QueueView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual QueueStats stats() const = 0;
-
- protected:
-  ~QueueView() = default;
-};
+using QueueView = StatsView<QueueStats>;
 
 // ---- Concurrency limiter ----------------------------------------------------
 
@@ -146,14 +133,7 @@ struct LimiterStats {
   bool re_measuring = false;
 };
 
-class LimiterView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual LimiterStats stats() const = 0;
-
- protected:
-  ~LimiterView() = default;
-};
+using LimiterView = StatsView<LimiterStats>;
 
 DEGRADE_NAMESPACE_END
 

@@ -258,16 +258,6 @@ class Retrier final {
   RetrierStats stats() const;
 
  private:
-  class View final : public RetrierView {
-   public:
-    explicit View(const Retrier* r) : r_(r) {}
-    const std::string& name() const override { return r_->name_; }
-    RetrierStats stats() const override { return r_->stats(); }
-
-   private:
-    const Retrier* const r_;
-  };
-
   struct alignas(detail::kCacheLine) Shard {
     // Calls whose first attempt succeeded: one add instead of an attempts
     // bucket and a stop, which stats() adds back.
@@ -313,7 +303,7 @@ class Retrier final {
   alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
   const std::size_t shard_count_;
   std::unique_ptr<Shard[]> shards_;
-  const View view_{this};
+  const detail::OwnerView<Retrier, RetrierStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 
@@ -366,9 +356,8 @@ inline Retrier::Retrier(RetryPolicy policy)
       name_(detail::Printable(policy_.name)),
       shard_count_(detail::ShardArraySize()),
       shards_(new Shard[shard_count_]) {
-  if (Telemetry* t = detail::ResolveTelemetry(policy_.metrics)) {
-    telemetry_ = detail::AttachQuietly([&] { return t->AttachRetrier(view_); });
-  }
+  telemetry_ =
+      detail::Attach(policy_.metrics, &Telemetry::AttachRetrier, view_);
 }
 
 template <typename F>

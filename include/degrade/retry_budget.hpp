@@ -135,22 +135,12 @@ class RetryBudget final {
   const std::string& name() const { return name_; }
 
  private:
-  class View final : public RetryBudgetView {
-   public:
-    explicit View(const RetryBudget* b) : b_(b) {}
-    const std::string& name() const override { return b_->name_; }
-    RetryBudgetStats stats() const override { return b_->stats(); }
-
-   private:
-    const RetryBudget* const b_;
-  };
-
   RetryBudget(const RetryBudgetSettings& s, const Clock* clock);
 
   const std::string name_;
   // Mutable: reading the window may take the mark of a tick just begun.
   mutable detail::BudgetLedger ledger_;
-  const View view_{this};
+  const detail::OwnerView<RetryBudget, RetryBudgetStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 
@@ -194,9 +184,7 @@ inline RetryBudget::RetryBudget(const RetryBudgetSettings& s,
                   absl::ToDoubleSeconds(s.ttl),
               s.ttl, clock) {
   // Last: the view must be complete before a telemetry may read it.
-  if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
-    telemetry_ = detail::AttachQuietly([&] { return t->AttachRetryBudget(view_); });
-  }
+  telemetry_ = detail::Attach(s.metrics, &Telemetry::AttachRetryBudget, view_);
 }
 
 inline RetryBudgetStats RetryBudget::stats() const {

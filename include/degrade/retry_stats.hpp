@@ -36,6 +36,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -96,14 +97,7 @@ struct RetryBudgetStats {
   uint64_t refused = 0;
 };
 
-class RetryBudgetView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual RetryBudgetStats stats() const = 0;
-
- protected:
-  ~RetryBudgetView() = default;
-};
+using RetryBudgetView = StatsView<RetryBudgetStats>;
 
 // ---- Retrier ----------------------------------------------------------------
 
@@ -118,14 +112,7 @@ struct RetrierStats {
   std::array<uint64_t, kNumRetryStops> stops{};
 };
 
-class RetrierView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual RetrierStats stats() const = 0;
-
- protected:
-  ~RetrierView() = default;
-};
+using RetrierView = StatsView<RetrierStats>;
 
 // ---- Adaptive throttler -----------------------------------------------------
 
@@ -141,14 +128,7 @@ struct ThrottleStats {
   uint64_t throttled = 0;
 };
 
-class ThrottleView {
- public:
-  virtual const std::string& name() const = 0;
-  virtual ThrottleStats stats() const = 0;
-
- protected:
-  ~ThrottleView() = default;
-};
+using ThrottleView = StatsView<ThrottleStats>;
 
 DEGRADE_NAMESPACE_END
 

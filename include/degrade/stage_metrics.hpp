@@ -10,6 +10,8 @@
 // reason}, the degrade_request_degraded_stages histogram, the per-stage
 // degrade_stage_degraded_seconds gauge (and the "stage" episodes an
 // EscalationWatch pages on), and a rate-limited fallback_served line.
+// Like every component it exports to its options' `metrics`, else to the
+// process default (SetDefaultTelemetry, telemetry.hpp), else nowhere.
 //
 //   degrade::MetricsRegistry registry;
 //   degrade::StageMetricsOptions o;
@@ -43,6 +45,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/degrade_reason.hpp"
 #include "degrade/degradation_episode.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
@@ -50,6 +53,7 @@
 #include "degrade/metric_writer.hpp"
 #include "degrade/metrics_registry.hpp"
 #include "degrade/stage_result.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -58,15 +62,24 @@ DEGRADE_NAMESPACE_BEGIN
 struct StageMetricsOptions {
   // Names the request path (the `pipeline` label).
   std::string name = "pipeline";
-  // Where the series go. nullptr means MetricsRegistry::Default() (a
-  // StageMetrics exists to be exported). REQUIRES: outlives nothing; the
-  // registration keeps what it needs of the registry alive.
-  MetricsRegistry* metrics = nullptr;
+  // Where the series and lines go, by the rule every component follows
+  // (telemetry.hpp): this telemetry, else the process default
+  // (SetDefaultTelemetry), else nowhere; NoTelemetry() means nowhere even
+  // with a default. The telemetry must be a MetricsRegistry, or answer one
+  // from AsMetricsRegistry(); another telemetry leaves the StageMetrics
+  // unexported. Unexported, it still counts (fallbacks(),
+  // requests_at_depth()) and writes no lines. REQUIRES: outlives nothing;
+  // the registration keeps what it needs of the registry alive.
+  Telemetry* metrics = nullptr;
   // For the degraded-since times and log lines; nullptr means the real
   // clock. Must outlive the StageMetrics.
   const Clock* clock = nullptr;
   // The former name of `metrics`, still honoured when `metrics` is unset.
   MetricsRegistry* registry = nullptr;
+  // Until this release an unset `metrics` meant MetricsRegistry::Default()
+  // even with no process default (docs/changelog.md). A service that
+  // scrapes Default() makes it the default once at startup:
+  // SetDefaultTelemetry(&MetricsRegistry::Default()).
 };
 
 // StageMetrics
@@ -96,12 +109,10 @@ class StageMetrics {
   explicit StageMetrics(StageMetricsOptions options = {})
       : name_(std::move(options.name)),
         clock_(options.clock != nullptr ? options.clock
-                                        : &RealClock::Instance()) {
-    MetricsRegistry* chosen =
-        options.metrics != nullptr ? options.metrics : options.registry;
-    MetricsRegistry& registry =
-        chosen != nullptr ? *chosen : MetricsRegistry::Default();
-    registration_ = registry.Register(
+                                        : &RealClock::Instance()),
+        registry_(ChooseRegistry(options)) {
+    if (registry_ == nullptr) return;  // unexported
+    registration_ = registry_->Register(
         "pipeline", name_, [this](MetricWriter& w) { Collect(w); },
         [this](const std::string& name, std::vector<DegradationEpisode>* out) {
           Probe(name, out);
@@ -146,7 +157,14 @@ class StageMetrics {
         std::memory_order_relaxed);
   }
 
-  const std::string& name() const { return registration_.name(); }
+  // The name its series and lines carry: the options' name, made unique in
+  // its registry ("p#2"); the options' name when unexported.
+  const std::string& name() const {
+    return registry_ != nullptr ? registration_.name() : name_;
+  }
+
+  // Whether it registered with a registry (see StageMetricsOptions::metrics).
+  bool exported() const { return registry_ != nullptr; }
 
  private:
   // One slot per reason, indexed by its value; slot 0 (kNone) unused.
@@ -164,6 +182,17 @@ class StageMetrics {
   };
 
   int64_t NowNanos() const { return absl::ToUnixNanos(clock_->CoarseNow()); }
+
+  // The registry `options` name by the telemetry rule, or nullptr.
+  static MetricsRegistry* ChooseRegistry(const StageMetricsOptions& options) {
+    Telemetry* const t = detail::ResolveTelemetry(
+        options.metrics != nullptr ? options.metrics : options.registry);
+    if (t == nullptr) return nullptr;
+    return detail::InvokeOr([t] { return t->AsMetricsRegistry(); },
+                            [](absl::string_view) {
+                              return static_cast<MetricsRegistry*>(nullptr);
+                            });
+  }
 
   void ObserveImpl(const DegradationTrace& trace,
                    const absl::Span<const absl::string_view>* ran) {
@@ -237,6 +266,7 @@ class StageMetrics {
   }
 
   void LogFallback(Slot& slot, DegradeReason reason) {
+    if (registry_ == nullptr) return;  // unexported: no log to write to
     const auto r = static_cast<std::size_t>(reason);
     // Keys are made for the reasons a stage actually fails with, not all
     // nine up front: the log keeps a bounded number of keys.
@@ -327,6 +357,9 @@ class StageMetrics {
 
   const std::string name_;
   const Clock* const clock_;
+  // Where it registered, or nullptr; only compared with nullptr after the
+  // constructor (the registration, not this, keeps the registry alive).
+  MetricsRegistry* const registry_;
   std::array<Slot, kMaxStages> slots_;
   std::atomic<std::size_t> count_{0};
   detail::Mutex mu_;

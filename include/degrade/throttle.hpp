@@ -155,16 +155,6 @@ class AdaptiveThrottler final {
   const std::string& name() const { return name_; }
 
  private:
-  class View final : public ThrottleView {
-   public:
-    explicit View(const AdaptiveThrottler* t) : t_(t) {}
-    const std::string& name() const override { return t_->name_; }
-    ThrottleStats stats() const override { return t_->stats(); }
-
-   private:
-    const AdaptiveThrottler* const t_;
-  };
-
   using Window = detail::TickWindow<2>;
   static constexpr std::size_t kRequests = 0;
   static constexpr std::size_t kAccepts = 1;
@@ -218,7 +208,7 @@ class AdaptiveThrottler final {
   alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
   alignas(detail::kCacheLine) std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> throttled_{0};
-  const View view_{this};
+  const detail::OwnerView<AdaptiveThrottler, ThrottleStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
 
@@ -261,9 +251,7 @@ inline AdaptiveThrottler::AdaptiveThrottler(const ThrottleSettings& s,
       real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
                                                   : nullptr),
       ring_(s.window, clock->CoarseNow()) {
-  if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
-    telemetry_ = detail::AttachQuietly([&] { return t->AttachThrottler(view_); });
-  }
+  telemetry_ = detail::Attach(s.metrics, &Telemetry::AttachThrottler, view_);
 }
 
 inline ThrottleStats AdaptiveThrottler::stats() const {

@@ -74,9 +74,7 @@ AdmissionQueue<T>::AdmissionQueue(QueueSettings s, DropFn on_drop)
       codel_(s.codel_target, s.codel_interval) {
   totals_.capacity = capacity_;
   // Last: the view must be complete before a telemetry may read it.
-  if (Telemetry* t = detail::ResolveTelemetry(s.metrics)) {
-    telemetry_ = detail::AttachQuietly([&] { return t->AttachQueue(view_); });
-  }
+  telemetry_ = detail::Attach(s.metrics, &Telemetry::AttachQueue, view_);
 }
 
 template <typename T>

@@ -61,11 +61,11 @@ class BreakerEvents {
   BreakerEvents(const BreakerEvents&) = delete;
   BreakerEvents& operator=(const BreakerEvents&) = delete;
 
-  // Offers `view` to `telemetry` (nullptr: none). Called once, last in the
-  // breaker's constructor; Detach() first in its destructor.
-  void Attach(Telemetry* telemetry, const BreakerView& view) {
-    if (telemetry == nullptr) return;
-    listener_ = AttachQuietly([&] { return telemetry->AttachBreaker(view); });
+  // Offers `view` to the telemetry `chosen` names (the settings' `metrics`:
+  // nullptr means the process default; see detail::Attach). Called once,
+  // last in the breaker's constructor; Detach() first in its destructor.
+  void Attach(Telemetry* chosen, const BreakerView& view) {
+    listener_ = detail::Attach(chosen, &Telemetry::AttachBreaker, view);
     if (listener_ != nullptr &&
         SafePredicate([this] { return listener_->wants_calls(); }, false)) {
       call_listener_ = listener_.get();

@@ -224,7 +224,7 @@ class BreakerMachine : private BreakerView {
   // the object's vtable is still being rewritten. DetachTelemetry() first
   // in that class's destructor, for the same reason.
   void AttachTelemetry() {
-    events_.Attach(ResolveTelemetry(settings_.metrics), *this);
+    events_.Attach(settings_.metrics, *this);
     if (events_.wants_calls() && events_.wants_durations()) {
       // Per-call events carry durations: every admission reads the clock,
       // the precise one. Set before the breaker is shared.

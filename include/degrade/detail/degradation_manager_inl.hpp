@@ -33,10 +33,7 @@ inline DegradationManager::DegradationManager(Options options)
       has_own_log_(static_cast<bool>(options.log_sink)),
       history_(clock_->Now()) {
   // Last: the view must be complete before a telemetry may read it.
-  if (Telemetry* telemetry = detail::ResolveTelemetry(options.metrics)) {
-    listener_ =
-        detail::AttachQuietly([&] { return telemetry->AttachManager(view_); });
-  }
+  listener_ = detail::Attach(options.metrics, &Telemetry::AttachManager, view_);
   // Every level change is a log line (the seed asks for it): to the sink
   // the options name, else to the telemetry's log when it writes lines,
   // else to stderr.

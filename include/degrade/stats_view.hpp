@@ -1,0 +1,123 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: stats_view.hpp
+// -----------------------------------------------------------------------------
+//
+// The component's side of the telemetry seam (telemetry.hpp is the hub's).
+// A component that wants to be exported keeps its counters anyway; what it
+// offers a `Telemetry` is a read-only *view* of them, and what it keeps in
+// return is a `TelemetryAttachment`, which it destroys before itself:
+//
+//   * `StatsView<S>`: a name and a snapshot `S stats()`, the whole interface
+//     of most components' views (`AdmissionView`, `QueueView`, `HedgeView`,
+//     `HotListView`, ... are aliases of it);
+//   * `TelemetryAttachment`: the base of whatever a telemetry hands back.
+//
+// A component declares its stats struct and alias beside itself
+// (`overload_stats.hpp`, `retry_stats.hpp`, `hedge_stats.hpp`,
+// `hot_list_stats.hpp`), holds a `detail::OwnerView` member, and attaches in
+// its constructor with `detail::Attach` (telemetry.hpp):
+//
+//   struct FleetStats { uint64_t applied = 0; uint64_t refused = 0; };
+//   using FleetView = degrade::StatsView<FleetStats>;
+//
+//   class Fleet {
+//    public:
+//     const std::string& name() const;
+//     FleetStats stats() const;             // read by a scrape, any thread
+//    private:
+//     const degrade::detail::OwnerView<Fleet, FleetStats> view_{this};
+//     std::unique_ptr<degrade::TelemetryAttachment> telemetry_;  // last
+//   };
+//
+// Thread safety: a view's functions may be called from any thread while its
+// attachment lives, and never change the component. `OwnerView` adds no
+// state of its own: it is as thread-safe as its owner's `name()` and
+// `stats()`.
+
+#ifndef DEGRADE_STATS_VIEW_HPP_
+#define DEGRADE_STATS_VIEW_HPP_
+
+#include <string>
+
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+// TelemetryAttachment
+//
+// What a telemetry keeps for one component; the component owns it and
+// destroys it before itself. Destroying it must stop every use of the view
+// (waiting for a read in progress, if need be). Thread safety: owned by one
+// component; its destructor runs once, on the thread destroying it.
+class TelemetryAttachment {
+ public:
+  virtual ~TelemetryAttachment() = default;
+};
+
+// StatsView<S>
+//
+// A component as its telemetry may read it: its name and a snapshot of its
+// counters. `S` is a plain value (copyable, default-constructible).
+//
+// Thread safety: both functions are thread-safe and never change the
+// component. REQUIRES: called only while the attachment the view was
+// offered with lives. Not destroyed through this type (the protected,
+// non-virtual destructor): the component owns its view.
+template <class S>
+class StatsView {
+ public:
+  using Stats = S;
+
+  // The component's name, as its options gave it (a registry may export it
+  // under a unique variant, "name#2").
+  virtual const std::string& name() const = 0;
+  // A snapshot of the component's counters; taken without blocking the
+  // component's hot path for long.
+  virtual S stats() const = 0;
+
+ protected:
+  ~StatsView() = default;
+};
+
+namespace detail {
+
+// OwnerView<Owner, S, Base>
+//
+// The view a component holds as a member: forwards `name()` to
+// `owner->name()` and `stats()` to `(owner->*read)()` (by default
+// `Owner::stats`, which must then be public). `Base` is `StatsView<S>` or an
+// interface derived from it that adds functions (`ManagerView`); a derived
+// class implements those and reads the owner through `owner()`.
+//
+// REQUIRES: `owner` outlives the view, and the view is only read while the
+// owner is complete (the owner attaches last in its constructor and detaches
+// first in its destructor). Thread-safe as `Owner::name()` and `read` are.
+template <class Owner, class S, class Base = StatsView<S>>
+class OwnerView : public Base {
+ public:
+  using Read = S (Owner::*)() const;
+
+  explicit OwnerView(const Owner* owner) : owner_(owner), read_(&Owner::stats) {}
+  OwnerView(const Owner* owner, Read read) : owner_(owner), read_(read) {}
+
+  OwnerView(const OwnerView&) = delete;
+  OwnerView& operator=(const OwnerView&) = delete;
+
+  const std::string& name() const final { return owner_->name(); }
+  S stats() const final { return (owner_->*read_)(); }
+
+ protected:
+  const Owner* owner() const { return owner_; }
+
+ private:
+  const Owner* const owner_;
+  const Read read_;
+};
+
+}  // namespace detail
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_STATS_VIEW_HPP_

@@ -197,9 +197,11 @@ struct BreakerSettings {
   // current. A call through this breaker made from inside it is counted but
   // does not ask the rule again. A throw means false.
   trip::Rule ready_to_trip;
-  // Called once per state change, outside the breaker's lock, in order and
-  // never concurrently, possibly on another thread that is delivering events
-  // (see circuit_breaker.hpp). A throw is swallowed.
+  // Called once per state change, and once per manual call (ForceOpen(),
+  // Reset(), ...) even when the state stays, then with from == to. Outside
+  // the breaker's lock, in order and never concurrently, possibly on another
+  // thread that is delivering events (see circuit_breaker.hpp). A throw is
+  // swallowed.
   std::function<void(const std::string& name, State from, State to)>
       on_state_change;
   // The telemetry the breaker reports to (see telemetry.hpp): with a

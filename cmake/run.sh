@@ -13,10 +13,11 @@
 #   check [base]
 #           the loop before a landing (HACKING.md): the `test` command, then
 #           the test executables whose sources or headers differ from `base`
-#           (default: origin/main if there is one, else HEAD; uncommitted and
-#           untracked files count) built and run under ASan+UBSan, and those
-#           labelled `concurrency` under TSan too. Which executables a file
-#           reaches is read from the dev build's dependency records.
+#           (default: where HEAD left its upstream or origin/main, else HEAD;
+#           uncommitted and untracked files count) built and run under
+#           ASan+UBSan, and those labelled `concurrency` under TSan too.
+#           Which executables a file reaches is read from the dev build's
+#           dependency records.
 #   bench   `cmake --workflow --preset bench` (configure + build benchmarks)
 #   soak    the chaos soak (tests/chaos_soak_test.cpp, 1,000,000 requests) in
 #           an optimised build: `cmake --workflow --preset soak`
@@ -56,7 +57,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 check_cmake() {
@@ -191,35 +192,53 @@ tests/fuzz/corpus/<target>/ and a regression test to the suite."
 }
 
 # Prints the test executables (target names) of build/dev whose objects
-# depend on one of the files that differ from $1, one per line.
+# depend on one of the files that differ from commit $1, one per line.
 touched_tests() {
-  local base="$1" changed
-  changed="$( (git -C "$root" diff --name-only "$base" -- && git -C "$root" ls-files --others --exclude-standard) |
-    sort -u | sed "s|^|$root/|")"
+  local base="$1" changed deps
+  changed="$(git -C "$root" diff --name-only "$base" -- &&
+    git -C "$root" ls-files --others --exclude-standard)"
   [[ -n "$changed" ]] || return 0
-  ninja -C "$root/build/dev" -t deps | awk -v list="$changed" '
-    BEGIN { n = split(list, files, "\n"); for (i = 1; i <= n; i++) want[files[i]] = 1 }
-    /^[^ ].*: #deps/ { obj = $1; sub(/:$/, "", obj); next }
-    /^    / { f = $1; if ((f in want) && obj ~ /^tests\/CMakeFiles\/[^\/]*_test\.dir\//) {
-                t = obj; sub(/^tests\/CMakeFiles\//, "", t); sub(/\.dir\/.*/, "", t); print t } }' |
-    sort -u
+  deps="$(ninja -C "$root/build/dev" -t deps)"
+  # ninja -t deps: "<object>: #deps N, deps mtime ..." then one indented
+  # path per dependency (absolute for headers, as given for the source).
+  printf '%s\n' "$changed" | sed "s|^|$root/|" | awk '
+    NR == FNR { want[$0] = 1; next }
+    /^[^ ].*: #deps/ { obj = substr($0, 1, index($0, ": #deps") - 1); next }
+    /^    / { f = substr($0, 5)
+              if ((f in want) && obj ~ /^tests\/CMakeFiles\/[^\/]*_test\.dir\//) {
+                t = obj; sub(/^tests\/CMakeFiles\//, "", t); sub(/\.dir\/.*/, "", t); print t } }' \
+    - <(printf '%s\n' "$deps") | sort -u
 }
 
-# Builds and runs the test executables $3... of preset $1 with environment $2.
+# Builds and runs the test executables $2... of preset $1, each in the
+# environment its test preset gives ctest, under the sanitizer wrapper, for
+# at most 10 minutes.
 run_touched() {
-  local preset="$1" env_line="$2" failed=() t
-  shift 2
-  ((${#@} > 0)) || return 0
-  timed cmake --preset "$preset" >/dev/null
+  local preset="$1" failed=() t
+  shift
+  (($# > 0)) || return 0
   timed cmake --build --preset "$preset" --target "$@"
   for t in "$@"; do
     log "$preset: $t"
-    # shellcheck disable=SC2086
-    if ! (cd "$root/build/$preset/tests" && env $env_line "${wrapper[@]}" "./$t" --gtest_brief=1); then
+    if ! (cd "$root/build/$preset/tests" &&
+      env ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1:strict_string_checks=1:${DEGRADE_ASAN_OPTIONS:-}" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${DEGRADE_UBSAN_OPTIONS:-}" \
+        TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${DEGRADE_TSAN_OPTIONS:-}" \
+        timeout 600 "${wrapper[@]}" "./$t" --gtest_brief=1); then
       failed+=("$t")
     fi
   done
   ((${#failed[@]} == 0)) || die "$preset: failed: ${failed[*]}"
+}
+
+# The presets generate Ninja files; a build directory made before that, with
+# another generator, is configured afresh rather than failing.
+fresh_if_other_generator() {
+  local cache="$root/build/$1/CMakeCache.txt"
+  if [[ -f "$cache" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
+    log "build/$1 was made with another generator: configuring it afresh"
+    rm -rf "$root/build/$1/CMakeCache.txt" "$root/build/$1/CMakeFiles"
+  fi
 }
 
 timed() {
@@ -235,6 +254,7 @@ case "$cmd" in
   demo)
     ensure_deps
     log "configuring and building the demo (preset dev)"
+    fresh_if_other_generator dev
     timed cmake --preset dev
     timed cmake --build --preset dev --target recsys_pipeline
     log "running build/dev/examples/recsys_pipeline"
@@ -242,23 +262,27 @@ case "$cmd" in
     ;;
   test)
     ensure_deps
+    fresh_if_other_generator dev
     log "cmake --workflow --preset dev"
     timed cmake --workflow --preset dev
     ;;
   asan)
     ensure_deps --sanitizers
     probe_sanitizer asan "-fsanitize=address,undefined -fno-omit-frame-pointer"
+    fresh_if_other_generator asan-ubsan
     log "${wrapper[*]:+${wrapper[*]} }cmake --workflow --preset asan-ubsan"
     timed "${wrapper[@]}" cmake --workflow --preset asan-ubsan
     ;;
   tsan)
     ensure_deps --sanitizers
     probe_sanitizer tsan "-fsanitize=thread"
+    fresh_if_other_generator tsan
     log "${wrapper[*]:+${wrapper[*]} }cmake --workflow --preset tsan"
     timed "${wrapper[@]}" cmake --workflow --preset tsan
     ;;
   soak)
     ensure_deps
+    fresh_if_other_generator soak
     log "cmake --workflow --preset soak"
     timed cmake --workflow --preset soak
     ;;
@@ -268,6 +292,7 @@ case "$cmd" in
     ensure_deps --sanitizers
     probe_sanitizer asan "-fsanitize=address,undefined -fno-omit-frame-pointer"
     log "building the fuzz targets (preset fuzz)"
+    fresh_if_other_generator fuzz
     timed cmake --preset fuzz
     timed cmake --build --preset fuzz
     run_fuzzers "$seconds"
@@ -303,33 +328,41 @@ case "$cmd" in
     done
     ;;
   check)
-    base="${2:-}"
-    if [[ -z "$base" ]]; then
+    if [[ -n "${2:-}" ]]; then
+      base="$2"
+    elif upstream="$(git -C "$root" rev-parse -q --verify '@{upstream}' 2>/dev/null)"; then
+      base="$(git -C "$root" merge-base HEAD "$upstream")"
+    elif git -C "$root" rev-parse -q --verify origin/main >/dev/null; then
+      base="$(git -C "$root" merge-base HEAD origin/main)"
+    else
       base=HEAD
-      git -C "$root" rev-parse -q --verify origin/main >/dev/null && base=origin/main
     fi
+    git -C "$root" rev-parse -q --verify "$base^{commit}" >/dev/null || die "check: '$base' is not a commit"
     ensure_deps --sanitizers
+    fresh_if_other_generator dev
     log "cmake --workflow --preset dev"
     timed cmake --workflow --preset dev
-    mapfile -t touched < <(touched_tests "$base")
-    if ((${#touched[@]} == 0)); then
-      log "no test executable depends on a file that differs from $base"
-      exit 0
-    fi
-    log "differ from $base and reach: ${touched[*]}"
+    touched_list="$(touched_tests "$base")"
+    mapfile -t touched < <(printf '%s' "$touched_list" | sed '/^$/d')
+    log "$(git -C "$root" diff --name-only "$base" -- | wc -l) files differ from $base ($(git -C "$root" rev-parse --short "$base")); they reach ${#touched[@]} test executables: ${touched[*]:-none}"
+    ((${#touched[@]} > 0)) || exit 0
     probe_sanitizer asan "-fsanitize=address,undefined -fno-omit-frame-pointer"
-    run_touched asan-ubsan "ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1:strict_string_checks=1:${DEGRADE_ASAN_OPTIONS:-} UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" "${touched[@]}"
+    fresh_if_other_generator asan-ubsan
+    timed cmake --preset asan-ubsan >/dev/null
+    run_touched asan-ubsan "${touched[@]}"
     probe_sanitizer tsan "-fsanitize=thread"
+    fresh_if_other_generator tsan
     timed cmake --preset tsan >/dev/null
     threaded=()
     for t in "${touched[@]}"; do
-      [[ -f "$root/build/tsan/tests/${t}_properties.cmake" ]] && threaded+=("$t")
+      grep -qx "$t" "$root/build/tsan/tests/registered_tests.txt" && threaded+=("$t")
     done
-    run_touched tsan "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1" "${threaded[@]}"
-    log "check passed: dev suite, and ${#touched[@]} executables under ASan+UBSan, ${#threaded[@]} under TSan"
+    run_touched tsan "${threaded[@]}"
+    log "check passed: the dev suite; ${#touched[@]} executables under ASan+UBSan, ${#threaded[@]} of them under TSan"
     ;;
   bench)
     ensure_deps
+    fresh_if_other_generator bench
     log "cmake --workflow --preset bench"
     timed cmake --workflow --preset bench
     ;;

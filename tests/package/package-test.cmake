@@ -42,6 +42,11 @@ elseif(ACTION STREQUAL "consumer")
   endif()
   set(configure_args -S "${SOURCE_DIR}" -B "${BINARY_DIR}" -G "${GENERATOR}"
                      "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}")
+  # The generator's own program, as the degrade build found it (a Ninja
+  # that is not on PATH).
+  if(MAKE_PROGRAM)
+    list(APPEND configure_args "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
+  endif()
   if(PREFIX_PATH)
     string(REPLACE "|" ";" prefix_path "${PREFIX_PATH}")
     list(REMOVE_ITEM prefix_path "")
@@ -53,7 +58,9 @@ elseif(ACTION STREQUAL "consumer")
     list(APPEND configure_args ${extra})
   endif()
   run_step("configure" "${CMAKE_COMMAND}" ${configure_args})
-  run_step("build" "${CMAKE_COMMAND}" --build "${BINARY_DIR}" --config "${BUILD_TYPE}")
+  # Two jobs: ctest already runs two tests at a time on CI's two cores, and
+  # Ninja would otherwise start one job per core plus two.
+  run_step("build" "${CMAKE_COMMAND}" --build "${BINARY_DIR}" --config "${BUILD_TYPE}" --parallel 2)
   # The consumer projects name their executable `consumer`.
   set(exe "${BINARY_DIR}/consumer")
   if(NOT EXISTS "${exe}" AND EXISTS "${BINARY_DIR}/${BUILD_TYPE}/consumer")

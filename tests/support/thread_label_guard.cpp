@@ -10,9 +10,13 @@
 // message naming the label to add.
 //
 // "This build's own programs": the test itself, and the programs it starts
-// from the build tree (the fleet test's instances run threads TSan must
-// see). A program from elsewhere (redis-server, etcd, python3) starts its
-// threads as usual, and drops the variable so that its children do too.
+// from the build tree, directly or through a shell (the fleet test's
+// instances run threads TSan must see). A program from elsewhere
+// (redis-server, etcd, python3, sh) starts its threads as usual; the
+// variable stays set so that what it starts is judged the same way. The
+// library brings no libstdc++ into those programs (linked --as-needed).
+//
+// Its own test, hygiene.thread_label_guard, fails if it stops nothing.
 //
 // Works where pthread_create is looked up dynamically (glibc: std::thread
 // and std::async reach it through libstdc++'s gthread layer).
@@ -35,20 +39,33 @@ __attribute__((constructor)) void DecideWhetherToGuard() {
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
   const char* root = std::getenv("DEGRADE_THREAD_GUARD_ROOT");
-  guarding = root != nullptr && root[0] != '\0' && n > 0 &&
-             std::strncmp(exe, root, std::strlen(root)) == 0;
-  if (!guarding) unsetenv("LD_PRELOAD");
+  if (root == nullptr || root[0] == '\0' || n <= 0) return;
+  // /proc/self/exe is resolved; the root may be reached through a link.
+  char resolved[4096];
+  if (realpath(root, resolved) == nullptr) return;
+  const size_t len = std::strlen(resolved);
+  guarding = std::strncmp(exe, resolved, len) == 0 &&
+             (exe[len] == '/' || (len == 1 && resolved[0] == '/'));
 }
 
-using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*),
+                        void*);
+
+// Looked up on each call rather than cached in a function-local static,
+// whose guard variable would pull libstdc++ into every preloaded program.
+CreateFn RealCreate() {
+  return reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+}
 
 }  // namespace
 
-extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
-                              void* (*start)(void*), void* arg) {
+// Exported whatever the build's visibility preset: a hidden definition
+// would intercept nothing.
+extern "C" __attribute__((visibility("default"))) int pthread_create(
+    pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+    void* arg) {
   if (!guarding) {
-    static const CreateFn real =
-        reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+    const CreateFn real = RealCreate();
     if (real == nullptr) return EAGAIN;
     return real(thread, attr, start, arg);
   }

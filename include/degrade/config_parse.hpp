@@ -130,31 +130,9 @@ inline absl::StatusOr<DegradationConfig> ParseDegradationConfigAs(
     absl::string_view what) {
   namespace json = detail::json;
   const std::string source = detail::Printable(source_name);
-  if (json_text.size() > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": ", what, " is ", json_text.size(), " bytes; at most ",
-        kMaxConfigBytes, " (1 MiB) are accepted"));
-  }
-  absl::StatusOr<json::Json> parsed =
-      json::ParseJsonDocument(json_text, source, what);
-  if (!parsed.ok()) return parsed.status();
-  const json::Json& root = *parsed;
-  if (!root.is_object()) {
-    return json::WrongType(source, "(top level)", root,
-                           "an object with a \"degradation\" key");
-  }
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    if (it.key() != "degradation") {
-      return json::UnknownKey(source, json::AppendKey("", it.key()), it.value(),
-                              "degradation");
-    }
-  }
-  const auto d = root.find("degradation");
-  if (d == root.end()) {
-    return json::ErrorWithText(
-        source, "degradation", "(missing)",
-        "the top-level object needs a \"degradation\" key");
-  }
+  absl::StatusOr<json::Json> d = json::ParseEnvelope(
+      json_text, source, what, kMaxConfigBytes, "degradation");
+  if (!d.ok()) return d.status();
   DegradationConfig config;
   if (absl::Status s = json::ReadDegradation(source, *d, &config); !s.ok()) {
     return s;

@@ -30,26 +30,20 @@
 #ifndef DEGRADE_CONFIG_WATCHER_HPP_
 #define DEGRADE_CONFIG_WATCHER_HPP_
 
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/config_parse.hpp"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
-#include "degrade/detail/file_io.hpp"
-#include "degrade/detail/json_text.hpp"
-#include "degrade/detail/mutex.hpp"
-#include "degrade/detail/periodic_worker.hpp"
-#include "degrade/detail/reentry.hpp"
+#include "degrade/detail/file_follower.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -117,7 +111,7 @@ class ConfigFileWatcher {
  public:
   // REQUIRES: `manager` is not null and outlives the watcher.
   ConfigFileWatcher(std::string path, DegradationManager* manager)
-      : path_(std::move(path)), manager_(manager) {}
+      : follower_(std::move(path), Follow{manager}) {}
 
   ConfigFileWatcher(const ConfigFileWatcher&) = delete;
   ConfigFileWatcher& operator=(const ConfigFileWatcher&) = delete;
@@ -151,42 +145,38 @@ class ConfigFileWatcher {
   void Stop();
 
   // Configs this watcher has applied (`Reload()` returned OK).
-  uint64_t reloads() const { return reloads_.load(std::memory_order_relaxed); }
+  uint64_t reloads() const { return follower_.applied(); }
   // Errors this watcher has reported to the manager: contents the manager
   // rejected, and changes of read error. Repeats are not counted (see above).
-  uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
+  uint64_t errors() const { return follower_.errors(); }
   // The outcome of the latest poll; OK before the first.
-  absl::Status last_status() const {
-    detail::MutexLock lock(&status_mu_);
-    return last_status_;
-  }
-  const std::string& path() const { return path_; }
+  absl::Status last_status() const { return follower_.last_status(); }
+  const std::string& path() const { return follower_.path(); }
 
  private:
-  absl::Status PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_);
+  // What this watcher's file means: every read error (a missing file
+  // included) and every refused content goes to the manager's
+  // RejectReload(), which counts and logs it.
+  struct Follow {
+    static constexpr absl::string_view kOwner = "config file watcher";
+    static constexpr absl::string_view kFile = detail::kConfigFile;
+    static constexpr std::size_t kMaxBytes = kMaxConfigBytes;
+    static constexpr absl::string_view kReentry =
+        "PollOnce() called from a manager callback during this watcher's own "
+        "poll";
 
-  const std::string path_;
-  DegradationManager* const manager_;
+    absl::Status Apply(const std::string& path, const std::string& content);
+    std::optional<absl::Status> OnMissing(const std::string& /*path*/) {
+      return std::nullopt;
+    }
+    void ReportReadError(const absl::Status& error) {
+      manager->RejectReload(error).IgnoreError();
+    }
 
-  // Serialises polls; guards what the last poll saw.
-  detail::Mutex poll_mu_;
-  // The content of the last successful read, and the status it got when it
-  // was first seen (nullopt before the first successful read).
-  std::optional<std::string> last_content_ ABSL_GUARDED_BY(poll_mu_);
-  absl::Status last_content_status_ ABSL_GUARDED_BY(poll_mu_);
-  // The previous poll's read error; OK when that read succeeded.
-  absl::Status last_read_error_ ABSL_GUARDED_BY(poll_mu_);
+    DegradationManager* manager;
+  };
 
-  // Separate from poll_mu_ so `last_status()` never waits for a file read
-  // or a reload.
-  mutable detail::Mutex status_mu_;
-  absl::Status last_status_ ABSL_GUARDED_BY(status_mu_);
-
-  std::atomic<uint64_t> reloads_{0};
-  std::atomic<uint64_t> errors_{0};
-
-  // Last, so that it stops before anything its polls touch is destroyed.
-  detail::PeriodicWorker worker_;
+  detail::FileFollower<Follow> follower_;
 };
 
 // ---- Implementation details -------------------------------------------------
@@ -201,67 +191,25 @@ inline absl::Status ReloadJson(DegradationManager& manager,
 }
 
 inline absl::Status ConfigFileWatcher::PollOnce() {
-  if (detail::CallbackScope::Inside(this)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("config file watcher '", detail::Printable(path_),
-                     "': PollOnce() called from a manager callback during this "
-                     "watcher's own poll"));
-  }
-  detail::MutexLock lock(&poll_mu_);
-  return PollLocked();
+  return follower_.PollOnce();
 }
 
-inline absl::Status ConfigFileWatcher::PollLocked() {
-  // The manager runs its log sink and observers on this thread.
-  const detail::CallbackScope in_poll(this);
-  absl::Status result;
-  {
-    absl::StatusOr<std::string> content =
-        detail::ReadFileCapped(path_, kMaxConfigBytes, detail::kConfigFile);
-    if (!content.ok()) {
-      result = content.status();
-      // Report a read error once, not every period: only when it is new.
-      if (result != last_read_error_) {
-        manager_->RejectReload(result).IgnoreError();
-        errors_.fetch_add(1, std::memory_order_relaxed);
-      }
-      last_read_error_ = result;
-    } else {
-      last_read_error_ = absl::OkStatus();
-      if (last_content_.has_value() && *last_content_ == *content) {
-        result = last_content_status_;
-      } else {
-        // As ReloadJson, with errors saying "config file".
-        absl::StatusOr<DegradationConfig> config =
-            detail::ParseDegradationConfigAs(*content, path_,
-                                             detail::kConfigFile);
-        result = config.ok() ? manager_->Reload(*std::move(config))
-                             : manager_->RejectReload(config.status());
-        (result.ok() ? reloads_ : errors_)
-            .fetch_add(1, std::memory_order_relaxed);
-        last_content_ = *std::move(content);
-        last_content_status_ = result;
-      }
-    }
-    // Still under poll_mu_, so overlapping polls publish in poll order.
-    detail::MutexLock status_lock(&status_mu_);
-    last_status_ = result;
-  }
-  return result;
+inline absl::Status ConfigFileWatcher::Follow::Apply(
+    const std::string& path, const std::string& content) {
+  // As ReloadJson, with errors saying "config file".
+  absl::StatusOr<DegradationConfig> config =
+      detail::ParseDegradationConfigAs(content, path, detail::kConfigFile);
+  return config.ok() ? manager->Reload(*std::move(config))
+                     : manager->RejectReload(config.status());
 }
 
 inline absl::Status ConfigFileWatcher::Start(absl::Duration period) {
   // The result of each poll is kept in last_status() and reported through
   // the manager.
-  return detail::StartPolling(
-      worker_,
-      absl::StrCat("config file watcher '", detail::Printable(path_), "'"),
-      period, poll_mu_, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        PollLocked().IgnoreError();
-      });
+  return follower_.Start(period);
 }
 
-inline void ConfigFileWatcher::Stop() { worker_.Stop(); }
+inline void ConfigFileWatcher::Stop() { follower_.Stop(); }
 
 DEGRADE_NAMESPACE_END
 

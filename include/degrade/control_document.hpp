@@ -313,31 +313,10 @@ inline absl::StatusOr<ControlDocument> ParseControlDocument(
     absl::Time now) {
   namespace json = detail::json;
   const std::string source = detail::Printable(source_name);
-  if (json_text.size() > kMaxControlBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": control document is ", json_text.size(), " bytes; at most ",
-        kMaxControlBytes, " (64 KiB) are accepted"));
-  }
-  absl::StatusOr<json::Json> parsed =
-      json::ParseJsonDocument(json_text, source, "control document");
-  if (!parsed.ok()) return parsed.status();
-  const json::Json& root = *parsed;
-  if (!root.is_object()) {
-    return json::WrongType(source, "(top level)", root,
-                           "an object with a \"degrade_control\" key");
-  }
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    if (it.key() != "degrade_control") {
-      return json::UnknownKey(source, json::AppendKey("", it.key()), it.value(),
-                              "degrade_control");
-    }
-  }
-  const auto body = root.find("degrade_control");
-  if (body == root.end()) {
-    return json::ErrorWithText(
-        source, "degrade_control", "(missing)",
-        "the top-level object needs a \"degrade_control\" key");
-  }
+  absl::StatusOr<json::Json> body =
+      json::ParseEnvelope(json_text, source, "control document",
+                          kMaxControlBytes, "degrade_control");
+  if (!body.ok()) return body.status();
   ControlDocument doc;
   if (absl::Status s = detail::control::ReadBody(source, *body, now, &doc);
       !s.ok()) {

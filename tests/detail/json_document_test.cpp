@@ -32,6 +32,7 @@ using ::degrade::detail::json::ErrorWithText;
 using ::degrade::detail::json::Json;
 using ::degrade::detail::json::kMaxDepth;
 using ::degrade::detail::json::kMaxValueChars;
+using ::degrade::detail::json::ParseEnvelope;
 using ::degrade::detail::json::ParseJsonDocument;
 using ::degrade::detail::json::ReadDuration;
 using ::degrade::detail::json::ReadNameList;
@@ -158,6 +159,118 @@ TEST(ParseJsonDocumentTest, WhatNamesTheDocumentInWholeDocumentErrors) {
         ParseJsonDocument(std::string("\0", 1), "/p", what).status().message(),
         absl::StrCat("/p: ", what, " contains a NUL byte at offset 0"));
   }
+}
+
+// ---- The envelope -----------------------------------------------------------
+
+struct Envelope {
+  std::string name;  // the test's name suffix
+  std::string text;
+  std::size_t max_bytes;
+  std::string what;
+  // The whole message, or empty: accepted, and `body` is the root key's
+  // value, dumped.
+  std::string message;
+  std::string body;
+};
+
+std::ostream& operator<<(std::ostream& os, const Envelope& e) {
+  return os << e.name;
+}
+
+std::vector<Envelope> Envelopes() {
+  constexpr std::size_t kCap = 64;
+  // Exactly at the cap: `{"doc": "xx...x"}` padded to kCap bytes.
+  const std::string at_cap =
+      absl::StrCat(R"({"doc": ")", std::string(kCap - 11, 'x'), R"("})");
+  return {
+      {"ObjectUnderTheRootKey", R"({"doc": {"k": 1}})", kCap, "document", "",
+       R"({"k":1})"},
+      {"AnyValueUnderTheRootKey", R"({"doc": [3]})", kCap, "document", "",
+       "[3]"},
+      {"ExactlyAtTheCap", at_cap, kCap, "document", "",
+       absl::StrCat("\"", std::string(kCap - 11, 'x'), "\"")},
+      {"OneByteOverTheCap", at_cap + " ", kCap, "document",
+       "src: document is 65 bytes; at most 64 are accepted", ""},
+      // The cap comes first: garbage that big is not worth a parse.
+      {"GarbageOverTheCap", std::string(kCap + 1, '{'), kCap, "document",
+       "src: document is 65 bytes; at most 64 are accepted", ""},
+      // The config's and the control document's caps, as their messages
+      // have always said them.
+      {"MiBCap", std::string((std::size_t{1} << 20) + 1, ' '),
+       std::size_t{1} << 20, "config",
+       "src: config is 1048577 bytes; at most 1048576 (1 MiB) are accepted",
+       ""},
+      {"KiBCap", std::string((std::size_t{64} << 10) + 1, ' '),
+       std::size_t{64} << 10, "control document",
+       "src: control document is 65537 bytes; at most 65536 (64 KiB) are "
+       "accepted",
+       ""},
+      {"Blank", " \n", kCap, "control document",
+       "src: control document is empty", ""},
+      {"TopLevelArray", "[1]", kCap, "document",
+       "src: (top level) = [...] (1 element): must be an object with a "
+       "\"doc\" key (got an array)",
+       ""},
+      {"TopLevelString", R"("doc")", kCap, "document",
+       "src: (top level) = \"doc\": must be an object with a \"doc\" key "
+       "(got a string)",
+       ""},
+      {"KeyBesideTheRoot", R"({"doc": {}, "extra": 1})", kCap, "document",
+       "src: extra = 1: unknown key (allowed: doc)", ""},
+      // A stray key sorting before the root key is caught as well.
+      {"KeyBeforeTheRoot", R"({"a b": [], "doc": {}})", kCap, "document",
+       "src: [\"a b\"] = []: unknown key (allowed: doc)", ""},
+      {"OnlyAnotherKey", R"({"degrade_control": {}})", kCap, "document",
+       "src: degrade_control = {}: unknown key (allowed: doc)", ""},
+      {"EmptyObject", "{}", kCap, "document",
+       "src: doc = (missing): the top-level object needs a \"doc\" key", ""},
+  };
+}
+
+class EnvelopeTest : public ::testing::TestWithParam<Envelope> {};
+
+TEST_P(EnvelopeTest, AcceptsOnlyTheRootKeyWithinTheCap) {
+  const Envelope& e = GetParam();
+  absl::StatusOr<Json> body =
+      ParseEnvelope(e.text, "src", e.what, e.max_bytes, "doc");
+  if (e.message.empty()) {
+    ASSERT_TRUE(body.ok()) << body.status();
+    EXPECT_EQ(body->dump(), e.body);
+    return;
+  }
+  ASSERT_FALSE(body.ok()) << body->dump();
+  EXPECT_EQ(body.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(body.status().message());
+  EXPECT_EQ(message, e.message);
+  EXPECT_TRUE(IsLoggable(message)) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, EnvelopeTest, ::testing::ValuesIn(Envelopes()),
+                         [](const ::testing::TestParamInfo<Envelope>& info) {
+                           return info.param.name;
+                         });
+
+TEST(ParseEnvelopeTest, TheRootKeyAndSourceComeFromTheCaller) {
+  // A config handed to the control parser is refused by the key it
+  // carries; the source is quoted as given.
+  EXPECT_EQ(ParseEnvelope(R"({"degradation": {}})", "/etc/c.json",
+                          "control document", 1024, "degrade_control")
+                .status()
+                .message(),
+            "/etc/c.json: degradation = {}: unknown key (allowed: "
+            "degrade_control)");
+  absl::StatusOr<Json> body =
+      ParseEnvelope(R"({"degradation": {"a": [1, 2]}})", "/etc/c.json",
+                    "config", 1024, "degradation");
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_EQ((*body)["a"][1], 2);
+  // Malformed text is ParseJsonDocument's to report, in its words.
+  EXPECT_THAT(
+      std::string(ParseEnvelope(R"({"doc": )", "src", "document", 1024, "doc")
+                      .status()
+                      .message()),
+      StartsWith("src: malformed JSON at byte 9: "));
 }
 
 // ---- Typed readers ----------------------------------------------------------

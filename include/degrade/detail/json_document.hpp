@@ -38,7 +38,9 @@
 //
 // Nothing here throws or needs exceptions: every value's type is checked
 // before it is read, so the header behaves the same with -fno-exceptions and
-// malformed input of any shape is a status. Everything is a pure function of
+// malformed input of any shape is a status. `ParseEnvelope()` adds what
+// degrade's own documents (the config, the control document) share: a byte
+// cap and one named root key. Everything is a pure function of
 // its arguments (thread-safe); `SyntaxCheck` is one pass's state.
 
 #ifndef DEGRADE_DETAIL_JSON_DOCUMENT_HPP_
@@ -404,6 +406,61 @@ inline absl::StatusOr<Json> ParseJsonDocument(absl::string_view text,
   // in_place: Json converts implicitly to almost anything, absl::Status
   // included, so the converting constructors would be ambiguous.
   return absl::StatusOr<Json>(absl::in_place, std::move(root));
+}
+
+// " (1 MiB)", " (64 KiB)": a cap said the way its author chose it; nothing
+// for a size that is not a whole number of either.
+inline std::string RoundSize(std::size_t bytes) {
+  constexpr std::size_t kKiB = std::size_t{1} << 10;
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  if (bytes != 0 && bytes % kMiB == 0) {
+    return absl::StrCat(" (", bytes / kMiB, " MiB)");
+  }
+  if (bytes != 0 && bytes % kKiB == 0) {
+    return absl::StrCat(" (", bytes / kKiB, " KiB)");
+  }
+  return "";
+}
+
+// ParseEnvelope()
+//
+// The envelope of degrade's own documents, `{"<root_key>": ...}` with no
+// other top-level key: the root key says which document this is, so a
+// control document handed to the config parser (or a typo at the top) is
+// refused by name instead of being read as an empty config. Text over
+// `max_bytes` is refused before it is parsed, so a runaway file costs no
+// DOM. Then ParseJsonDocument (`source` already Printable, `what` as
+// there), and the value under `root_key`, whose schema is the caller's.
+// Errors are INVALID_ARGUMENT starting with `source`.
+inline absl::StatusOr<Json> ParseEnvelope(absl::string_view text,
+                                          absl::string_view source,
+                                          absl::string_view what,
+                                          std::size_t max_bytes,
+                                          absl::string_view root_key) {
+  if (text.size() > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": ", what, " is ", text.size(), " bytes; at most ", max_bytes,
+        RoundSize(max_bytes), " are accepted"));
+  }
+  absl::StatusOr<Json> parsed = ParseJsonDocument(text, source, what);
+  if (!parsed.ok()) return parsed.status();
+  Json& root = *parsed;
+  if (!root.is_object()) {
+    return WrongType(source, "(top level)", root,
+                     absl::StrCat("an object with a \"", root_key, "\" key"));
+  }
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (absl::string_view(it.key()) != root_key) {
+      return UnknownKey(source, AppendKey("", it.key()), it.value(), root_key);
+    }
+  }
+  const auto body = root.find(std::string(root_key));
+  if (body == root.end()) {
+    return ErrorWithText(
+        source, root_key, "(missing)",
+        absl::StrCat("the top-level object needs a \"", root_key, "\" key"));
+  }
+  return absl::StatusOr<Json>(absl::in_place, std::move(*body));
 }
 
 }  // namespace json

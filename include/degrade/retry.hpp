@@ -310,37 +310,35 @@ class Retrier final {
 // ---- Implementation details ----
 
 inline absl::Status ValidateRetryPolicy(const RetryPolicy& p) {
-  const std::string who = detail::SettingOwner("retry", p.name);
-  auto bad = [&who](absl::string_view setting, const auto& value,
-                    absl::string_view rule) {
-    return detail::SettingError(who, setting, value, rule);
-  };
-
+  const detail::SettingOwner who("retry", p.name);
   auto finite = [](absl::Duration d) {
     return d >= absl::ZeroDuration() && d != absl::InfiniteDuration();
   };
-  if (p.name.empty()) return bad("name", "\"\"", "must not be empty");
+  if (p.name.empty()) return who.Invalid("name", "\"\"", "must not be empty");
   if (p.max_attempts < 1 || p.max_attempts > 10) {
-    return bad("max_attempts", p.max_attempts, "must be in [1, 10]");
+    return who.Invalid("max_attempts", p.max_attempts, "must be in [1, 10]");
   }
   if (!finite(p.initial_backoff)) {
-    return bad("initial_backoff", absl::FormatDuration(p.initial_backoff),
-               "must be finite and not negative");
+    return who.Invalid("initial_backoff",
+                       absl::FormatDuration(p.initial_backoff),
+                       "must be finite and not negative");
   }
   if (!finite(p.max_backoff) || p.max_backoff < p.initial_backoff) {
-    return bad("max_backoff", absl::FormatDuration(p.max_backoff),
-               absl::StrCat("must be finite and at least initial_backoff (",
-                            absl::FormatDuration(p.initial_backoff), ")"));
+    return who.Invalid(
+        "max_backoff", absl::FormatDuration(p.max_backoff),
+        absl::StrCat("must be finite and at least initial_backoff (",
+                     absl::FormatDuration(p.initial_backoff), ")"));
   }
   if (!(std::isfinite(p.multiplier) && p.multiplier >= 1.0 &&
         p.multiplier <= 100.0)) {
-    return bad("multiplier", p.multiplier,
-               "must be a finite number in [1, 100]");
+    return who.Invalid("multiplier", p.multiplier,
+                       "must be a finite number in [1, 100]");
   }
   if (p.budget == nullptr && !p.unbudgeted) {
-    return bad("budget", "null",
-               "a retry needs a RetryBudget; set unbudgeted = true to retry "
-               "without one on purpose");
+    return who.Invalid(
+        "budget", "null",
+        "a retry needs a RetryBudget; set unbudgeted = true to retry "
+        "without one on purpose");
   }
   return absl::OkStatus();
 }

@@ -71,7 +71,7 @@ DEGRADE_NAMESPACE_BEGIN
 // ThrottleSettings
 //
 // Defaults are the SRE book's. AdaptiveThrottler::Create() refuses a value
-// out of range with INVALID_ARGUMENT naming the setting and the value.
+// out of range (ValidateThrottleSettings).
 struct ThrottleSettings {
   // Names the throttler in refusals, errors and metrics. Non-empty.
   std::string name = "throttle";
@@ -101,6 +101,12 @@ struct ThrottleSettings {
   // nullptr means DefaultTelemetry(); NoTelemetry() means none.
   Telemetry* metrics = nullptr;
 };
+
+// ValidateThrottleSettings(s)
+//
+// OK, or INVALID_ARGUMENT naming the throttler, the first bad setting (in
+// declaration order) and its value. Pure; thread-safe.
+inline absl::Status ValidateThrottleSettings(const ThrottleSettings& s);
 
 // AdaptiveThrottler
 //
@@ -214,28 +220,28 @@ class AdaptiveThrottler final {
 
 // ---- Implementation details ----
 
-inline absl::StatusOr<std::unique_ptr<AdaptiveThrottler>>
-AdaptiveThrottler::Create(ThrottleSettings s) {
-  const std::string who = detail::SettingOwner("throttle", s.name);
-  auto bad = [&who](absl::string_view setting, const auto& value,
-                    absl::string_view rule) {
-    return detail::SettingError(who, setting, value, rule);
-  };
-
-  if (s.name.empty()) return bad("name", "\"\"", "must not be empty");
+inline absl::Status ValidateThrottleSettings(const ThrottleSettings& s) {
+  const detail::SettingOwner who("throttle", s.name);
+  if (s.name.empty()) return who.Invalid("name", "\"\"", "must not be empty");
   if (!(std::isfinite(s.k) && s.k >= 1.0 && s.k <= 100.0)) {
-    return bad("k", s.k, "must be a finite number in [1, 100]");
+    return who.Invalid("k", s.k, "must be a finite number in [1, 100]");
   }
   if (s.window < absl::Seconds(1) || s.window > absl::Hours(1)) {
-    return bad("window", absl::FormatDuration(s.window),
-               "must be in [1s, 1h]");
+    return who.Invalid("window", absl::FormatDuration(s.window),
+                       "must be in [1s, 1h]");
   }
   if (!(std::isfinite(s.max_rejection_probability) &&
         s.max_rejection_probability >= 0.0 &&
         s.max_rejection_probability <= 1.0)) {
-    return bad("max_rejection_probability", s.max_rejection_probability,
-               "must be a finite number in [0, 1]");
+    return who.Invalid("max_rejection_probability", s.max_rejection_probability,
+                       "must be a finite number in [0, 1]");
   }
+  return absl::OkStatus();
+}
+
+inline absl::StatusOr<std::unique_ptr<AdaptiveThrottler>>
+AdaptiveThrottler::Create(ThrottleSettings s) {
+  if (absl::Status v = ValidateThrottleSettings(s); !v.ok()) return v;
   const Clock* clock = s.clock != nullptr ? s.clock : &RealClock::Instance();
   return std::unique_ptr<AdaptiveThrottler>(new AdaptiveThrottler(s, clock));
 }

@@ -85,6 +85,7 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/detail/backoff.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
@@ -300,7 +301,7 @@ class Retrier final {
 
   const RetryPolicy policy_;
   const std::string name_;
-  alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
+  alignas(detail::kCacheLine) detail::CounterStream jitter_;
   const std::size_t shard_count_;
   std::unique_ptr<Shard[]> shards_;
   const detail::OwnerView<Retrier, RetrierStats> view_{this};
@@ -352,6 +353,7 @@ inline absl::StatusOr<std::unique_ptr<Retrier>> Retrier::Create(
 inline Retrier::Retrier(RetryPolicy policy)
     : policy_(std::move(policy)),
       name_(detail::Printable(policy_.name)),
+      jitter_(policy_.seed),
       shard_count_(detail::ShardArraySize()),
       shards_(new Shard[shard_count_]) {
   telemetry_ =
@@ -450,15 +452,8 @@ inline bool Retrier::ShouldRetry(const absl::Status& s, int n,
 }
 
 inline absl::Duration Retrier::Backoff(int retry) {
-  const double cap = std::min(
-      absl::ToDoubleSeconds(policy_.initial_backoff) *
-          std::pow(policy_.multiplier, retry - 1),
-      absl::ToDoubleSeconds(policy_.max_backoff));
-  const uint64_t k = draws_.fetch_add(1, std::memory_order_relaxed);
-  const double u =
-      static_cast<double>(detail::SplitMix64Step(policy_.seed + k) >> 11) *
-      0x1.0p-53;
-  return absl::Seconds(u * cap);
+  return detail::FullJitter(policy_.initial_backoff, policy_.multiplier,
+                            policy_.max_backoff, retry - 1, jitter_.NextUnit());
 }
 
 inline void Retrier::Wait(absl::Duration d) const {

@@ -128,7 +128,7 @@ class AdaptiveThrottler final {
     const uint64_t tick = Tick();
     const double p = ProbabilityAt(tick);
     ring_.Add(kRequests, tick);
-    if (p > 0.0 && Draw() < p) {
+    if (p > 0.0 && draws_.NextUnit() < p) {
       throttled_.fetch_add(1, std::memory_order_relaxed);
       return Refusal(p);
     }
@@ -189,13 +189,6 @@ class AdaptiveThrottler final {
     return ProbabilityOf(s, recent);
   }
 
-  // Uniform in [0, 1): the k-th draw is a pure function of (seed, k).
-  double Draw() {
-    const uint64_t n = draws_.fetch_add(1, std::memory_order_relaxed);
-    return static_cast<double>(detail::SplitMix64Step(seed_ + n) >> 11) *
-           0x1.0p-53;
-  }
-
   DEGRADE_NOINLINE absl::Status Refusal(double p) const {
     return ThrottledError(
         absl::StrCat("throttle '", name_, "'"),
@@ -207,11 +200,10 @@ class AdaptiveThrottler final {
   const double k_;
   const double max_p_;
   const bool fast_recovery_;
-  const uint64_t seed_;
   const Clock* const clock_;
   const RealClock* const real_clock_;
   Window ring_;
-  alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
+  alignas(detail::kCacheLine) detail::CounterStream draws_;
   alignas(detail::kCacheLine) std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> throttled_{0};
   const detail::OwnerView<AdaptiveThrottler, ThrottleStats> view_{this};
@@ -252,11 +244,11 @@ inline AdaptiveThrottler::AdaptiveThrottler(const ThrottleSettings& s,
       k_(s.k),
       max_p_(s.max_rejection_probability),
       fast_recovery_(s.fast_recovery),
-      seed_(s.seed),
       clock_(clock),
       real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
                                                   : nullptr),
-      ring_(s.window, clock->CoarseNow()) {
+      ring_(s.window, clock->CoarseNow()),
+      draws_(s.seed) {
   telemetry_ = detail::Attach(s.metrics, &Telemetry::AttachThrottler, view_);
 }
 

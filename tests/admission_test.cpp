@@ -770,30 +770,32 @@ TEST(AdmissionControllerTest, CreateRefusesEachBadSettingNamingItAndTheValue) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<std::pair<std::string, std::function<void(AdmissionOptions&)>>> cases = {
-      {"admission: name \"\" must not be empty", [](auto& o) { o.name = ""; }},
-      {"admission \"x\": tighten_fraction nan must be a finite number in (0, 1]",
+      {"admission '': setting 'name' = \"\" is invalid: must not be empty",
+       [](auto& o) { o.name = ""; }},
+      {"admission 'x': setting 'tighten_fraction' = nan is invalid: must be a "
+       "finite number in (0, 1]",
        [nan](auto& o) { o.tighten_fraction = nan; }},
-      {"tighten_fraction inf must be", [inf](auto& o) { o.tighten_fraction = inf; }},
-      {"tighten_fraction 0 must be", [](auto& o) { o.tighten_fraction = 0; }},
-      {"tighten_fraction -0.1 must be", [](auto& o) { o.tighten_fraction = -0.1; }},
-      {"tighten_fraction 1.5 must be", [](auto& o) { o.tighten_fraction = 1.5; }},
-      {"loosen_fraction nan must be", [nan](auto& o) { o.loosen_fraction = nan; }},
-      {"loosen_fraction -inf must be", [inf](auto& o) { o.loosen_fraction = -inf; }},
-      {"loosen_fraction 0 must be", [](auto& o) { o.loosen_fraction = 0; }},
-      {"target_queuing_delay 0 must be positive and finite",
+      {"'tighten_fraction' = inf is invalid: must be", [inf](auto& o) { o.tighten_fraction = inf; }},
+      {"'tighten_fraction' = 0 is invalid: must be", [](auto& o) { o.tighten_fraction = 0; }},
+      {"'tighten_fraction' = -0.1 is invalid: must be", [](auto& o) { o.tighten_fraction = -0.1; }},
+      {"'tighten_fraction' = 1.5 is invalid: must be", [](auto& o) { o.tighten_fraction = 1.5; }},
+      {"'loosen_fraction' = nan is invalid: must be", [nan](auto& o) { o.loosen_fraction = nan; }},
+      {"'loosen_fraction' = -inf is invalid: must be", [inf](auto& o) { o.loosen_fraction = -inf; }},
+      {"'loosen_fraction' = 0 is invalid: must be", [](auto& o) { o.loosen_fraction = 0; }},
+      {"'target_queuing_delay' = 0 is invalid: must be positive and finite",
        [](auto& o) { o.target_queuing_delay = absl::ZeroDuration(); }},
-      {"target_queuing_delay -1ms must be",
+      {"'target_queuing_delay' = -1ms is invalid: must be",
        [](auto& o) { o.target_queuing_delay = absl::Milliseconds(-1); }},
-      {"target_queuing_delay inf must be",
+      {"'target_queuing_delay' = inf is invalid: must be",
        [](auto& o) { o.target_queuing_delay = absl::InfiniteDuration(); }},
-      {"interval 0 must be positive and finite",
+      {"'interval' = 0 is invalid: must be positive and finite",
        [](auto& o) { o.interval = absl::ZeroDuration(); }},
-      {"interval inf must be", [](auto& o) { o.interval = absl::InfiniteDuration(); }},
-      {"interval -inf must be", [](auto& o) { o.interval = -absl::InfiniteDuration(); }},
-      {"interval_requests 0 must be at least 1", [](auto& o) { o.interval_requests = 0; }},
-      {"min_threshold -1 must be in [0, 512]", [](auto& o) { o.min_threshold = -1; }},
-      {"min_threshold 513 must be in [0, 512]", [](auto& o) { o.min_threshold = 513; }},
-      {"retry_after -1ns must not be negative",
+      {"'interval' = inf is invalid: must be", [](auto& o) { o.interval = absl::InfiniteDuration(); }},
+      {"'interval' = -inf is invalid: must be", [](auto& o) { o.interval = -absl::InfiniteDuration(); }},
+      {"'interval_requests' = 0 is invalid: must be at least 1", [](auto& o) { o.interval_requests = 0; }},
+      {"'min_threshold' = -1 is invalid: must be in [0, 512]", [](auto& o) { o.min_threshold = -1; }},
+      {"'min_threshold' = 513 is invalid: must be in [0, 512]", [](auto& o) { o.min_threshold = 513; }},
+      {"'retry_after' = -1ns is invalid: must not be negative",
        [](auto& o) { o.retry_after = -absl::Nanoseconds(1); }},
   };
   for (const auto& [want, set] : cases) {
@@ -805,7 +807,19 @@ TEST(AdmissionControllerTest, CreateRefusesEachBadSettingNamingItAndTheValue) {
     ASSERT_FALSE(c.ok()) << want;
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << want;
     EXPECT_THAT(c.status().message(), HasSubstr(want));
+    // Create() refuses exactly what the public validator refuses.
+    EXPECT_EQ(ValidateAdmissionOptions(o), c.status()) << want;
   }
+}
+
+TEST(AdmissionControllerTest, ValidateAcceptsTheDefaultsAndEscapesTheName) {
+  EXPECT_TRUE(ValidateAdmissionOptions(AdmissionOptions{}).ok());
+  AdmissionOptions o;
+  o.name = std::string("a'\nb\xff");
+  o.interval_requests = 0;
+  EXPECT_EQ(ValidateAdmissionOptions(o).message(),
+            "admission 'a'\\nb\xEF\xBF\xBD': setting 'interval_requests' = 0 "
+            "is invalid: must be at least 1");
 }
 
 TEST(AdmissionControllerTest, CreateAcceptsTheEdgesOfEveryRange) {

@@ -248,6 +248,15 @@ TEST(SettingsValidationTest, APercentageRuleIsRefusedWithTheFractionMessage) {
             "minimum_calls=0)): minimum_calls must be at least 1");
 }
 
+TEST(SettingsValidationTest, TheNameIsEscapedLikeEveryOtherComponents) {
+  BreakerSettings s;
+  s.name = "a\nb\xff";
+  s.backoff_jitter = 2.0;
+  EXPECT_EQ(ValidateBreakerSettings(s).message(),
+            "circuit breaker 'a\\nb\xEF\xBF\xBD': setting 'backoff_jitter' = 2 "
+            "is invalid: must be in [0, 1]");
+}
+
 // Every way the field was assigned while it was a std::function still
 // compiles and validates: an unset rule, nullptr, lambdas, functions,
 // std::function and the trip:: rules.

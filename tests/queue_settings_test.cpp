@@ -47,6 +47,16 @@ TEST(QueueSettingsTest, TheDefaultsAreCoDelsAndTheCapacityIsMandatory) {
   EXPECT_TRUE(ValidateQueueSettings(one).ok()) << ValidateQueueSettings(one);
 }
 
+TEST(QueueSettingsTest, TheNameIsEscapedLikeEveryOtherComponents) {
+  QueueSettings s = Valid();
+  s.name = "a\nb";
+  s.capacity = 0;
+  EXPECT_EQ(ValidateQueueSettings(s),
+            absl::InvalidArgumentError(
+                "admission queue 'a\\nb': setting 'capacity' = 0 is invalid: "
+                "must be in [1, 16777216] (a hard bound is mandatory)"));
+}
+
 TEST(QueueSettingsTest, TheCapacityBoundIsInclusive) {
   static_assert(kMaxQueueCapacity == std::size_t{1} << 24, "documented bound");
   QueueSettings s = Valid();

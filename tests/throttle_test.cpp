@@ -170,7 +170,19 @@ TEST(AdaptiveThrottlerTest, RefusesBadSettingsNamingSettingAndValue) {
     const absl::Status st = AdaptiveThrottler::Create(s).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.text;
     EXPECT_THAT(st.message(), HasSubstr(c.text));
+    // Create() refuses exactly what the public validator refuses.
+    EXPECT_EQ(ValidateThrottleSettings(s), st) << c.text;
   }
+}
+
+TEST(AdaptiveThrottlerTest, ValidateAcceptsTheDefaultsAndEscapesTheName) {
+  EXPECT_TRUE(ValidateThrottleSettings(ThrottleSettings{}).ok());
+  ThrottleSettings s;
+  s.name = "a\nb";
+  s.k = 0.5;
+  EXPECT_EQ(ValidateThrottleSettings(s).message(),
+            "throttle 'a\\nb': setting 'k' = 0.5 is invalid: must be a "
+            "finite number in [1, 100]");
 }
 
 TEST(AdaptiveThrottlerTest, ExportsItsSeriesThroughTheRegistry) {

@@ -70,6 +70,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/setting_error.hpp"
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
@@ -82,7 +83,7 @@ DEGRADE_NAMESPACE_BEGIN
 // AdmissionOptions
 //
 // Settings for `AdmissionController::Create()`, which refuses any out of
-// range with INVALID_ARGUMENT naming the setting and the value.
+// range (ValidateAdmissionOptions).
 struct AdmissionOptions {
   // Names the controller in shed statuses, errors and metrics. Non-empty.
   std::string name = "admission";
@@ -139,6 +140,14 @@ struct AdmissionOptions {
   // NoTelemetry() means none. REQUIRES: outlives the controller.
   Telemetry* metrics = nullptr;
 };
+
+// ValidateAdmissionOptions(o)
+//
+// OK, or INVALID_ARGUMENT naming the controller, the first bad setting (in
+// declaration order, name first) and its value. No preconditions: any
+// value of `o`, NaN and infinities included, may be passed. Pure;
+// thread-safe.
+inline absl::Status ValidateAdmissionOptions(const AdmissionOptions& o);
 
 // AdmissionController
 //
@@ -329,14 +338,6 @@ class AdmissionController final {
 
 namespace detail {
 
-inline absl::Status AdmissionSettingError(absl::string_view name,
-                                          absl::string_view setting,
-                                          absl::string_view value,
-                                          absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "admission \"", Printable(name), "\": ", setting, " ", value, " ", rule));
-}
-
 inline bool FiniteFraction(double f) {
   return std::isfinite(f) && f > 0.0 && f <= 1.0;
 }
@@ -347,49 +348,48 @@ inline bool PositiveFinite(absl::Duration d) {
 
 }  // namespace detail
 
-inline absl::StatusOr<std::unique_ptr<AdmissionController>>
-AdmissionController::Create(AdmissionOptions o) {
-  const std::string& n = o.name;
+inline absl::Status ValidateAdmissionOptions(const AdmissionOptions& o) {
+  const detail::SettingOwner who("admission", o.name);
   if (o.name.empty()) {
-    return absl::InvalidArgumentError(
-        "admission: name \"\" must not be empty (it names the controller in "
-        "shed statuses and metrics)");
+    return who.Invalid("name", "\"\"",
+                       "must not be empty (it names the controller in shed "
+                       "statuses and metrics)");
   }
   if (!detail::FiniteFraction(o.tighten_fraction)) {
-    return detail::AdmissionSettingError(
-        n, "tighten_fraction", absl::StrCat(o.tighten_fraction),
-        "must be a finite number in (0, 1]");
+    return who.Invalid("tighten_fraction", o.tighten_fraction,
+                       "must be a finite number in (0, 1]");
   }
   if (!detail::FiniteFraction(o.loosen_fraction)) {
-    return detail::AdmissionSettingError(
-        n, "loosen_fraction", absl::StrCat(o.loosen_fraction),
-        "must be a finite number in (0, 1]");
+    return who.Invalid("loosen_fraction", o.loosen_fraction,
+                       "must be a finite number in (0, 1]");
   }
   if (!detail::PositiveFinite(o.target_queuing_delay)) {
-    return detail::AdmissionSettingError(
-        n, "target_queuing_delay", absl::FormatDuration(o.target_queuing_delay),
-        "must be positive and finite");
+    return who.Invalid("target_queuing_delay",
+                       absl::FormatDuration(o.target_queuing_delay),
+                       "must be positive and finite");
   }
   if (!detail::PositiveFinite(o.interval)) {
-    return detail::AdmissionSettingError(n, "interval",
-                                         absl::FormatDuration(o.interval),
-                                         "must be positive and finite");
+    return who.Invalid("interval", absl::FormatDuration(o.interval),
+                       "must be positive and finite");
   }
   if (o.interval_requests < 1) {
-    return detail::AdmissionSettingError(n, "interval_requests",
-                                         absl::StrCat(o.interval_requests),
-                                         "must be at least 1");
+    return who.Invalid("interval_requests", o.interval_requests,
+                       "must be at least 1");
   }
   if (o.min_threshold < 0 || o.min_threshold > kAdmitAllRank) {
-    return detail::AdmissionSettingError(
-        n, "min_threshold", absl::StrCat(o.min_threshold),
-        absl::StrCat("must be in [0, ", kAdmitAllRank, "]"));
+    return who.Invalid("min_threshold", o.min_threshold,
+                       absl::StrCat("must be in [0, ", kAdmitAllRank, "]"));
   }
   if (o.retry_after < absl::ZeroDuration()) {
-    return detail::AdmissionSettingError(n, "retry_after",
-                                         absl::FormatDuration(o.retry_after),
-                                         "must not be negative");
+    return who.Invalid("retry_after", absl::FormatDuration(o.retry_after),
+                       "must not be negative");
   }
+  return absl::OkStatus();
+}
+
+inline absl::StatusOr<std::unique_ptr<AdmissionController>>
+AdmissionController::Create(AdmissionOptions o) {
+  if (absl::Status v = ValidateAdmissionOptions(o); !v.ok()) return v;
   std::string name = detail::Printable(o.name);
   return std::unique_ptr<AdmissionController>(
       new AdmissionController(std::move(o), std::move(name)));

@@ -47,6 +47,7 @@
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/detail/setting_error.hpp"
 #include "degrade/trip.hpp"
 #include "degrade/version.hpp"
 
@@ -549,11 +550,10 @@ inline BreakerSettings NormalizeBreakerSettings(BreakerSettings s) {
 inline absl::Status ValidateBreakerSettings(const BreakerSettings& s) {
   for (const detail::BreakerSettingRule& rule : detail::BreakerSettingRules()) {
     if (!rule.broken(s)) continue;
-    return absl::InvalidArgumentError(
-        absl::StrCat("circuit breaker '", s.name, "': setting '", rule.field,
-                     "' = ", rule.value(s), " is invalid: ",
-                     rule.explain != nullptr ? rule.explain(s)
-                                             : std::string(rule.why)));
+    return detail::SettingOwner("circuit breaker", s.name)
+        .Invalid(
+            rule.field, rule.value(s),
+            rule.explain != nullptr ? rule.explain(s) : std::string(rule.why));
   }
   return absl::OkStatus();
 }

@@ -91,6 +91,7 @@
 #include "degrade/detail/breaker_core.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
+#include "degrade/detail/setting_error.hpp"
 #include "degrade/status.hpp"     // IWYU pragma: export
 #include "degrade/telemetry.hpp"  // IWYU pragma: export
 #include "degrade/trip.hpp"       // IWYU pragma: export
@@ -177,10 +178,10 @@ class CircuitBreaker {
     absl::Status valid = ValidateBreakerSettings(settings);
     if (!valid.ok()) return valid;
     if (settings.classify_result && !ClassifierFits(settings.classify_result)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "circuit breaker '", settings.name,
-          "': setting 'classify_result' is invalid: it was built for another "
-          "result type (use ClassifyResult<T> with this breaker's T)"));
+      return detail::SettingOwner("circuit breaker", settings.name)
+          .Invalid("classify_result",
+                   "it was built for another result type (use "
+                   "ClassifyResult<T> with this breaker's T)");
     }
     return std::make_unique<CircuitBreaker>(std::move(settings));
   }

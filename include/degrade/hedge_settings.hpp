@@ -45,7 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/setting_error.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
@@ -100,35 +100,30 @@ struct HedgeSettings {
 // declaration order) and its value. No preconditions: any value of `s`,
 // NaN included, may be passed. Thread-safe (a pure function).
 inline absl::Status ValidateHedgeSettings(const HedgeSettings& s) {
-  const std::string who =
-      absl::StrCat("hedge policy '", detail::Printable(s.name), "': ");
-  auto bad = [&](absl::string_view setting, const auto& value,
-                 absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, "setting '", setting, "' = ", value, " is invalid: ", rule));
-  };
+  const detail::SettingOwner who("hedge policy", s.name);
   if (s.delay.has_value() &&
       (*s.delay <= absl::ZeroDuration() || *s.delay == absl::InfiniteDuration())) {
-    return bad("delay", absl::FormatDuration(*s.delay),
-               "a fixed delay must be > 0 and finite (leave it unset to follow "
-               "the latency quantile)");
+    return who.Invalid(
+        "delay", absl::FormatDuration(*s.delay),
+        "a fixed delay must be > 0 and finite (leave it unset to follow "
+        "the latency quantile)");
   }
   if (!(s.delay_quantile > 0 && s.delay_quantile < 1)) {
-    return bad("delay_quantile", s.delay_quantile, "must be in (0, 1)");
+    return who.Invalid("delay_quantile", s.delay_quantile, "must be in (0, 1)");
   }
   if (s.min_samples < 1) {
-    return bad("min_samples", s.min_samples, "must be >= 1");
+    return who.Invalid("min_samples", s.min_samples, "must be >= 1");
   }
   if (s.max_hedges < 1 || s.max_hedges > kMaxHedges) {
-    return bad("max_hedges", s.max_hedges,
-               absl::StrCat("must be in [1, ", kMaxHedges, "]"));
+    return who.Invalid("max_hedges", s.max_hedges,
+                       absl::StrCat("must be in [1, ", kMaxHedges, "]"));
   }
   if (!(s.max_extra_load > 0 && s.max_extra_load <= 1)) {
-    return bad("max_extra_load", s.max_extra_load, "must be in (0, 1]");
+    return who.Invalid("max_extra_load", s.max_extra_load, "must be in (0, 1]");
   }
   if (s.window < absl::Seconds(1) || s.window > absl::Minutes(10)) {
-    return bad("window", absl::FormatDuration(s.window),
-               "must be in [1s, 10m]");
+    return who.Invalid("window", absl::FormatDuration(s.window),
+                       "must be in [1s, 10m]");
   }
   return absl::OkStatus();
 }

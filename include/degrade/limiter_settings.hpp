@@ -42,7 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/setting_error.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -165,84 +165,87 @@ struct LimiterSettings {
 // (in declaration order) and its value. No preconditions: any value of `s`,
 // NaN and infinities included, may be passed. Pure; thread-safe.
 inline absl::Status ValidateLimiterSettings(const LimiterSettings& s) {
-  const std::string who = absl::StrCat("concurrency limiter '",
-                                       detail::Printable(s.name), "': ");
-  auto bad = [&](absl::string_view setting, const auto& value,
-                 absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, "setting '", setting, "' = ", value, " is invalid: ", rule));
-  };
+  const detail::SettingOwner who("concurrency limiter", s.name);
   auto in = [](double v, double lo, double hi) { return v >= lo && v <= hi; };
   const auto a = static_cast<uint8_t>(s.algorithm);
   if (a > static_cast<uint8_t>(LimitAlgorithm::kVegas)) {
-    return bad("algorithm", static_cast<int>(a), "not a LimitAlgorithm");
+    return who.Invalid("algorithm", static_cast<int>(a),
+                       "not a LimitAlgorithm");
   }
-  if (s.min_limit < 1) return bad("min_limit", s.min_limit, "must be >= 1");
+  if (s.min_limit < 1) {
+    return who.Invalid("min_limit", s.min_limit, "must be >= 1");
+  }
   if (s.max_limit < s.min_limit) {
-    return bad("max_limit", s.max_limit,
-               absl::StrCat("must be >= min_limit (", s.min_limit, ")"));
+    return who.Invalid(
+        "max_limit", s.max_limit,
+        absl::StrCat("must be >= min_limit (", s.min_limit, ")"));
   }
   if (s.max_limit > kMaxConcurrencyLimit) {
-    return bad("max_limit", s.max_limit,
-               absl::StrCat("must be <= ", kMaxConcurrencyLimit));
+    return who.Invalid("max_limit", s.max_limit,
+                       absl::StrCat("must be <= ", kMaxConcurrencyLimit));
   }
   if (s.initial_limit < s.min_limit || s.initial_limit > s.max_limit) {
-    return bad("initial_limit", s.initial_limit,
-               absl::StrCat("must be in [min_limit, max_limit] = [",
-                            s.min_limit, ", ", s.max_limit, "]"));
+    return who.Invalid("initial_limit", s.initial_limit,
+                       absl::StrCat("must be in [min_limit, max_limit] = [",
+                                    s.min_limit, ", ", s.max_limit, "]"));
   }
   if (s.max_healthy_latency < absl::ZeroDuration() ||
       s.max_healthy_latency > kLongestLimiterSample) {
-    return bad("max_healthy_latency", absl::FormatDuration(s.max_healthy_latency),
-               "must be 0 (off) or positive and at most 256s");
+    return who.Invalid("max_healthy_latency",
+                       absl::FormatDuration(s.max_healthy_latency),
+                       "must be 0 (off) or positive and at most 256s");
   }
   double sum = 0;
   for (std::size_t i = 0; i < kNumCriticalities; ++i) {
     const double share = s.guaranteed_share[i];
     if (!in(share, 0, 1)) {
-      return bad(absl::StrCat("guaranteed_share[",
-                              CriticalityName(static_cast<Criticality>(i)), "]"),
-                 share, "must be a number in [0, 1]");
+      return who.Invalid(
+          absl::StrCat("guaranteed_share[",
+                       CriticalityName(static_cast<Criticality>(i)), "]"),
+          share, "must be a number in [0, 1]");
     }
     sum += share;
   }
   if (sum > 1 + 1e-9) {
-    return bad("guaranteed_share", absl::StrCat("(sum ", sum, ")"),
-               "the shares must sum to at most 1");
+    return who.Invalid("guaranteed_share", absl::StrCat("(sum ", sum, ")"),
+                       "the shares must sum to at most 1");
   }
   if (s.window_samples < 1 || s.window_samples > 512) {
-    return bad("window_samples", s.window_samples, "must be in [1, 512]");
+    return who.Invalid("window_samples", s.window_samples,
+                       "must be in [1, 512]");
   }
   if (!(s.aimd_backoff >= 0.5 && s.aimd_backoff < 1)) {
-    return bad("aimd_backoff", s.aimd_backoff, "must be in [0.5, 1)");
+    return who.Invalid("aimd_backoff", s.aimd_backoff, "must be in [0.5, 1)");
   }
   if (s.aimd_timeout <= absl::ZeroDuration() ||
       s.aimd_timeout == absl::InfiniteDuration()) {
-    return bad("aimd_timeout", absl::FormatDuration(s.aimd_timeout),
-               "must be positive and finite");
+    return who.Invalid("aimd_timeout", absl::FormatDuration(s.aimd_timeout),
+                       "must be positive and finite");
   }
   if (!(s.gradient_smoothing > 0 && s.gradient_smoothing <= 1)) {
-    return bad("gradient_smoothing", s.gradient_smoothing, "must be in (0, 1]");
+    return who.Invalid("gradient_smoothing", s.gradient_smoothing,
+                       "must be in (0, 1]");
   }
   if (!in(s.gradient_queue_size, 0, 1000)) {
-    return bad("gradient_queue_size", s.gradient_queue_size,
-               "must be in [0, 1000]");
+    return who.Invalid("gradient_queue_size", s.gradient_queue_size,
+                       "must be in [0, 1000]");
   }
   if (!in(s.rtt_tolerance, 1, 100)) {
-    return bad("rtt_tolerance", s.rtt_tolerance, "must be in [1, 100]");
+    return who.Invalid("rtt_tolerance", s.rtt_tolerance, "must be in [1, 100]");
   }
   if (s.long_window < 1 || s.long_window > 1'000'000) {
-    return bad("long_window", s.long_window, "must be in [1, 1000000]");
+    return who.Invalid("long_window", s.long_window, "must be in [1, 1000000]");
   }
   if (!(s.vegas_smoothing > 0 && s.vegas_smoothing <= 1)) {
-    return bad("vegas_smoothing", s.vegas_smoothing, "must be in (0, 1]");
+    return who.Invalid("vegas_smoothing", s.vegas_smoothing,
+                       "must be in (0, 1]");
   }
   if (s.probe_multiplier < 1 || s.probe_multiplier > 1'000'000) {
-    return bad("probe_multiplier", s.probe_multiplier,
-               "must be in [1, 1000000]");
+    return who.Invalid("probe_multiplier", s.probe_multiplier,
+                       "must be in [1, 1000000]");
   }
   if (s.probe_limit < 1) {
-    return bad("probe_limit", s.probe_limit, "must be >= 1");
+    return who.Invalid("probe_limit", s.probe_limit, "must be >= 1");
   }
   return absl::OkStatus();
 }

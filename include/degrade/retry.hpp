@@ -85,6 +85,7 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/detail/backoff.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
@@ -300,7 +301,7 @@ class Retrier final {
 
   const RetryPolicy policy_;
   const std::string name_;
-  alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
+  alignas(detail::kCacheLine) detail::CounterStream jitter_;
   const std::size_t shard_count_;
   std::unique_ptr<Shard[]> shards_;
   const detail::OwnerView<Retrier, RetrierStats> view_{this};
@@ -310,37 +311,35 @@ class Retrier final {
 // ---- Implementation details ----
 
 inline absl::Status ValidateRetryPolicy(const RetryPolicy& p) {
-  const std::string who = detail::SettingOwner("retry", p.name);
-  auto bad = [&who](absl::string_view setting, const auto& value,
-                    absl::string_view rule) {
-    return detail::SettingError(who, setting, value, rule);
-  };
-
+  const detail::SettingOwner who("retry", p.name);
   auto finite = [](absl::Duration d) {
     return d >= absl::ZeroDuration() && d != absl::InfiniteDuration();
   };
-  if (p.name.empty()) return bad("name", "\"\"", "must not be empty");
+  if (p.name.empty()) return who.Invalid("name", "\"\"", "must not be empty");
   if (p.max_attempts < 1 || p.max_attempts > 10) {
-    return bad("max_attempts", p.max_attempts, "must be in [1, 10]");
+    return who.Invalid("max_attempts", p.max_attempts, "must be in [1, 10]");
   }
   if (!finite(p.initial_backoff)) {
-    return bad("initial_backoff", absl::FormatDuration(p.initial_backoff),
-               "must be finite and not negative");
+    return who.Invalid("initial_backoff",
+                       absl::FormatDuration(p.initial_backoff),
+                       "must be finite and not negative");
   }
   if (!finite(p.max_backoff) || p.max_backoff < p.initial_backoff) {
-    return bad("max_backoff", absl::FormatDuration(p.max_backoff),
-               absl::StrCat("must be finite and at least initial_backoff (",
-                            absl::FormatDuration(p.initial_backoff), ")"));
+    return who.Invalid(
+        "max_backoff", absl::FormatDuration(p.max_backoff),
+        absl::StrCat("must be finite and at least initial_backoff (",
+                     absl::FormatDuration(p.initial_backoff), ")"));
   }
   if (!(std::isfinite(p.multiplier) && p.multiplier >= 1.0 &&
         p.multiplier <= 100.0)) {
-    return bad("multiplier", p.multiplier,
-               "must be a finite number in [1, 100]");
+    return who.Invalid("multiplier", p.multiplier,
+                       "must be a finite number in [1, 100]");
   }
   if (p.budget == nullptr && !p.unbudgeted) {
-    return bad("budget", "null",
-               "a retry needs a RetryBudget; set unbudgeted = true to retry "
-               "without one on purpose");
+    return who.Invalid(
+        "budget", "null",
+        "a retry needs a RetryBudget; set unbudgeted = true to retry "
+        "without one on purpose");
   }
   return absl::OkStatus();
 }
@@ -354,6 +353,7 @@ inline absl::StatusOr<std::unique_ptr<Retrier>> Retrier::Create(
 inline Retrier::Retrier(RetryPolicy policy)
     : policy_(std::move(policy)),
       name_(detail::Printable(policy_.name)),
+      jitter_(policy_.seed),
       shard_count_(detail::ShardArraySize()),
       shards_(new Shard[shard_count_]) {
   telemetry_ =
@@ -452,15 +452,8 @@ inline bool Retrier::ShouldRetry(const absl::Status& s, int n,
 }
 
 inline absl::Duration Retrier::Backoff(int retry) {
-  const double cap = std::min(
-      absl::ToDoubleSeconds(policy_.initial_backoff) *
-          std::pow(policy_.multiplier, retry - 1),
-      absl::ToDoubleSeconds(policy_.max_backoff));
-  const uint64_t k = draws_.fetch_add(1, std::memory_order_relaxed);
-  const double u =
-      static_cast<double>(detail::SplitMix64Step(policy_.seed + k) >> 11) *
-      0x1.0p-53;
-  return absl::Seconds(u * cap);
+  return detail::FullJitter(policy_.initial_backoff, policy_.multiplier,
+                            policy_.max_backoff, retry - 1, jitter_.NextUnit());
 }
 
 inline void Retrier::Wait(absl::Duration d) const {

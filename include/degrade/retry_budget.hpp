@@ -147,24 +147,20 @@ class RetryBudget final {
 // ---- Implementation details ----
 
 inline absl::Status ValidateRetryBudgetSettings(const RetryBudgetSettings& s) {
-  const std::string who = detail::SettingOwner("retry budget", s.name);
-  auto bad = [&who](absl::string_view setting, const auto& value,
-                    absl::string_view rule) {
-    return detail::SettingError(who, setting, value, rule);
-  };
-
-  if (s.name.empty()) return bad("name", "\"\"", "must not be empty");
+  const detail::SettingOwner who("retry budget", s.name);
+  if (s.name.empty()) return who.Invalid("name", "\"\"", "must not be empty");
   if (!(std::isfinite(s.percent_can_retry) && s.percent_can_retry >= 0.0 &&
         s.percent_can_retry <= 1.0)) {
-    return bad("percent_can_retry", s.percent_can_retry,
-               "must be a finite number in [0, 1]");
+    return who.Invalid("percent_can_retry", s.percent_can_retry,
+                       "must be a finite number in [0, 1]");
   }
   if (s.min_retries_per_sec < 0 || s.min_retries_per_sec > 1'000'000) {
-    return bad("min_retries_per_sec", s.min_retries_per_sec,
-               "must be in [0, 1000000]");
+    return who.Invalid("min_retries_per_sec", s.min_retries_per_sec,
+                       "must be in [0, 1000000]");
   }
   if (s.ttl < absl::Seconds(1) || s.ttl > absl::Seconds(60)) {
-    return bad("ttl", absl::FormatDuration(s.ttl), "must be in [1s, 60s]");
+    return who.Invalid("ttl", absl::FormatDuration(s.ttl),
+                       "must be in [1s, 60s]");
   }
   return absl::OkStatus();
 }

@@ -71,7 +71,7 @@ DEGRADE_NAMESPACE_BEGIN
 // ThrottleSettings
 //
 // Defaults are the SRE book's. AdaptiveThrottler::Create() refuses a value
-// out of range with INVALID_ARGUMENT naming the setting and the value.
+// out of range (ValidateThrottleSettings).
 struct ThrottleSettings {
   // Names the throttler in refusals, errors and metrics. Non-empty.
   std::string name = "throttle";
@@ -102,6 +102,12 @@ struct ThrottleSettings {
   Telemetry* metrics = nullptr;
 };
 
+// ValidateThrottleSettings(s)
+//
+// OK, or INVALID_ARGUMENT naming the throttler, the first bad setting (in
+// declaration order) and its value. Pure; thread-safe.
+inline absl::Status ValidateThrottleSettings(const ThrottleSettings& s);
+
 // AdaptiveThrottler
 //
 // Thread-safe and lock-free (relaxed atomics: the window is an estimate).
@@ -122,7 +128,7 @@ class AdaptiveThrottler final {
     const uint64_t tick = Tick();
     const double p = ProbabilityAt(tick);
     ring_.Add(kRequests, tick);
-    if (p > 0.0 && Draw() < p) {
+    if (p > 0.0 && draws_.NextUnit() < p) {
       throttled_.fetch_add(1, std::memory_order_relaxed);
       return Refusal(p);
     }
@@ -183,13 +189,6 @@ class AdaptiveThrottler final {
     return ProbabilityOf(s, recent);
   }
 
-  // Uniform in [0, 1): the k-th draw is a pure function of (seed, k).
-  double Draw() {
-    const uint64_t n = draws_.fetch_add(1, std::memory_order_relaxed);
-    return static_cast<double>(detail::SplitMix64Step(seed_ + n) >> 11) *
-           0x1.0p-53;
-  }
-
   DEGRADE_NOINLINE absl::Status Refusal(double p) const {
     return ThrottledError(
         absl::StrCat("throttle '", name_, "'"),
@@ -201,11 +200,10 @@ class AdaptiveThrottler final {
   const double k_;
   const double max_p_;
   const bool fast_recovery_;
-  const uint64_t seed_;
   const Clock* const clock_;
   const RealClock* const real_clock_;
   Window ring_;
-  alignas(detail::kCacheLine) std::atomic<uint64_t> draws_{0};
+  alignas(detail::kCacheLine) detail::CounterStream draws_;
   alignas(detail::kCacheLine) std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> throttled_{0};
   const detail::OwnerView<AdaptiveThrottler, ThrottleStats> view_{this};
@@ -214,28 +212,28 @@ class AdaptiveThrottler final {
 
 // ---- Implementation details ----
 
-inline absl::StatusOr<std::unique_ptr<AdaptiveThrottler>>
-AdaptiveThrottler::Create(ThrottleSettings s) {
-  const std::string who = detail::SettingOwner("throttle", s.name);
-  auto bad = [&who](absl::string_view setting, const auto& value,
-                    absl::string_view rule) {
-    return detail::SettingError(who, setting, value, rule);
-  };
-
-  if (s.name.empty()) return bad("name", "\"\"", "must not be empty");
+inline absl::Status ValidateThrottleSettings(const ThrottleSettings& s) {
+  const detail::SettingOwner who("throttle", s.name);
+  if (s.name.empty()) return who.Invalid("name", "\"\"", "must not be empty");
   if (!(std::isfinite(s.k) && s.k >= 1.0 && s.k <= 100.0)) {
-    return bad("k", s.k, "must be a finite number in [1, 100]");
+    return who.Invalid("k", s.k, "must be a finite number in [1, 100]");
   }
   if (s.window < absl::Seconds(1) || s.window > absl::Hours(1)) {
-    return bad("window", absl::FormatDuration(s.window),
-               "must be in [1s, 1h]");
+    return who.Invalid("window", absl::FormatDuration(s.window),
+                       "must be in [1s, 1h]");
   }
   if (!(std::isfinite(s.max_rejection_probability) &&
         s.max_rejection_probability >= 0.0 &&
         s.max_rejection_probability <= 1.0)) {
-    return bad("max_rejection_probability", s.max_rejection_probability,
-               "must be a finite number in [0, 1]");
+    return who.Invalid("max_rejection_probability", s.max_rejection_probability,
+                       "must be a finite number in [0, 1]");
   }
+  return absl::OkStatus();
+}
+
+inline absl::StatusOr<std::unique_ptr<AdaptiveThrottler>>
+AdaptiveThrottler::Create(ThrottleSettings s) {
+  if (absl::Status v = ValidateThrottleSettings(s); !v.ok()) return v;
   const Clock* clock = s.clock != nullptr ? s.clock : &RealClock::Instance();
   return std::unique_ptr<AdaptiveThrottler>(new AdaptiveThrottler(s, clock));
 }
@@ -246,11 +244,11 @@ inline AdaptiveThrottler::AdaptiveThrottler(const ThrottleSettings& s,
       k_(s.k),
       max_p_(s.max_rejection_probability),
       fast_recovery_(s.fast_recovery),
-      seed_(s.seed),
       clock_(clock),
       real_clock_(clock == &RealClock::Instance() ? &RealClock::Instance()
                                                   : nullptr),
-      ring_(s.window, clock->CoarseNow()) {
+      ring_(s.window, clock->CoarseNow()),
+      draws_(s.seed) {
   telemetry_ = detail::Attach(s.metrics, &Telemetry::AttachThrottler, view_);
 }
 

@@ -70,6 +70,37 @@ TEST(SplitMix64Test, NextUnitIsTheTop53BitsInZeroToOne) {
   EXPECT_NEAR(sum / kDraws, 0.5, 0.01);
 }
 
+TEST(UnitFromBitsTest, TheTop53BitsScaledToZeroToOne) {
+  struct Case {
+    uint64_t bits;
+    double want;
+  };
+  const Case cases[] = {
+      {0, 0.0},
+      {0x7FF, 0.0},  // the low 11 bits never count
+      {uint64_t{1} << 11, 0x1.0p-53},
+      {uint64_t{1} << 63, 0.5},
+      {~uint64_t{0}, 1.0 - 0x1.0p-53},  // the largest: 1 is never reached
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(UnitFromBits(c.bits), c.want) << c.bits;
+  }
+  static_assert(UnitFromBits(~uint64_t{0}) < 1.0, "constexpr, below 1");
+}
+
+TEST(CounterStreamTest, TheKthDrawIsAPureFunctionOfSeedAndK) {
+  CounterStream stream(99);
+  for (uint64_t k = 0; k < 100; ++k) {
+    EXPECT_EQ(stream.NextUnit(), UnitFromBits(SplitMix64Step(99 + k))) << k;
+  }
+  CounterStream again(99);
+  CounterStream other(100);
+  EXPECT_EQ(again.NextUnit(), UnitFromBits(SplitMix64Step(99)));
+  // Seed s + 1 is seed s shifted by one draw: streams of adjacent seeds
+  // overlap, which is why each owner takes a seed of its own.
+  EXPECT_EQ(other.NextUnit(), UnitFromBits(SplitMix64Step(100)));
+}
+
 TEST(StableHashTest, KnownValues) {
   // FNV-1a 64-bit: the offset basis for "", then the published vectors.
   const std::vector<std::pair<std::string, uint64_t>> table = {

@@ -34,6 +34,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/saturating.hpp"
+#include "degrade/detail/setting_error.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -193,26 +194,21 @@ inline absl::Status ValidateQueueShape(const std::string& name,
                                        std::size_t max_capacity,
                                        absl::Duration target,
                                        absl::Duration interval) {
-  const auto bad = [&name](absl::string_view setting, const auto& value,
-                           absl::string_view rule) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("admission queue '", name, "': setting '", setting,
-                     "' = ", value, " is invalid: ", rule));
-  };
+  const SettingOwner who("admission queue", name);
   const auto d = [](absl::Duration v) { return absl::FormatDuration(v); };
-  if (name.empty()) return bad("name", "\"\"", "must not be empty");
+  if (name.empty()) return who.Invalid("name", "\"\"", "must not be empty");
   if (capacity == 0 || capacity > max_capacity) {
-    return bad("capacity", capacity,
-               absl::StrCat("must be in [1, ", max_capacity,
-                            "] (a hard bound is mandatory)"));
+    return who.Invalid("capacity", capacity,
+                       absl::StrCat("must be in [1, ", max_capacity,
+                                    "] (a hard bound is mandatory)"));
   }
   if (interval <= absl::ZeroDuration() || interval == absl::InfiniteDuration()) {
-    return bad("codel_interval", d(interval), "must be > 0 and finite");
+    return who.Invalid("codel_interval", d(interval), "must be > 0 and finite");
   }
   if (target <= absl::ZeroDuration() || target >= interval) {
-    return bad("codel_target", d(target),
-               absl::StrCat("must be > 0 and < codel_interval (", d(interval),
-                            ")"));
+    return who.Invalid(
+        "codel_target", d(target),
+        absl::StrCat("must be > 0 and < codel_interval (", d(interval), ")"));
   }
   return absl::OkStatus();
 }

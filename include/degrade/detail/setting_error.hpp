@@ -1,12 +1,18 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// The one wording of a bad setting for the components that validate their
-// settings in a Create() (retry budget, retrier, throttler):
+// The one wording of a bad setting, for every component that validates its
+// settings (breaker, admission, queue, limiter, retry budget, retrier,
+// throttler, hedge, the Redis hot-list source):
 //
-//   retry budget 'recall': setting 'ttl' = 500ms is invalid: must be in [1s, 60s]
+//   retry budget 'recall': setting 'ttl' = 500ms is invalid: must be >= 1s
 //
-//   return detail::SettingError(who, "ttl", absl::FormatDuration(s.ttl),
-//                               "must be in [1s, 60s]");
+//   const detail::SettingOwner who("retry budget", s.name);
+//   if (...) return who.Invalid("ttl", absl::FormatDuration(s.ttl),
+//                               "must be >= 1s");
+//
+// Users grep logs for "is invalid", so every component words it alike, and
+// the owner's name is always Printable(): a name with a newline or bad
+// UTF-8 must not be able to split or forge a log line.
 //
 // Pure; thread-safe.
 
@@ -14,6 +20,7 @@
 #define DEGRADE_DETAIL_SETTING_ERROR_HPP_
 
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -24,11 +31,6 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
-// "<kind> '<name>'", the name made printable: who a SettingError is about.
-inline std::string SettingOwner(absl::string_view kind, absl::string_view name) {
-  return absl::StrCat(kind, " '", Printable(name), "'");
-}
-
 // INVALID_ARGUMENT: "<who>: setting '<setting>' = <value> is invalid: <rule>".
 template <typename Value>
 absl::Status SettingError(absl::string_view who, absl::string_view setting,
@@ -36,6 +38,41 @@ absl::Status SettingError(absl::string_view who, absl::string_view setting,
   return absl::InvalidArgumentError(absl::StrCat(
       who, ": setting '", setting, "' = ", value, " is invalid: ", rule));
 }
+
+// Who a setting error is about: "<kind> '<name>'", the name made printable.
+class SettingOwner {
+ public:
+  SettingOwner(absl::string_view kind, absl::string_view name)
+      : who_(absl::StrCat(kind, " '", Printable(name), "'")) {}
+
+  // An owner that no single name identifies (a Redis source is its host,
+  // port and key): `who` as given, each user-supplied part already
+  // Printable().
+  static SettingOwner Described(std::string who) {
+    return SettingOwner(std::move(who));
+  }
+
+  const std::string& who() const { return who_; }
+
+  template <typename Value>
+  absl::Status Invalid(absl::string_view setting, const Value& value,
+                       absl::string_view rule) const {
+    return SettingError(who_, setting, value, rule);
+  }
+
+  // For a setting whose value cannot be printed (a callback):
+  // "<who>: setting '<setting>' is invalid: <rule>".
+  absl::Status Invalid(absl::string_view setting,
+                       absl::string_view rule) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who_, ": setting '", setting, "' is invalid: ", rule));
+  }
+
+ private:
+  explicit SettingOwner(std::string who) : who_(std::move(who)) {}
+
+  std::string who_;
+};
 
 }  // namespace detail
 DEGRADE_NAMESPACE_END

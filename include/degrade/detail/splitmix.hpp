@@ -8,11 +8,15 @@
 // seed from a name that is the same with every compiler and standard library
 // (std::hash is not).
 //
-// Not thread-safe: one generator per owner, under the owner's lock.
+// `UnitFromBits` is the one way a draw becomes a uniform number in [0, 1).
+//
+// SplitMix64 is not thread-safe: one generator per owner, under the owner's
+// lock. CounterStream is thread-safe and lock-free.
 
 #ifndef DEGRADE_DETAIL_SPLITMIX_HPP_
 #define DEGRADE_DETAIL_SPLITMIX_HPP_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
@@ -30,6 +34,13 @@ constexpr uint64_t SplitMix64Step(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Uniform in [0, 1) from the top 53 bits of `bits`, the precision a
+// double holds: every value is exact and 1 is never reached, so `u < p`
+// is always true at p = 1 and never at p = 0.
+constexpr double UnitFromBits(uint64_t bits) {
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed = 0) : state_(seed) {}
@@ -40,11 +51,30 @@ class SplitMix64 {
     return out;
   }
 
-  // Uniform in [0, 1), with the 53 bits a double holds.
-  double NextUnit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  // Uniform in [0, 1) (UnitFromBits).
+  double NextUnit() { return UnitFromBits(Next()); }
 
  private:
   uint64_t state_;
+};
+
+// Draws shared by threads with no lock: the k-th draw is
+// SplitMix64Step(seed + k), a pure function of (seed, k), so a
+// single-threaded run repeats exactly and concurrent callers only change
+// who gets which draw. One relaxed fetch_add per draw.
+class CounterStream {
+ public:
+  explicit CounterStream(uint64_t seed) : seed_(seed) {}
+
+  // Uniform in [0, 1) (UnitFromBits).
+  double NextUnit() {
+    const uint64_t k = draws_.fetch_add(1, std::memory_order_relaxed);
+    return UnitFromBits(SplitMix64Step(seed_ + k));
+  }
+
+ private:
+  const uint64_t seed_;
+  std::atomic<uint64_t> draws_{0};
 };
 
 // FNV-1a over the bytes of `s`: stable across platforms, for seeds.

@@ -88,6 +88,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/detail/backoff.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/sigpipe.hpp"
@@ -371,10 +372,9 @@ inline void EtcdPrefixWatcher::Run() {
 }
 
 inline bool EtcdPrefixWatcher::Backoff(int failures) {
-  absl::Duration cap = options_.backoff_initial;
-  for (int i = 1; i < failures && cap < options_.backoff_max; ++i) cap *= 2;
-  cap = std::min(cap, options_.backoff_max);
-  const absl::Duration wait = cap * rng_.NextUnit();
+  const absl::Duration wait =
+      detail::FullJitter(options_.backoff_initial, 2.0, options_.backoff_max,
+                         failures - 1, rng_.NextUnit());
   detail::MutexLock l(&mu_);
   return !cv_.WaitFor(&mu_, wait, [this] { return stopping(); });
 }

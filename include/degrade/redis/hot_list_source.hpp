@@ -110,9 +110,10 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/setting_error.hpp"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/redis/detail/reply.hpp"
-#include "degrade/detail/sigpipe.hpp"
 #include "degrade/redis/scored_member.hpp"
 #include "degrade/status.hpp"
 #include "degrade/version.hpp"
@@ -207,13 +208,9 @@ using HotListSourceSettings = HotListSourceOptions;
 // the rule, then the breaker's own settings (`ValidateBreakerSettings`).
 inline absl::Status ValidateHotListSourceOptions(
     const HotListSourceOptions& s) {
-  const auto bad = [&s](absl::string_view field, auto value,
-                        absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "redis hot list source (", detail::Printable(s.host), ":", s.port,
-        " key '", detail::Printable(s.key), "'): setting '", field,
-        "' = ", value, " is invalid: ", why));
-  };
+  const auto who = detail::SettingOwner::Described(
+      absl::StrCat("redis hot list source (", detail::Printable(s.host), ":",
+                   s.port, " key '", detail::Printable(s.key), "')"));
   const auto valid_timeout = [](absl::Duration d) {
     return d >= MinRedisTimeout() && d <= MaxRedisTimeout();
   };
@@ -221,39 +218,40 @@ inline absl::Status ValidateHotListSourceOptions(
       "must be in [", absl::FormatDuration(MinRedisTimeout()), ", ",
       absl::FormatDuration(MaxRedisTimeout()),
       "]: hiredis and the kernel cannot honour a shorter or longer one");
-  if (s.host.empty()) return bad("host", "\"\"", "must not be empty");
+  if (s.host.empty()) return who.Invalid("host", "\"\"", "must not be empty");
   if (s.host.find('\0') != std::string::npos) {
-    return bad("host", detail::Printable(s.host),
-               "must not contain a NUL byte");
+    return who.Invalid("host", detail::Printable(s.host),
+                       "must not contain a NUL byte");
   }
   if (s.port < 1 || s.port > 65535) {
-    return bad("port", s.port, "must be in 1..65535");
+    return who.Invalid("port", s.port, "must be in 1..65535");
   }
-  if (s.key.empty()) return bad("key", "\"\"", "must not be empty");
+  if (s.key.empty()) return who.Invalid("key", "\"\"", "must not be empty");
   if (s.top_n < 1 || s.top_n > kMaxHotListSourceItems) {
-    return bad("top_n", s.top_n,
-               absl::StrCat("must be in 1..", kMaxHotListSourceItems));
+    return who.Invalid("top_n", s.top_n,
+                       absl::StrCat("must be in 1..", kMaxHotListSourceItems));
   }
   if (!valid_timeout(s.connect_timeout)) {
-    return bad("connect_timeout", absl::FormatDuration(s.connect_timeout),
-               timeout_rule);
+    return who.Invalid("connect_timeout",
+                       absl::FormatDuration(s.connect_timeout), timeout_rule);
   }
   if (!valid_timeout(s.command_timeout)) {
-    return bad("command_timeout", absl::FormatDuration(s.command_timeout),
-               timeout_rule);
+    return who.Invalid("command_timeout",
+                       absl::FormatDuration(s.command_timeout), timeout_rule);
   }
   if (s.username.has_value() && s.username->empty()) {
-    return bad("username", "\"\"", "must not be empty when set");
+    return who.Invalid("username", "\"\"", "must not be empty when set");
   }
   if (s.username.has_value() && !s.password.has_value()) {
-    return bad("username", detail::Printable(*s.username), "needs a password");
+    return who.Invalid("username", detail::Printable(*s.username),
+                       "needs a password");
   }
   if (s.password.has_value() && s.password->empty()) {
     // The value itself is never printed.
-    return bad("password", "\"\"", "must not be empty when set");
+    return who.Invalid("password", "\"\"", "must not be empty when set");
   }
   if (s.database < 0) {
-    return bad("database", s.database, "must be >= 0");
+    return who.Invalid("database", s.database, "must be >= 0");
   }
   return ValidateBreakerSettings(s.breaker);
 }

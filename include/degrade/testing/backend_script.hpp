@@ -355,10 +355,9 @@ inline Decision DecideInPhase(const Phase& phase, absl::Time now,
       fail();
       break;
     case testing::PhaseKind::kFailingAtRate: {
-      // The top 53 bits as a double in [0, 1): exact, and rate 1 always
-      // fails while rate 0 never does.
-      const uint64_t bits = SplitMix64Step(phase.seed ^ SplitMix64Step(draw));
-      const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
+      // UnitFromBits never reaches 1: rate 1 always fails, rate 0 never.
+      const double u =
+          UnitFromBits(SplitMix64Step(phase.seed ^ SplitMix64Step(draw)));
       if (u < phase.rate) fail();
       break;
     }

@@ -769,35 +769,50 @@ TEST_F(AdmissionControllerManagerTest, ARefusedReloadChangesNothingServing) {
 TEST(AdmissionControllerTest, CreateRefusesEachBadSettingNamingItAndTheValue) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<std::pair<std::string, std::function<void(AdmissionOptions&)>>> cases = {
-      {"admission '': setting 'name' = \"\" is invalid: must not be empty",
-       [](auto& o) { o.name = ""; }},
-      {"admission 'x': setting 'tighten_fraction' = nan is invalid: must be a "
-       "finite number in (0, 1]",
-       [nan](auto& o) { o.tighten_fraction = nan; }},
-      {"'tighten_fraction' = inf is invalid: must be", [inf](auto& o) { o.tighten_fraction = inf; }},
-      {"'tighten_fraction' = 0 is invalid: must be", [](auto& o) { o.tighten_fraction = 0; }},
-      {"'tighten_fraction' = -0.1 is invalid: must be", [](auto& o) { o.tighten_fraction = -0.1; }},
-      {"'tighten_fraction' = 1.5 is invalid: must be", [](auto& o) { o.tighten_fraction = 1.5; }},
-      {"'loosen_fraction' = nan is invalid: must be", [nan](auto& o) { o.loosen_fraction = nan; }},
-      {"'loosen_fraction' = -inf is invalid: must be", [inf](auto& o) { o.loosen_fraction = -inf; }},
-      {"'loosen_fraction' = 0 is invalid: must be", [](auto& o) { o.loosen_fraction = 0; }},
-      {"'target_queuing_delay' = 0 is invalid: must be positive and finite",
-       [](auto& o) { o.target_queuing_delay = absl::ZeroDuration(); }},
-      {"'target_queuing_delay' = -1ms is invalid: must be",
-       [](auto& o) { o.target_queuing_delay = absl::Milliseconds(-1); }},
-      {"'target_queuing_delay' = inf is invalid: must be",
-       [](auto& o) { o.target_queuing_delay = absl::InfiniteDuration(); }},
-      {"'interval' = 0 is invalid: must be positive and finite",
-       [](auto& o) { o.interval = absl::ZeroDuration(); }},
-      {"'interval' = inf is invalid: must be", [](auto& o) { o.interval = absl::InfiniteDuration(); }},
-      {"'interval' = -inf is invalid: must be", [](auto& o) { o.interval = -absl::InfiniteDuration(); }},
-      {"'interval_requests' = 0 is invalid: must be at least 1", [](auto& o) { o.interval_requests = 0; }},
-      {"'min_threshold' = -1 is invalid: must be in [0, 512]", [](auto& o) { o.min_threshold = -1; }},
-      {"'min_threshold' = 513 is invalid: must be in [0, 512]", [](auto& o) { o.min_threshold = 513; }},
-      {"'retry_after' = -1ns is invalid: must not be negative",
-       [](auto& o) { o.retry_after = -absl::Nanoseconds(1); }},
-  };
+  const std::vector<
+      std::pair<std::string, std::function<void(AdmissionOptions&)>>>
+      cases = {
+          {"admission '': setting 'name' = \"\" is invalid: must not be empty",
+           [](auto& o) { o.name = ""; }},
+          {"admission 'x': setting 'tighten_fraction' = nan is invalid: must "
+           "be a "
+           "finite number in (0, 1]",
+           [nan](auto& o) { o.tighten_fraction = nan; }},
+          {"'tighten_fraction' = inf is invalid: must be",
+           [inf](auto& o) { o.tighten_fraction = inf; }},
+          {"'tighten_fraction' = 0 is invalid: must be",
+           [](auto& o) { o.tighten_fraction = 0; }},
+          {"'tighten_fraction' = -0.1 is invalid: must be",
+           [](auto& o) { o.tighten_fraction = -0.1; }},
+          {"'tighten_fraction' = 1.5 is invalid: must be",
+           [](auto& o) { o.tighten_fraction = 1.5; }},
+          {"'loosen_fraction' = nan is invalid: must be",
+           [nan](auto& o) { o.loosen_fraction = nan; }},
+          {"'loosen_fraction' = -inf is invalid: must be",
+           [inf](auto& o) { o.loosen_fraction = -inf; }},
+          {"'loosen_fraction' = 0 is invalid: must be",
+           [](auto& o) { o.loosen_fraction = 0; }},
+          {"'target_queuing_delay' = 0 is invalid: must be positive and finite",
+           [](auto& o) { o.target_queuing_delay = absl::ZeroDuration(); }},
+          {"'target_queuing_delay' = -1ms is invalid: must be",
+           [](auto& o) { o.target_queuing_delay = absl::Milliseconds(-1); }},
+          {"'target_queuing_delay' = inf is invalid: must be",
+           [](auto& o) { o.target_queuing_delay = absl::InfiniteDuration(); }},
+          {"'interval' = 0 is invalid: must be positive and finite",
+           [](auto& o) { o.interval = absl::ZeroDuration(); }},
+          {"'interval' = inf is invalid: must be",
+           [](auto& o) { o.interval = absl::InfiniteDuration(); }},
+          {"'interval' = -inf is invalid: must be",
+           [](auto& o) { o.interval = -absl::InfiniteDuration(); }},
+          {"'interval_requests' = 0 is invalid: must be at least 1",
+           [](auto& o) { o.interval_requests = 0; }},
+          {"'min_threshold' = -1 is invalid: must be in [0, 512]",
+           [](auto& o) { o.min_threshold = -1; }},
+          {"'min_threshold' = 513 is invalid: must be in [0, 512]",
+           [](auto& o) { o.min_threshold = 513; }},
+          {"'retry_after' = -1ns is invalid: must not be negative",
+           [](auto& o) { o.retry_after = -absl::Nanoseconds(1); }},
+      };
   for (const auto& [want, set] : cases) {
     AdmissionOptions o;
     o.name = "x";

@@ -61,8 +61,9 @@ TEST(HedgeSettingsTest, TheEdgesAreWhereTheCommentsSay) {
   EXPECT_TRUE(Names(ValidateHedgeSettings(s), "'window'"));
   s.window = absl::Seconds(10);
   s.max_hedges = kMaxHedges + 1;
-  EXPECT_TRUE(Names(ValidateHedgeSettings(s), "'max_hedges' = 10 is invalid: "
-                                              "must be in [1, 9]"))
+  EXPECT_TRUE(Names(ValidateHedgeSettings(s),
+                    "'max_hedges' = 10 is invalid: "
+                    "must be in [1, 9]"))
       << ValidateHedgeSettings(s);
   s.max_hedges = 1;
   for (double q : {0.0, 1.0, std::nan("")}) {

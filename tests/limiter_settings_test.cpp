@@ -97,8 +97,8 @@ TEST(LimiterSettingsTest, SharesMaySumToOneAndNoMore) {
   s.guaranteed_share = {0.25, 0.25, 0.25, 0.25};
   EXPECT_TRUE(ValidateLimiterSettings(s).ok()) << ValidateLimiterSettings(s);
   s.guaranteed_share[static_cast<int>(Criticality::kSheddable)] = 0.3;
-  EXPECT_TRUE(Names(ValidateLimiterSettings(s),
-                    "'guaranteed_share' = (sum 1.05)"))
+  EXPECT_TRUE(
+      Names(ValidateLimiterSettings(s), "'guaranteed_share' = (sum 1.05)"))
       << ValidateLimiterSettings(s);
 }
 

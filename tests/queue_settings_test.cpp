@@ -102,7 +102,8 @@ TEST(QueueSettingsTest, TheTargetMustStayBelowTheInterval) {
   s.codel_target = absl::Nanoseconds(99'999'999);
   EXPECT_TRUE(ValidateQueueSettings(s).ok()) << ValidateQueueSettings(s);
   s.codel_target = s.codel_interval;
-  EXPECT_EQ(ValidateQueueSettings(s).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateQueueSettings(s).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(QueueSettingsTest, TheHeadersExampleSaysWhatValidationSays) {

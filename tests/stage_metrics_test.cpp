@@ -246,7 +246,8 @@ TEST(StageMetricsTest, TheProcessDefaultIsRestoredAfterTheScope) {
   // Built after the scope: not in the service's registry.
   StageMetrics after({"later", NoTelemetry(), &clock});
   after.Observe(OneFallback());
-  EXPECT_THAT(service.RenderPrometheus(), Not(HasSubstr(R"(pipeline="later")")));
+  EXPECT_THAT(service.RenderPrometheus(),
+              Not(HasSubstr(R"(pipeline="later")")));
 }
 
 TEST(StageMetricsTest, WithNoTelemetryItCountsButExportsNothing) {

@@ -22,8 +22,8 @@
 //   s.name = "inference";
 //   s.min_limit = 4;
 //   s.max_limit = 256;
-//   s.guaranteed_share[static_cast<int>(degrade::Criticality::kCriticalPlus)] = 0.2;
-//   auto limiter = degrade::ConcurrencyLimiter::Create(s).value();
+//   s.guaranteed_share[static_cast<int>(degrade::Criticality::kCriticalPlus)] =
+//   0.2; auto limiter = degrade::ConcurrencyLimiter::Create(s).value();
 //   ...
 //   absl::StatusOr<degrade::LimiterPermit> permit = limiter->Acquire(rc);
 //   if (!permit.ok()) return permit.status();          // IsShed(): retry later

@@ -136,8 +136,8 @@ class HedgePolicy final {
 
   explicit HedgePolicy(HedgeSettings s) : book_(std::move(s)) {
     // Last: the view must be complete before a telemetry may read it.
-    telemetry_ =
-        detail::Attach(book_.settings().metrics, &Telemetry::AttachHedge, view_);
+    telemetry_ = detail::Attach(book_.settings().metrics,
+                                &Telemetry::AttachHedge, view_);
   }
 
   // Counters and caches change under const reads (delay(), stats()).

@@ -51,7 +51,6 @@
 
 DEGRADE_NAMESPACE_BEGIN
 
-
 // The most extra attempts one call may send (Polly's limit).
 inline constexpr int kMaxHedges = 9;
 
@@ -101,8 +100,8 @@ struct HedgeSettings {
 // NaN included, may be passed. Thread-safe (a pure function).
 inline absl::Status ValidateHedgeSettings(const HedgeSettings& s) {
   const detail::SettingOwner who("hedge policy", s.name);
-  if (s.delay.has_value() &&
-      (*s.delay <= absl::ZeroDuration() || *s.delay == absl::InfiniteDuration())) {
+  if (s.delay.has_value() && (*s.delay <= absl::ZeroDuration() ||
+                              *s.delay == absl::InfiniteDuration())) {
     return who.Invalid(
         "delay", absl::FormatDuration(*s.delay),
         "a fixed delay must be > 0 and finite (leave it unset to follow "

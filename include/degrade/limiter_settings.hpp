@@ -53,7 +53,12 @@ DEGRADE_NAMESPACE_BEGIN
 //
 // How a ConcurrencyLimiter moves its limit; LimiterSettings::algorithm says
 // what each one does. The values are stable (they are in metrics and logs).
-enum class LimitAlgorithm : uint8_t { kFixed = 0, kAimd = 1, kGradient2 = 2, kVegas = 3 };
+enum class LimitAlgorithm : uint8_t {
+  kFixed = 0,
+  kAimd = 1,
+  kGradient2 = 2,
+  kVegas = 3
+};
 
 // "fixed", "aimd", "gradient2", "vegas": for logs and error messages;
 // "unknown" for a value outside the enum. Thread-safe.

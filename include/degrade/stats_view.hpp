@@ -99,7 +99,8 @@ class OwnerView : public Base {
  public:
   using Read = S (Owner::*)() const;
 
-  explicit OwnerView(const Owner* owner) : owner_(owner), read_(&Owner::stats) {}
+  explicit OwnerView(const Owner* owner)
+      : owner_(owner), read_(&Owner::stats) {}
   OwnerView(const Owner* owner, Read read) : owner_(owner), read_(read) {}
 
   OwnerView(const OwnerView&) = delete;

@@ -74,14 +74,13 @@ AdmissionStep Fractions(double tighten, double loosen) {
 void RunSteps(const std::vector<StepRow>& rows) {
   for (const StepRow& r : rows) {
     SCOPED_TRACE(testing::Message()
-                 << r.name << " (from " << LevelRank(r.level) << "x" << S
-                 << "+" << LevelPart(r.level) << ")");
+                 << r.name << " (from " << LevelRank(r.level) << "x" << S << "+"
+                 << LevelPart(r.level) << ")");
     const int got =
         NextAdmissionLevel(r.hist, r.level, r.in_force, r.overloaded, r.step);
     EXPECT_EQ(got, r.want) << "got " << LevelRank(got) << "x" << S << "+"
-                           << LevelPart(got) << ", want "
-                           << LevelRank(r.want) << "x" << S << "+"
-                           << LevelPart(r.want);
+                           << LevelPart(got) << ", want " << LevelRank(r.want)
+                           << "x" << S << "+" << LevelPart(r.want);
     EXPECT_GE(got, r.step.min_threshold * S);
     EXPECT_LE(got, kAll);
   }
@@ -94,8 +93,7 @@ TEST(AdmissionWindowTest, AnOverloadedWindowTightens) {
       {"unlabelled traffic: about 5% of its one rank, in part (972/1024 kept)",
        Hist({{kR0, 1000}}), kAll, kAll, true, kR0 * S + 972},
       {"the next overloaded window: 5% of what is still admitted (48 of 949)",
-       Hist({{kR0, 1000}}), kR0 * S + 972, kR0 * S + 972, true,
-       kR0 * S + 922},
+       Hist({{kR0, 1000}}), kR0 * S + 972, kR0 * S + 972, true, kR0 * S + 922},
       {"a window of 10 requests still moves by one request's worth",
        Hist({{kR0, 10}}), kAll, kAll, true, kR0 * S + 921},
       {"whole ranks while they fit: the least important rank goes",
@@ -106,15 +104,14 @@ TEST(AdmissionWindowTest, AnOverloadedWindowTightens) {
        Ranks(10, 18, 100, {{19, 103}}), kAll, kAll, true, 19 * S + 516},
       {"small ranks whole, then a part of the big one below the empty ranks",
        Ranks(100, 102, 10, {{50, 1000}}), kAll, kAll, true, 50 * S + 1001},
-      {"a part that rounds down to nothing is cut whole",
-       Hist({{kR0, 10000}}), kR0 * S + 1, kR0 * S + 1, true, kR0 * S},
+      {"a part that rounds down to nothing is cut whole", Hist({{kR0, 10000}}),
+       kR0 * S + 1, kR0 * S + 1, true, kR0 * S},
       {"tightening walks down from the level in force (a manager floor)",
        Ranks(10, 29, 100), kAll, 20 * S, true, 19 * S},
-      {"tightening stops at min_threshold",
-       Hist({{4, 1000}, {5, 100}}), 5 * S + 10, 5 * S + 10, true, 5 * S,
-       MinThreshold(5)},
-      {"already at min_threshold: stays", Hist({{4, 1000}}), 5 * S, 5 * S,
-       true, 5 * S, MinThreshold(5)},
+      {"tightening stops at min_threshold", Hist({{4, 1000}, {5, 100}}),
+       5 * S + 10, 5 * S + 10, true, 5 * S, MinThreshold(5)},
+      {"already at min_threshold: stays", Hist({{4, 1000}}), 5 * S, 5 * S, true,
+       5 * S, MinThreshold(5)},
       {"a floor in force below min_threshold: clamped up to it",
        Hist({{1, 100}}), 10 * S, 2 * S, true, 5 * S, MinThreshold(5)},
       {"with min_threshold 0 it can reach admit-nothing (tighten 100%)",
@@ -128,9 +125,8 @@ TEST(AdmissionWindowTest, ACalmWindowLoosens) {
       {"an empty window changes nothing", Hist({}), kR0 * S + 500,
        kR0 * S + 500, false, kR0 * S + 500},
       {"at admit-all it stays", Hist({{kR0, 1000}}), kAll, kAll, false, kAll},
-      {"about 1% of what is admitted, in part (10 of 900)",
-       Hist({{kR0, 1000}}), kR0 * S + 922, kR0 * S + 922, false,
-       kR0 * S + 933},
+      {"about 1% of what is admitted, in part (10 of 900)", Hist({{kR0, 1000}}),
+       kR0 * S + 922, kR0 * S + 922, false, kR0 * S + 933},
       {"loosening walks up from the adaptive level, not the floor in force",
        Hist({{kR0, 1000}}), kR0 * S + 922, 0, false, kR0 * S + 933},
       {"from a rank refused whole: at least loosen_fraction of it",
@@ -138,8 +134,8 @@ TEST(AdmissionWindowTest, ACalmWindowLoosens) {
       {"a larger loosen_fraction restores a larger least part",
        Hist({{kR0, 1000}}), kR0 * S, kR0 * S, false, kR0 * S + 103,
        Fractions(0.05, 0.1)},
-      {"ranks nobody sent are passed over", Hist({{3, 100}, {200, 100}}),
-       5 * S, 5 * S, false, 200 * S + 11},
+      {"ranks nobody sent are passed over", Hist({{3, 100}, {200, 100}}), 5 * S,
+       5 * S, false, 200 * S + 11},
       {"nothing sent above: straight to admit-all", Hist({{0, 100}}),
        511 * S + 1000, 511 * S + 1000, false, kAll},
       {"whole ranks while they fit",
@@ -165,7 +161,7 @@ TEST(AdmissionWindowTest, OverloadThenRecovery) {
     int want;
   };
   const std::vector<Row> rows = {
-      {true, kR0 * S + 972}, {true, kR0 * S + 922}, {true, kR0 * S + 874},
+      {true, kR0 * S + 972},  {true, kR0 * S + 922},  {true, kR0 * S + 874},
       {false, kR0 * S + 885}, {false, kR0 * S + 896},
   };
   int level = kAll;
@@ -201,18 +197,21 @@ TEST(AdmissionWindowTest, TheResultStaysInBoundsAndMovesTheRightWay) {
       h[next(kAdmitAllRank)] = next(3) == 0 ? next(5) : next(100000);
     }
     AdmissionStep step;
-    step.min_threshold = static_cast<int>(next(3) == 0 ? next(kAdmitAllRank + 1) : 0);
+    step.min_threshold =
+        static_cast<int>(next(3) == 0 ? next(kAdmitAllRank + 1) : 0);
     // The levels a controller reaches: it starts at admit-all and the step
     // never goes below min_threshold.
     const int min_level = step.min_threshold * S;
-    const int level = min_level + static_cast<int>(next(
-                                      static_cast<uint64_t>(kAll - min_level) + 1));
-    const int in_force = static_cast<int>(next(static_cast<uint64_t>(level) + 1));
+    const int level =
+        min_level +
+        static_cast<int>(next(static_cast<uint64_t>(kAll - min_level) + 1));
+    const int in_force =
+        static_cast<int>(next(static_cast<uint64_t>(level) + 1));
     const bool overloaded = next(2) == 0;
-    SCOPED_TRACE(testing::Message() << "case " << i << " level " << level
-                                    << " in force " << in_force << " min "
-                                    << step.min_threshold << " overloaded "
-                                    << overloaded);
+    SCOPED_TRACE(testing::Message()
+                 << "case " << i << " level " << level << " in force "
+                 << in_force << " min " << step.min_threshold << " overloaded "
+                 << overloaded);
     const int got = NextAdmissionLevel(h, level, in_force, overloaded, step);
     EXPECT_GE(got, step.min_threshold * S);
     EXPECT_LE(got, kAll);
@@ -236,9 +235,12 @@ TEST(AdmissionWindowTest, LevelArithmetic) {
     int threshold;
   };
   const std::vector<Row> rows = {
-      {0, 0, 0, 0},          {1, 0, 1, 1},
-      {S - 1, 0, S - 1, 1},  {S, 1, 0, 1},
-      {S + 1, 1, 1, 2},      {kR0 * S + 972, kR0, 972, kR0 + 1},
+      {0, 0, 0, 0},
+      {1, 0, 1, 1},
+      {S - 1, 0, S - 1, 1},
+      {S, 1, 0, 1},
+      {S + 1, 1, 1, 2},
+      {kR0 * S + 972, kR0, 972, kR0 + 1},
       {kAll - 1, 511, S - 1, 512},
       {kAll, kAdmitAllRank, 0, kAdmitAllRank},
   };
@@ -257,8 +259,8 @@ TEST(AdmissionWindowTest, AdmittedAtCountsTheBoundaryRankByItsPart) {
     double admitted;
   };
   const std::vector<Row> rows = {
-      {0, 0},          {S, 10},           {S + 512, 10 + 512},
-      {2 * S, 1034},   {511 * S, 1034},   {511 * S + 512, 1034 + 3.5},
+      {0, 0},        {S, 10},         {S + 512, 10 + 512},
+      {2 * S, 1034}, {511 * S, 1034}, {511 * S + 512, 1034 + 3.5},
       {kAll, 1041},
   };
   for (const Row& r : rows) {
@@ -281,8 +283,8 @@ TEST(AdmissionWindowTest, AdmitsPartAdmitsItsShareOfAnyRun) {
   }
   constexpr int kRun = 2000;
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message() << "part " << r.part << " from "
-                                    << r.first);
+    SCOPED_TRACE(testing::Message()
+                 << "part " << r.part << " from " << r.first);
     int admitted = 0;
     for (int i = 0; i < kRun; ++i) {
       if (AdmitsPart(r.first + static_cast<uint64_t>(i), r.part)) ++admitted;

@@ -42,10 +42,10 @@ TEST(FullJitterTest, TableOfEdges) {
   const Case cases[] = {
       {"attempt 0 waits up to initial", 100 * ms, 2, absl::Seconds(5), 0, 0.5,
        50 * ms},
-      {"a negative attempt counts as 0", 100 * ms, 2, absl::Seconds(5), -3,
-       0.5, 50 * ms},
-      {"attempt 3 grows by multiplier^3", 100 * ms, 2, absl::Seconds(5), 3,
-       0.5, 400 * ms},
+      {"a negative attempt counts as 0", 100 * ms, 2, absl::Seconds(5), -3, 0.5,
+       50 * ms},
+      {"attempt 3 grows by multiplier^3", 100 * ms, 2, absl::Seconds(5), 3, 0.5,
+       400 * ms},
       {"growth stops at max", 100 * ms, 2, absl::Seconds(5), 10, 0.5,
        absl::Milliseconds(2500)},
       {"a huge attempt is max", 100 * ms, 2, absl::Seconds(5),
@@ -95,10 +95,9 @@ TEST(FullJitterTest, IsTheRetriersFormulaExactly) {
       const absl::Duration initial = absl::Microseconds(1 + 977 * retry);
       const absl::Duration max = initial * 40 + absl::Nanoseconds(3);
       const double u = rng.NextUnit();
-      const double cap =
-          std::min(absl::ToDoubleSeconds(initial) *
-                       std::pow(multiplier, retry - 1),
-                   absl::ToDoubleSeconds(max));
+      const double cap = std::min(
+          absl::ToDoubleSeconds(initial) * std::pow(multiplier, retry - 1),
+          absl::ToDoubleSeconds(max));
       EXPECT_EQ(FullJitter(initial, multiplier, max, retry - 1, u),
                 absl::Seconds(u * cap))
           << multiplier << " " << retry;

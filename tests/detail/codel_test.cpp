@@ -107,9 +107,9 @@ TEST(CodelStateTest, IntervalAndTargetTransitions) {
        {Obs(0, 6 * kMs, false), Obs(kInterval, 6 * kMs, true),
         Drain(120 * kMs)}},
       {"after emptying, a full interval above target again (from the drain)",
-       {Obs(0, 6 * kMs, false), Obs(kInterval, 6 * kMs, true),
-        Drain(120 * kMs), Obs(150 * kMs, 50 * kMs, false),
-        Obs(220 * kMs - 1, 50 * kMs, false), Obs(220 * kMs, 50 * kMs, true)}},
+       {Obs(0, 6 * kMs, false), Obs(kInterval, 6 * kMs, true), Drain(120 * kMs),
+        Obs(150 * kMs, 50 * kMs, false), Obs(220 * kMs - 1, 50 * kMs, false),
+        Obs(220 * kMs, 50 * kMs, true)}},
       {"an interval that ended with no observation (drained) is calm",
        {Obs(0, 6 * kMs, false), Drain(10 * kMs),
         Obs(kInterval + 10 * kMs, 6 * kMs, false)}},
@@ -217,29 +217,52 @@ struct EstimateCase {
 
 TEST(ServiceEstimateTest, AverageAndProbe) {
   const std::vector<EstimateCase> cases = {
-      {"no sample: estimate 0, never a probe", {}, 0, {{0, false}, {kMax, false}}},
+      {"no sample: estimate 0, never a probe",
+       {},
+       0,
+       {{0, false}, {kMax, false}}},
       {"the first sample is taken as is", {Rec(100, 0)}, 100, {}},
-      {"then a quarter of each difference", {Rec(100, 0), Rec(200, 10)}, 125,
+      {"then a quarter of each difference",
+       {Rec(100, 0), Rec(200, 10)},
+       125,
        {}},
       {"downwards too (truncated toward zero)",
-       {Rec(100, 0), Rec(200, 10), Rec(0, 20)}, 94, {}},
+       {Rec(100, 0), Rec(200, 10), Rec(0, 20)},
+       94,
+       {}},
       {"after a probe the next sample is taken as is",
-       {Rec(100, 0), Probed(), Rec(1000, 5)}, 1000, {}},
+       {Rec(100, 0), Probed(), Rec(1000, 5)},
+       1000,
+       {}},
       {"and averaged again after that",
-       {Rec(100, 0), Probed(), Rec(1000, 5), Rec(0, 6)}, 750, {}},
-      {"a saturated sample does not wrap", {Rec(kMax, 0), Rec(kMax, 1)}, kMax,
+       {Rec(100, 0), Probed(), Rec(1000, 5), Rec(0, 6)},
+       750,
+       {}},
+      {"a saturated sample does not wrap",
+       {Rec(kMax, 0), Rec(kMax, 1)},
+       kMax,
        {}},
       {"due once nothing was handed out for 2 x the estimate",
-       {Rec(100, 0)}, 100, {{199, false}, {200, true}}},
+       {Rec(100, 0)},
+       100,
+       {{199, false}, {200, true}}},
       {"a later sample does not restart the probe clock",
-       {Rec(100, 0), Rec(100, 150)}, 100, {{200, true}}},
-      {"a hand-out restarts it", {Rec(100, 0), Out(150)}, 100,
+       {Rec(100, 0), Rec(100, 150)},
+       100,
+       {{200, true}}},
+      {"a hand-out restarts it",
+       {Rec(100, 0), Out(150)},
+       100,
        {{349, false}, {350, true}}},
       {"a clock set back before the last hand-out makes it due",
-       {Rec(100, 1000)}, 100, {{999, true}, {1000, false}}},
+       {Rec(100, 1000)},
+       100,
+       {{999, true}, {1000, false}}},
       {"a zero estimate is due at once", {Rec(0, 50)}, 0, {{50, true}}},
       {"a saturated estimate is due only at a saturated elapsed time",
-       {Rec(kMax, 0)}, kMax, {{kMax - 1, false}, {kMax, true}}},
+       {Rec(kMax, 0)},
+       kMax,
+       {{kMax - 1, false}, {kMax, true}}},
   };
   for (const EstimateCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -273,10 +296,11 @@ struct MeetRow {
 
 TEST(ServiceEstimateTest, CanMeetIsStrictAndSaturates) {
   const std::vector<MeetRow> rows = {
-      {100, 0, 101, true},       // done at 100, before 101
-      {100, 0, 100, false},      // done exactly at the deadline: too late
-      {100, 0, kMax, true},      // kMax is no deadline
-      {0, 0, 1, true},           {0, 5, 5, false},
+      {100, 0, 101, true},   // done at 100, before 101
+      {100, 0, 100, false},  // done exactly at the deadline: too late
+      {100, 0, kMax, true},  // kMax is no deadline
+      {0, 0, 1, true},
+      {0, 5, 5, false},
       {kMax, 1, kMax - 1, false},  // now + estimate saturates
       {kMax, 1, kMax, true},
       {100, kMax - 50, kMax - 1, false},
@@ -299,9 +323,9 @@ TEST(CodelWaitTest, SojournBucketUpperBoundsAreInclusive) {
     std::size_t bucket;
   };
   const std::vector<Row> rows = {
-      {kMin, 0},       {-1, 0},          {0, 0},
-      {1 * kMs, 0},    {1 * kMs + 1, 1}, {10 * kMs, 1},
-      {10 * kMs + 1, 2}, {100 * kMs, 2}, {100 * kMs + 1, 3},  // overflow
+      {kMin, 0},         {-1, 0},          {0, 0},
+      {1 * kMs, 0},      {1 * kMs + 1, 1}, {10 * kMs, 1},
+      {10 * kMs + 1, 2}, {100 * kMs, 2},   {100 * kMs + 1, 3},  // overflow
       {kMax, 3},
   };
   for (const Row& r : rows) {
@@ -320,9 +344,15 @@ TEST(CodelWaitTest, WaitNanosIsZeroAtTheInfinitiesAndWhenReversed) {
     int64_t want;
   };
   const std::vector<Row> rows = {
-      {10, 3, 7},       {3, 3, 0},         {3, 10, 0},  // reversed
-      {kMax, 0, 0},     {0, kMax, 0},      {kMin, 0, 0},
-      {0, kMin, 0},     {kMax, kMax, 0},   {kMax - 1, kMin + 1, kMax},
+      {10, 3, 7},
+      {3, 3, 0},
+      {3, 10, 0},  // reversed
+      {kMax, 0, 0},
+      {0, kMax, 0},
+      {kMin, 0, 0},
+      {0, kMin, 0},
+      {kMax, kMax, 0},
+      {kMax - 1, kMin + 1, kMax},
       {kMax - 1, 0, kMax - 1},
   };
   for (const Row& r : rows) {

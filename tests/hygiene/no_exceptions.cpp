@@ -46,8 +46,8 @@ int main() {
   }
   // So must the fleet's kill switch, which parses JSON an operator typed.
   absl::StatusOr<degrade::ControlDocument> control =
-      degrade::ParseControlDocument("{\"degrade_control\": {\"version\": ",
-                                    "hygiene", absl::Now());
+      degrade::ParseControlDocument(
+          "{\"degrade_control\": {\"version\": ", "hygiene", absl::Now());
   if (control.ok()) {
     std::fprintf(stderr, "a truncated control document was accepted\n");
     return 1;

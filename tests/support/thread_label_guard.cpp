@@ -49,7 +49,7 @@ __attribute__((constructor)) void DecideWhetherToGuard() {
 }
 
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*),
-                        void*);
+                         void*);
 
 // Looked up on each call rather than cached in a function-local static,
 // whose guard variable would pull libstdc++ into every preloaded program.

@@ -40,7 +40,7 @@
 #include "alloc_counter.hpp"
 #include "multi_threaded.hpp"
 #include "degrade/concurrency_limiter.hpp"
-#include "degrade/detail/limit_algorithms.hpp"
+#include "degrade/detail/overload/limit_algorithms.hpp"
 #include "degrade/telemetry.hpp"
 
 namespace {

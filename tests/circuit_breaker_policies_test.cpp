@@ -21,7 +21,7 @@
 #include "breaker_test_util.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/detail/component_metrics.hpp"
+#include "degrade/detail/metrics/component_metrics.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"

@@ -6,7 +6,7 @@
 // monitor tests use real short periods but assert nothing about timing.
 // FeatureGate and the `when` combinators are in feature_gate_test.cpp,
 // LatencyTracker and InFlightGauge in signals_test.cpp, and the level
-// decision alone, table by table, in detail/hysteresis_test.cpp.
+// decision alone, table by table, in detail/levels/hysteresis_test.cpp.
 
 #include "degrade/degradation_manager.hpp"
 #include "degrade/status.hpp"

@@ -3,7 +3,7 @@
 // DegradationTrace: the fixed-capacity rules (order, first reason wins,
 // dropped counts that never under-count, saturation), merging, equality,
 // and the stage-name checks. The text encoding is tested with its codec in
-// detail/trace_codec_test.cpp.
+// detail/trace/trace_codec_test.cpp.
 
 #include "degrade/degradation_trace.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "degrade/detail/sample_window.hpp"
+#include "degrade/detail/overload/sample_window.hpp"
 #include "degrade/request_class.hpp"
 #include "gtest/gtest.h"
 

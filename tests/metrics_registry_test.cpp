@@ -44,6 +44,25 @@ using ::testing::Not;
 
 // ---- Registry lifetime ----
 
+// A component of the generic seam whose stats type the registry does not
+// know: offered, declined, nothing registered or rendered.
+TEST(RegistryTest, AComponentOfAnUnknownStatsTypeIsDeclined) {
+  struct UnknownStats {
+    int n = 0;
+  };
+  struct Unknown {
+    const std::string& name() const { return name_; }
+    UnknownStats stats() const { return {}; }
+    std::string name_ = "mystery";
+  } unknown;
+  const detail::OwnerView<Unknown, UnknownStats> view(&unknown);
+  MetricsRegistry registry;
+  const std::string before = registry.RenderPrometheus();
+  EXPECT_EQ(registry.AttachComponent(view), nullptr);
+  EXPECT_EQ(registry.RenderPrometheus(), before);
+  EXPECT_THAT(registry.RenderPrometheus(), Not(HasSubstr("mystery")));
+}
+
 TEST(RegistryTest, ComponentsUnregisterWhenDestroyed) {
   FakeClock clock;
   MetricsRegistry registry;

@@ -3,7 +3,7 @@
 // StageResult<T>: its factories and accessors, the tag it carries from stage
 // to stage, and that a result of a trivially copyable value is itself one.
 // The trace's own rules are in degradation_trace_test.cpp, the reasons in
-// degrade_reason_test.cpp and the text encoding in detail/trace_codec_test.cpp.
+// degrade_reason_test.cpp and the text encoding in detail/trace/trace_codec_test.cpp.
 
 #include "degrade/stage_result.hpp"
 

@@ -3,7 +3,9 @@
 // Tests of stats_view.hpp: the old view names are StatsView aliases (source
 // compatibility), a view cannot be destroyed through its interface,
 // detail::OwnerView reads its owner live (through `stats`, another reader,
-// or a derived interface), and an attachment is destroyed through its base.
+// or a derived interface), an attachment is destroyed through its base, and
+// the generic seam: a ComponentView narrows to its own stats type only, and
+// reaches a telemetry through Telemetry::AttachComponent.
 
 #include "degrade/stats_view.hpp"
 
@@ -17,6 +19,7 @@
 #include "degrade/manager_listener.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/retry_stats.hpp"
+#include "degrade/telemetry.hpp"
 #include "gtest/gtest.h"
 
 namespace degrade {
@@ -117,6 +120,67 @@ TEST(StatsViewTest, AnAttachmentIsDestroyedThroughItsBase) {
   EXPECT_FALSE(destroyed);
   a.reset();
   EXPECT_TRUE(destroyed);
+}
+
+struct OtherStats {
+  uint64_t hits = 0;
+};
+
+TEST(StatsViewTest, AComponentViewNarrowsToItsOwnStatsTypeOnly) {
+  Counter c("front");
+  c.Hit();
+  const ComponentView& any = c.view();
+  const StatsView<CounterStats>* mine = any.As<CounterStats>();
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine, &c.view());
+  EXPECT_EQ(mine->stats().hits, 1u);
+  // Same layout, another type: not the same component.
+  EXPECT_EQ(any.As<OtherStats>(), nullptr);
+  EXPECT_EQ(any.As<HedgeStats>(), nullptr);
+  EXPECT_EQ(any.name(), "front");
+}
+
+// A telemetry that knows one stats type, as a service's own bridge would.
+class CounterSpy final : public Telemetry {
+ public:
+  std::unique_ptr<TelemetryAttachment> AttachComponent(
+      const ComponentView& view) override {
+    ++offered;
+    const StatsView<CounterStats>* counter = view.As<CounterStats>();
+    if (counter == nullptr) return nullptr;
+    seen = counter;
+    return std::make_unique<TelemetryAttachment>();
+  }
+  int offered = 0;
+  const StatsView<CounterStats>* seen = nullptr;
+};
+
+TEST(StatsViewTest, AComponentReachesATelemetryThroughTheGenericEntry) {
+  CounterSpy spy;
+  Counter c("front");
+  std::unique_ptr<TelemetryAttachment> a =
+      detail::Attach(&spy, &Telemetry::AttachComponent, c.view());
+  EXPECT_NE(a, nullptr);
+  EXPECT_EQ(spy.offered, 1);
+  EXPECT_EQ(spy.seen, &c.view());
+
+  // A view of a type the spy does not know is offered and declined.
+  const detail::OwnerView<Counter, CounterStats> counter_view(&c);
+  struct Other {
+    const std::string& name() const { return name_; }
+    OtherStats stats() const { return {}; }
+    std::string name_ = "other";
+  } other;
+  const detail::OwnerView<Other, OtherStats> other_view(&other);
+  EXPECT_EQ(detail::Attach(&spy, &Telemetry::AttachComponent, other_view),
+            nullptr);
+  EXPECT_EQ(spy.offered, 2);
+
+  // NoTelemetry() offers it to nobody.
+  EXPECT_EQ(detail::Attach(NoTelemetry(), &Telemetry::AttachComponent,
+                           counter_view),
+            nullptr);
+  EXPECT_EQ(spy.offered, 2);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_manager.hpp"
-#include "degrade/detail/admission_window.hpp"
+#include "degrade/detail/overload/admission_window.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"

@@ -88,7 +88,7 @@
 #include "absl/time/time.h"
 #include "degrade/breaker_settings.hpp"  // IWYU pragma: export
 #include "degrade/breaker_types.hpp"     // IWYU pragma: export
-#include "degrade/detail/breaker_core.hpp"
+#include "degrade/detail/breaker/breaker_core.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/setting_error.hpp"

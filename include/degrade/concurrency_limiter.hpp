@@ -12,7 +12,7 @@
 // limit is capacity x latency (Little's law), which nobody knows and which
 // changes when a GPU slows down, so the limiter finds it from the latencies
 // its permits report: Netflix concurrency-limits' AIMD, Gradient2 and Vegas
-// (detail/limit_algorithms.hpp says where ours differ), with the guards
+// (detail/overload/limit_algorithms.hpp says where ours differ), with the guards
 // against the drift their users reported, mandatory bounds (brpc #1334: an
 // unbounded limit ran out of memory; brpc #1006: a limit computed below 1
 // admitted nothing, ever), and partitions by criticality whose guaranteed
@@ -69,9 +69,9 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
-#include "degrade/detail/limit_algorithms.hpp"
+#include "degrade/detail/overload/limit_algorithms.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/sample_window.hpp"
+#include "degrade/detail/overload/sample_window.hpp"
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/limiter_settings.hpp"  // IWYU pragma: export
 #include "degrade/overload_stats.hpp"

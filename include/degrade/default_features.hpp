@@ -58,7 +58,7 @@
 #include "degrade/detail/file_io.hpp"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/json_text.hpp"
-#include "degrade/detail/snapshot_cell.hpp"
+#include "degrade/detail/fallback/snapshot_cell.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/version.hpp"
 

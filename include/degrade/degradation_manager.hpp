@@ -48,7 +48,7 @@
 // Where the pieces live: `FeatureGate` and `WhenEnabled` in feature_gate.hpp,
 // the ready-made sources `LatencyTracker` and `InFlightGauge` in signals.hpp
 // (both included here), `LevelChange` in level_change.hpp, and the level
-// decision itself, a pure function, in detail/hysteresis.hpp.
+// decision itself, a pure function, in detail/levels/hysteresis.hpp.
 //
 // Thread safety: every member of DegradationManager is thread-safe.
 // `level()`, `FeatureGate::enabled()` and `When` wrappers take no lock and
@@ -83,15 +83,15 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_config.hpp"
-#include "degrade/detail/hysteresis.hpp"
+#include "degrade/detail/levels/hysteresis.hpp"
 #include "degrade/detail/invoke.hpp"
-#include "degrade/detail/level_compiler.hpp"
-#include "degrade/detail/level_history.hpp"
-#include "degrade/detail/manager_event.hpp"
-#include "degrade/detail/manager_log.hpp"
+#include "degrade/detail/levels/level_compiler.hpp"
+#include "degrade/detail/levels/level_history.hpp"
+#include "degrade/detail/levels/manager_event.hpp"
+#include "degrade/detail/levels/manager_log.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
-#include "degrade/detail/source_monitor.hpp"
+#include "degrade/detail/levels/source_monitor.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/level_change.hpp"
@@ -555,6 +555,6 @@ DEGRADE_NAMESPACE_END
 // ---- Implementation details ----
 // The out-of-line member definitions, apart so that this header reads as
 // the manager's contract.
-#include "degrade/detail/degradation_manager_inl.hpp"  // IWYU pragma: export
+#include "degrade/detail/levels/degradation_manager_inl.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADATION_MANAGER_HPP_

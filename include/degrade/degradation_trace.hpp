@@ -46,7 +46,7 @@
 // token and the cause. The encoding carries no length or checksum: text cut at
 // a ';' (or inside the final "+count") is a shorter valid trace, so a transport
 // that may truncate must frame the value itself. The codec itself lives in
-// degrade/detail/trace_codec.hpp.
+// degrade/detail/trace/trace_codec.hpp.
 //
 // Thread safety: `TraceEntry` and `DegradationTrace` are plain values.
 // Concurrent const access is safe; a mutation needs the caller's
@@ -69,7 +69,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "degrade/degrade_reason.hpp"
-#include "degrade/detail/trace_codec.hpp"
+#include "degrade/detail/trace/trace_codec.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN

@@ -52,7 +52,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/nvml_types.hpp"
+#include "degrade/detail/levels/nvml_types.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN

@@ -59,7 +59,7 @@
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/reentry.hpp"
 #include "degrade/detail/saturating.hpp"
-#include "degrade/detail/snapshot_cell.hpp"
+#include "degrade/detail/fallback/snapshot_cell.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/hot_list_stats.hpp"
 #include "degrade/stats_view.hpp"

@@ -81,7 +81,7 @@ inline absl::string_view LimitAlgorithmName(LimitAlgorithm a) {
 inline constexpr int kMaxConcurrencyLimit = 32000;
 // A sample's latency is recorded up to this (longer counts as this long):
 // the bound under which a window's latency sum cannot overflow
-// (detail/sample_window.hpp asserts the two agree).
+// (detail/overload/sample_window.hpp asserts the two agree).
 inline constexpr absl::Duration kLongestLimiterSample = absl::Seconds(256);
 
 // LimiterSettings

@@ -55,15 +55,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "degrade/degradation_episode.hpp"
-#include "degrade/detail/component_metrics.hpp"
-#include "degrade/detail/hedge_metrics.hpp"
+#include "degrade/detail/metrics/component_metrics.hpp"
+#include "degrade/detail/metrics/component_writers.hpp"
+#include "degrade/detail/metrics/hedge_metrics.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/overload_metrics.hpp"
-#include "degrade/detail/registry_attachments.hpp"
+#include "degrade/detail/metrics/overload_metrics.hpp"
+#include "degrade/detail/metrics/registry_attachments.hpp"
 #include "degrade/detail/reentry.hpp"
-#include "degrade/detail/retry_metrics.hpp"
+#include "degrade/detail/metrics/retry_metrics.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/telemetry.hpp"
@@ -268,6 +269,11 @@ class MetricsRegistry : public Telemetry {
   // Exports degrade_hedge_* under the kind "hedge".
   std::unique_ptr<TelemetryAttachment> AttachHedge(
       const HedgeView& hedge) override;
+  // Every component of the generic seam whose stats type the registry
+  // knows (detail/metrics/component_writers.hpp lists them and the series
+  // each exports, docs/metrics.md names them); null for any other.
+  std::unique_ptr<TelemetryAttachment> AttachComponent(
+      const ComponentView& view) override;
   // Itself: StageMetrics registers here when this registry is its
   // telemetry (explicitly or as the process default).
   MetricsRegistry* AsMetricsRegistry() override { return this; }
@@ -533,6 +539,11 @@ inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachThrottler(
 inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachHedge(
     const HedgeView& hedge) {
   return detail::AttachView(*this, "hedge", hedge, detail::WriteHedgeMetrics);
+}
+
+inline std::unique_ptr<TelemetryAttachment> MetricsRegistry::AttachComponent(
+    const ComponentView& view) {
+  return detail::AttachKnownComponent(*this, view);
 }
 
 DEGRADE_NAMESPACE_END

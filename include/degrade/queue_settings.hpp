@@ -40,7 +40,7 @@
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/detail/codel.hpp"
+#include "degrade/detail/overload/codel.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 

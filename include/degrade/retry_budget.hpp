@@ -15,7 +15,7 @@
 // Retrier counts it under "budget_exhausted"). One budget per downstream,
 // shared by every caller of it, Retriers and hedges alike.
 //
-// "Sliding" (detail/budget_ledger.hpp): the window is the current tick of
+// "Sliding" (detail/retry/budget_ledger.hpp): the window is the current tick of
 // ttl/10 and the nine before it, so the allowance never resets in one
 // step. A request counts from the moment it is deposited and leaves the
 // window with its tick, ten ticks on, or earlier when its thread is busy
@@ -63,7 +63,7 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/setting_error.hpp"
-#include "degrade/detail/budget_ledger.hpp"
+#include "degrade/detail/retry/budget_ledger.hpp"
 #include "degrade/retry_stats.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"

@@ -12,24 +12,35 @@
 //   * `StatsView<S>`: a name and a snapshot `S stats()`, the whole interface
 //     of most components' views (`AdmissionView`, `QueueView`, `HedgeView`,
 //     `HotListView`, ... are aliases of it);
+//   * `ComponentView`: the base of every `StatsView`, which a telemetry
+//     narrows with `As<S>()`. A component that is not one of the kinds
+//     `Telemetry` names attaches through `Telemetry::AttachComponent`, so
+//     adding a component adds no virtual to the hub;
 //   * `TelemetryAttachment`: the base of whatever a telemetry hands back.
 //
 // A component declares its stats struct and alias beside itself
 // (`overload_stats.hpp`, `retry_stats.hpp`, `hedge_stats.hpp`,
 // `hot_list_stats.hpp`), holds a `detail::OwnerView` member, and attaches in
-// its constructor with `detail::Attach` (telemetry.hpp):
+// its constructor with `detail::Attach` (telemetry.hpp) at the hub's one
+// generic entry, `Telemetry::AttachComponent`:
 //
-//   struct FleetStats { uint64_t applied = 0; uint64_t refused = 0; };
-//   using FleetView = degrade::StatsView<FleetStats>;
+//   struct PoolStats { uint64_t accepted = 0; uint64_t refused = 0; };
+//   using PoolView = degrade::StatsView<PoolStats>;
 //
-//   class Fleet {
+//   class Pool {
 //    public:
+//     explicit Pool(degrade::Telemetry* metrics)
+//         : telemetry_(degrade::detail::Attach(
+//               metrics, &degrade::Telemetry::AttachComponent, view_)) {}
 //     const std::string& name() const;
-//     FleetStats stats() const;             // read by a scrape, any thread
+//     PoolStats stats() const;              // read by a scrape, any thread
 //    private:
-//     const degrade::detail::OwnerView<Fleet, FleetStats> view_{this};
+//     const degrade::detail::OwnerView<Pool, PoolStats> view_{this};
 //     std::unique_ptr<degrade::TelemetryAttachment> telemetry_;  // last
 //   };
+//
+// and the registry learns to write it in one place
+// (`detail/metrics/component_writers.hpp`).
 //
 // Thread safety: a view's functions may be called from any thread while its
 // attachment lives, and never change the component. `OwnerView` adds no
@@ -56,6 +67,56 @@ class TelemetryAttachment {
   virtual ~TelemetryAttachment() = default;
 };
 
+template <class S>
+class StatsView;
+
+namespace detail {
+
+// One address per stats type: what `ComponentView::As` compares, so that a
+// telemetry can tell views apart without RTTI (services build with
+// -fno-rtti too). A function-local static of an inline template is one
+// object across translation units and shared objects.
+template <class S>
+const void* StatsKey() {
+  static const char key = 0;
+  return &key;
+}
+
+}  // namespace detail
+
+// ComponentView
+//
+// Any component's view, whatever its stats type: what
+// `Telemetry::AttachComponent` receives. A telemetry narrows it to the
+// stats types it knows with `As<S>()` and ignores the rest, so a new
+// component reaches every telemetry without a new virtual in `Telemetry`.
+//
+// Thread safety: as the `StatsView` it is. Only `StatsView<S>` derives
+// from it (its constructor is private to that template).
+class ComponentView {
+ public:
+  // The component's name, as its options gave it (a registry may export it
+  // under a unique variant, "name#2").
+  virtual const std::string& name() const = 0;
+
+  // This view as a `StatsView<S>`, or null when its stats are of another
+  // type.
+  template <class S>
+  const StatsView<S>* As() const {
+    if (stats_key() != detail::StatsKey<S>()) return nullptr;
+    return static_cast<const StatsView<S>*>(this);
+  }
+
+ protected:
+  ~ComponentView() = default;
+
+ private:
+  template <class>
+  friend class StatsView;
+  ComponentView() = default;
+  virtual const void* stats_key() const = 0;
+};
+
 // StatsView<S>
 //
 // A component as its telemetry may read it: its name and a snapshot of its
@@ -66,19 +127,20 @@ class TelemetryAttachment {
 // offered with lives. Not destroyed through this type (the protected,
 // non-virtual destructor): the component owns its view.
 template <class S>
-class StatsView {
+class StatsView : public ComponentView {
  public:
   using Stats = S;
 
-  // The component's name, as its options gave it (a registry may export it
-  // under a unique variant, "name#2").
-  virtual const std::string& name() const = 0;
   // A snapshot of the component's counters; taken without blocking the
   // component's hot path for long.
   virtual S stats() const = 0;
 
  protected:
+  StatsView() = default;
   ~StatsView() = default;
+
+ private:
+  const void* stats_key() const final { return detail::StatsKey<S>(); }
 };
 
 namespace detail {

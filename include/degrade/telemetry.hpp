@@ -25,11 +25,13 @@
 //   * the component owns what it got and destroys it first, before anything
 //     the view reads, so a telemetry never reads a dead component.
 //
-// `Telemetry` has one virtual per kind of component (a visitor): a
-// telemetry overrides the kinds it cares about, the component's hot path
-// never sees it, and this header knows no metrics format. `MetricsRegistry`
-// (metrics_registry.hpp) is the telemetry degrade ships: Prometheus and JSON
-// export, degradation episodes, rate-limited event lines. Anything else (a
+// `Telemetry` has one virtual per kind of component that came before the
+// seam opened (a visitor), and one generic `AttachComponent` that every
+// newer component uses: a telemetry overrides what it cares about, the
+// component's hot path never sees it, and this header knows no metrics
+// format. `MetricsRegistry` (metrics_registry.hpp) is the telemetry degrade
+// ships: Prometheus and JSON export, degradation episodes, rate-limited
+// event lines. Anything else (a
 // test spy, a bridge to the service's own logger or metrics library)
 // implements `Telemetry` the same way.
 //
@@ -153,6 +155,17 @@ class Telemetry {
   // view (StageMetrics, stage_metrics.hpp). A MetricsRegistry answers
   // itself; a telemetry that wraps one may answer it; nullptr (the default)
   // leaves those add-ons unexported.
+  // Every other component: fleet control, the file and etcd watchers, the
+  // gRPC client and server, the GPU source, default features, and whatever
+  // is added next. A telemetry narrows `view` to the stats types it knows
+  // (`view.As<FleetControlStats>()`) and returns null for the rest. This is
+  // the entry new components use, so that adding one adds no virtual here.
+  virtual std::unique_ptr<TelemetryAttachment> AttachComponent(
+      const ComponentView& view) {
+    (void)view;
+    return nullptr;
+  }
+
   virtual MetricsRegistry* AsMetricsRegistry() { return nullptr; }
 };
 

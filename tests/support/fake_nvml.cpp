@@ -9,7 +9,7 @@
 // library that is not, or not enough, NVML).
 //
 // The functions have exactly the types NvmlGpuSource calls them through
-// (detail/nvml_types.hpp), and this library completes the opaque device
+// (detail/levels/nvml_types.hpp), and this library completes the opaque device
 // type, as NVML does behind its handle.
 //
 // The state is process-wide and atomic: a test keeps its own dlopen()
@@ -17,7 +17,7 @@
 
 #include <atomic>
 
-#include "degrade/detail/nvml_types.hpp"
+#include "degrade/detail/levels/nvml_types.hpp"
 
 namespace nvml = ::degrade::detail::nvml;
 

@@ -1,0 +1,106 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// A fixed-capacity double-ended ring of `std::optional<E>` slots, allocated
+// once: pushing, popping at either end and the rare removal from the middle
+// never allocate, and an element is constructed in place in its slot, so E
+// needs no default constructor. The disciplined queue (admission_queue.hpp)
+// keeps its items here, and the items waiting for their drop callback in a
+// second one. Not thread-safe: its owner locks.
+
+#ifndef DEGRADE_DETAIL_OVERLOAD_SLOT_RING_HPP_
+#define DEGRADE_DETAIL_OVERLOAD_SLOT_RING_HPP_
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+
+template <typename E>
+class SlotRing {
+ public:
+  // REQUIRES: capacity > 0.
+  explicit SlotRing(std::size_t capacity)
+      : slots_(std::make_unique<std::optional<E>[]>(capacity)),
+        capacity_(capacity) {}
+
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return capacity_; }
+  bool empty() const { return size_ == 0; }
+  bool full() const { return size_ == capacity_; }
+
+  // i = 0 is the front (oldest pushed at the back).
+  E& at(std::size_t i) { return *slots_[Index(i)]; }
+  const E& at(std::size_t i) const { return *slots_[Index(i)]; }
+  E& front() { return at(0); }
+  E& back() { return at(size_ - 1); }
+
+  // REQUIRES: !full().
+  void push_back(E&& e) {
+    slots_[Index(size_)].emplace(std::move(e));
+    ++size_;
+  }
+
+  // REQUIRES: !empty().
+  E pop_front() {
+    E e = Take(Index(0));
+    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+    --size_;
+    return e;
+  }
+  E pop_back() {
+    E e = Take(Index(size_ - 1));
+    --size_;
+    return e;
+  }
+
+  // Removes the element at `i`, keeping the order: the shorter side moves
+  // one slot (the ones in front of it back, or the ones behind it forward),
+  // so removing near either end is cheap: O(min(i, size - i)).
+  // REQUIRES: i < size().
+  E remove_at(std::size_t i) {
+    E e = Take(Index(i));
+    if (i < size_ - 1 - i) {
+      for (std::size_t j = i; j > 0; --j) {
+        std::optional<E>& prev = slots_[Index(j - 1)];
+        slots_[Index(j)].emplace(std::move(*prev));
+        prev.reset();
+      }
+      head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+    } else {
+      for (std::size_t j = i; j + 1 < size_; ++j) {
+        std::optional<E>& next = slots_[Index(j + 1)];
+        slots_[Index(j)].emplace(std::move(*next));
+        next.reset();
+      }
+    }
+    --size_;
+    return e;
+  }
+
+ private:
+  std::size_t Index(std::size_t i) const {
+    const std::size_t k = head_ + i;
+    return k >= capacity_ ? k - capacity_ : k;
+  }
+
+  E Take(std::size_t slot) {
+    E e = std::move(*slots_[slot]);
+    slots_[slot].reset();
+    return e;
+  }
+
+  std::unique_ptr<std::optional<E>[]> slots_;
+  const std::size_t capacity_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_DETAIL_OVERLOAD_SLOT_RING_HPP_

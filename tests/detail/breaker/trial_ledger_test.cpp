@@ -1,0 +1,70 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// Tests of detail/breaker/trial_ledger.hpp: slot and outstanding counts per way a
+// trial ends, and the per-trial deadline (the oldest outstanding trial's
+// admission plus the wait), including ties and saturation.
+
+#include "degrade/detail/breaker/trial_ledger.hpp"
+
+#include <cstdint>
+#include <limits>
+
+#include "gtest/gtest.h"
+
+namespace degrade {
+namespace {
+
+using detail::TrialLedger;
+
+TEST(TrialLedgerTest, SlotsAndOutstandingFollowEachEnding) {
+  TrialLedger t;
+  t.Admit(1);
+  t.Admit(2);
+  t.Admit(3);
+  t.Admit(4);
+  EXPECT_EQ(t.slots_used(), 4u);
+  EXPECT_EQ(t.outstanding(), 4u);
+  t.Abandon(1);  // slot given back
+  t.Exclude(2);  // slot given back
+  t.Succeed(3);  // keeps its slot, no longer out
+  EXPECT_EQ(t.slots_used(), 2u);
+  EXPECT_EQ(t.outstanding(), 1u);
+  t.Fail(4);
+  EXPECT_EQ(t.outstanding(), 0u) << "a failed trial is no longer out";
+  EXPECT_EQ(t.failed, 1u);
+  EXPECT_EQ(t.deadline(), TrialLedger::kNever) << "no wait, no deadline";
+}
+
+TEST(TrialLedgerTest, TheOldestOutstandingTrialSetsTheDeadline) {
+  constexpr int64_t kWait = 50;
+  struct Step {
+    enum { kAdmit, kSucceed, kExclude, kAbandon } op;
+    int64_t at;
+    int64_t want_deadline;
+  };
+  const Step steps[] = {
+      {Step::kAdmit, 0, 50},      {Step::kAdmit, 30, 50},
+      {Step::kSucceed, 0, 80},    {Step::kAdmit, 30, 80},  // a tie at 30
+      {Step::kExclude, 30, 80},   {Step::kAbandon, 30, TrialLedger::kNever},
+      {Step::kAdmit, 100, 150},
+  };
+  TrialLedger t(kWait);
+  for (const Step& s : steps) {
+    switch (s.op) {
+      case Step::kAdmit: t.Admit(s.at); break;
+      case Step::kSucceed: t.Succeed(s.at); break;
+      case Step::kExclude: t.Exclude(s.at); break;
+      case Step::kAbandon: t.Abandon(s.at); break;
+    }
+    EXPECT_EQ(t.deadline(), s.want_deadline) << "after op " << s.op << " at " << s.at;
+  }
+}
+
+TEST(TrialLedgerTest, TheDeadlineSaturates) {
+  TrialLedger t(std::numeric_limits<int64_t>::max());
+  t.Admit(1000);
+  EXPECT_EQ(t.deadline(), TrialLedger::kNever);
+}
+
+}  // namespace
+}  // namespace degrade

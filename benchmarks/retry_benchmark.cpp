@@ -86,7 +86,7 @@ void SetUp(const benchmark::State& state, bool budgeted) {
   if (state.thread_index() != 0) return;
   g_budget = RichBudget();
   g_breaker = std::make_unique<degrade::CircuitBreaker<int>>(DefaultBreaker());
-  degrade::RetryPolicy p;
+  degrade::RetrySettings p;
   p.name = "bench";
   p.budget = budgeted ? g_budget.get() : nullptr;
   p.unbudgeted = !budgeted;

@@ -23,7 +23,7 @@
 #include "degrade/request_class.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kAdmitters = 4;
 constexpr int kMinPerThread = 50'000;

@@ -21,7 +21,7 @@
 #include "manager_test_util.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr absl::string_view kFloorsJson = R"({
   "degradation": {

@@ -30,7 +30,7 @@
 #include "support/barrier.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 

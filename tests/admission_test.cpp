@@ -39,7 +39,7 @@
 #include "manager_test_util.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
 
@@ -67,6 +67,11 @@ std::unique_ptr<AdmissionController> Make(AdmissionOptions o) {
   auto c = AdmissionController::Create(std::move(o));
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? *std::move(c) : nullptr;
+}
+
+// The same, under a name a fixture's own Make() does not hide.
+std::unique_ptr<AdmissionController> MakeController(AdmissionOptions o) {
+  return Make(std::move(o));
 }
 
 // Ends the current window on `clock`: advance past the interval and record
@@ -604,7 +609,7 @@ class AdmissionControllerManagerTest : public ManagerTestBase {
     o.adaptive = adaptive;
     o.manager = &m;
     o.interval_requests = 1'000'000;  // windows end by the clock only
-    return ::degrade::Make(o);
+    return MakeController(o);
   }
   // Which criticalities of cohort `u` pass, as a 4-character string ("YYN-").
   static std::string Passing(AdmissionController& c, int u) {
@@ -695,7 +700,7 @@ TEST_F(AdmissionControllerManagerTest, AManagerFloorBelowMinThresholdDoesNotDrag
   auto m = Make(*config);
   AdmissionOptions o = Adaptive(&clock_);
   o.manager = m.get();
-  auto c = ::degrade::Make(o);
+  auto c = MakeController(o);
   ASSERT_EQ(c->threshold(), kAdmitAllRank);
   // Some requests admitted while the server was still at level 0...
   for (int u = 0; u < kNumCohorts; ++u) c->Admitted(Class(Criticality::kCriticalPlus, u));

@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 absl::StatusOr<int> Fail() { return absl::UnavailableError("host down"); }
 absl::StatusOr<int> Succeed() { return 1; }

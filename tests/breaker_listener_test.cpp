@@ -24,7 +24,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(BreakerListenerTest, EveryTransitionCauseHasItsDocumentedName) {
   const std::vector<std::pair<TransitionCause, absl::string_view>> table = {

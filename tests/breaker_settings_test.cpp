@@ -33,7 +33,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using namespace breaker_test;  // NOLINT: the shared helpers
 using ::testing::ElementsAre;

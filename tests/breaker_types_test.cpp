@@ -16,7 +16,7 @@
 #include "nlohmann/json.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(CountsTest, RatesAreZeroForAnEmptyWindowAndExactOtherwise) {
   Counts c;

@@ -113,7 +113,7 @@
 #include "alloc_counter.hpp"
 #endif
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 #if defined(DEGRADE_SOAK_TSAN)
 constexpr const char* kLiveHeapUnit = "bytes";
@@ -139,7 +139,7 @@ long ResidentKiB() {
 }  // namespace
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using recsys::Candidate;
 using recsys::kFeatures;

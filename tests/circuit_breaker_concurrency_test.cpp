@@ -30,7 +30,7 @@ void PrintTo(const SlidingWindow& w, std::ostream* os) {
       << ")";
 }
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kWorkers = 4;
 

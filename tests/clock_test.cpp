@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(FakeClockTest, StandsStillUntilAdvanced) {
   FakeClock clock;

@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kThreads = 4;
 constexpr int kIterations = 20'000;

@@ -36,7 +36,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kCrit = static_cast<int>(Criticality::kCritical);
 constexpr int kCritPlus = static_cast<int>(Criticality::kCriticalPlus);

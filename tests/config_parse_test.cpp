@@ -27,7 +27,7 @@
 #include "support/temp_files.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::kArticleJson;
 using ::degrade_tests::kLevel1;

@@ -41,7 +41,7 @@
 #include "support/tick_counter.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::kArticleJson;
 using ::degrade_tests::kLevel1;

@@ -32,7 +32,7 @@
 #include "support/temp_files.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::BadFile;
 using ::degrade_tests::MakeBreaker;

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(EpisodeKindTest, NamesComparisonsAndPrinting) {
   EXPECT_EQ(EpisodeKindName(EpisodeKind::kBreaker), "breaker");

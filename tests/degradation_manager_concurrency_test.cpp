@@ -30,7 +30,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kReaders = 4;
 constexpr int kMaxLevel = 3;  // the larger of the two configs below

@@ -18,7 +18,7 @@
 #include "trace_test_support.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::testing_support::Entries;
 using ::degrade::testing_support::TraceOf;

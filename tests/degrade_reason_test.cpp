@@ -24,7 +24,7 @@
 #include "trace_test_support.hpp"  // PrintTo(DegradeReason)
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using R = DegradeReason;
 

@@ -33,7 +33,7 @@
 #include "support/tick_counter.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -30,7 +30,7 @@
 #include "nlohmann/json.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

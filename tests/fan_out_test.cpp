@@ -31,7 +31,7 @@
 #include "support/traces.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

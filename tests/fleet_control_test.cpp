@@ -30,7 +30,7 @@
 #include "support/breakers.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
 

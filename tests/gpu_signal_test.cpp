@@ -30,7 +30,7 @@
 #include "manager_test_util.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;

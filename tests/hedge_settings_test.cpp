@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 bool Names(const absl::Status& s, absl::string_view text) {
   return s.code() == absl::StatusCode::kInvalidArgument &&

@@ -35,7 +35,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kRoutes = 8;
 constexpr int kRequests = 20000;

@@ -18,7 +18,7 @@
 #include "support/process_defaults.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(HedgeStatsTest, DefaultsSayNothingHappenedAndNoDelayIsKnown) {
   const HedgeStats st;

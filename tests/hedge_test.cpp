@@ -24,7 +24,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::testing::IsOk;
 using ::degrade::testing::ManualExecutor;

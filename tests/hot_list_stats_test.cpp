@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(HotListStatsTest, DefaultsSayNoSnapshotYet) {
   const HotListStats st;

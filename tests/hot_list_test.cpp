@@ -36,7 +36,7 @@
 #include "support/tick_counter.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::BadFile;
 using ::degrade_tests::MakeBreaker;

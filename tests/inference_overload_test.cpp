@@ -40,7 +40,7 @@
 #include "inference/overload_sim.hpp"
 #include "inference/overload_traffic.hpp"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 namespace ov = inference::overload;
 using degrade::Criticality;

@@ -33,7 +33,7 @@
 #include "inference/simulation.hpp"
 #include "inference/svg_chart.hpp"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using inference::Change;
 using inference::Comparison;

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(LevelChangeReasonTest, NamesAreTheLogLinesSpellings) {
   EXPECT_EQ(LevelChangeReasonName(LevelChangeReason::kSignal), "signal");

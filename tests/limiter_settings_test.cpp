@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 LimiterSettings Valid() {
   LimiterSettings s;

@@ -22,7 +22,7 @@
 #include "manager_test_util.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(ManagerListenerTest, Defaults) {
   const ManagerStats st;

@@ -29,7 +29,7 @@
 #include "nlohmann/json.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

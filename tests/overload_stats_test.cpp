@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(OverloadStatsTest, DropReasonsHaveDistinctWireNames) {
   EXPECT_EQ(DropReasonName(DropReason::kCapacity), "capacity");

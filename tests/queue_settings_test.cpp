@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 QueueSettings Valid() {
   QueueSettings s;

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "recsys/pipeline.hpp"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using degrade::DegradeReason;
 using ::testing::IsSubsetOf;

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr std::array<Criticality, 4> kAll = {
     Criticality::kCriticalPlus, Criticality::kCritical,

@@ -36,7 +36,7 @@
 #include "support/thread_start_failure.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::FailThreadStarts;
 using ::testing::AllOf;

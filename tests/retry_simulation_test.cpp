@@ -49,7 +49,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 enum class Mode { kNaive, kBudget, kBudgetOnly, kNoRetries };
 
@@ -95,7 +95,7 @@ BrownoutFigures RunBrownout(Mode mode) {
   std::vector<std::unique_ptr<RetryBudget>> budgets;
   std::vector<std::unique_ptr<Retrier>> retriers;  // [0] frontend .. [2]
   for (int layer = 0; layer < 3; ++layer) {
-    RetryPolicy p;
+    RetrySettings p;
     p.name = "layer";
     p.max_attempts = mode == Mode::kNoRetries ? 1 : 3;
     p.sleep = [](absl::Duration) {};  // backoffs do not move the arrivals

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(RetryStatsTest, EveryStopHasADistinctName) {
   std::set<std::string> names;

@@ -34,14 +34,14 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
 
 class RetryTest : public ::testing::Test {
  protected:
-  RetryPolicy Policy() {
-    RetryPolicy p;
+  RetrySettings Policy() {
+    RetrySettings p;
     p.name = "recall";
     p.budget = budget_.get();
     p.sleep = [this](absl::Duration d) {
@@ -51,7 +51,7 @@ class RetryTest : public ::testing::Test {
     p.metrics = NoTelemetry();
     return p;
   }
-  std::unique_ptr<Retrier> Make(const RetryPolicy& p) {
+  std::unique_ptr<Retrier> Make(const RetrySettings& p) {
     return Retrier::Create(p).value();
   }
   Deadline In(absl::Duration d) { return Deadline::In(d, &clock_); }
@@ -127,7 +127,7 @@ TEST_F(RetryTest, OtherCodesAreNotRetriedByDefault) {
 }
 
 TEST_F(RetryTest, ABreakerRejectionIsNeverRetriedWhateverThePredicate) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.retryable = [](const absl::Status&) { return true; };
   auto r = Make(p);
   BreakerSettings bs;
@@ -179,7 +179,7 @@ TEST_F(RetryTest, AShedWithoutAHintIsNotRetriedAndOneWithAHintWaitsForIt) {
 }
 
 TEST_F(RetryTest, DoNotRetryFromTheServerStopsAtOnce) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.retryable = [](const absl::Status&) { return true; };
   auto r = Make(p);
   absl::Status pushback = absl::UnavailableError("go away");
@@ -204,7 +204,7 @@ TEST_F(RetryTest, ResourceExhaustedIsRetriedOnlyWithAHint) {
 }
 
 TEST_F(RetryTest, NoRetryStartsPastTheDeadline) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.initial_backoff = absl::Milliseconds(100);
   p.max_backoff = absl::Milliseconds(100);
   p.max_attempts = 10;
@@ -230,7 +230,7 @@ TEST_F(RetryTest, AnEmptyBudgetReturnsTheOriginalErrorAndCountsIt) {
   bs.min_retries_per_sec = 0;
   bs.percent_can_retry = 0.5;
   auto budget = RetryBudget::Create(bs).value();
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.budget = budget.get();
   auto r = Make(p);
   RetryRecord rec;
@@ -252,7 +252,7 @@ TEST_F(RetryTest, AnEmptyBudgetReturnsTheOriginalErrorAndCountsIt) {
 }
 
 TEST_F(RetryTest, TheBackoffIsFullJitterUnderAGrowingCap) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.max_attempts = 10;
   p.initial_backoff = absl::Milliseconds(10);
   p.max_backoff = absl::Milliseconds(80);
@@ -278,7 +278,7 @@ TEST_F(RetryTest, TheBackoffIsFullJitterUnderAGrowingCap) {
 
 TEST_F(RetryTest, TheSameSeedDrawsTheSameBackoffs) {
   auto run = [this](uint64_t seed) {
-    RetryPolicy p = Policy();
+    RetrySettings p = Policy();
     p.seed = seed;
     auto r = Make(p);
     slept_.clear();
@@ -301,7 +301,7 @@ TEST_F(RetryTest, TheAttemptKnowsItsNumber) {
 }
 
 TEST_F(RetryTest, AThrowingAttemptOrPredicateIsNotRetried) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   auto r = Make(p);
   auto v = Retry(*r, In(absl::Seconds(10)), [&]() -> absl::StatusOr<int> {
     ++calls_;
@@ -330,7 +330,7 @@ TEST_F(RetryTest, AVoidAttemptReturnsAStatus) {
 }
 
 TEST_F(RetryTest, TellingCallersNotToRetryMarksOnlyWhatItGaveUpOn) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.tell_callers_not_to_retry = true;
   auto r = Make(p);
   auto v = Retry(*r, In(absl::Seconds(10)),
@@ -351,7 +351,7 @@ TEST_F(RetryTest, TellingCallersNotToRetryMarksOnlyWhatItGaveUpOn) {
 
 TEST_F(RetryTest, StatsCountAttemptsPerCallAndStopsAndAreExported) {
   MetricsRegistry registry;
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.metrics = &registry;
   auto r = Make(p);
   Retry(*r, In(absl::Seconds(10)), FailThen(0, absl::OkStatus())).IgnoreError();
@@ -376,34 +376,37 @@ TEST_F(RetryTest, StatsCountAttemptsPerCallAndStopsAndAreExported) {
 
 TEST_F(RetryTest, RefusesBadPoliciesNamingSettingAndValue) {
   struct Case {
-    void (*mutate)(RetryPolicy&);
+    void (*mutate)(RetrySettings&);
     const char* text;
   };
   const Case cases[] = {
-      {[](RetryPolicy& p) { p.max_attempts = 0; }, "'max_attempts' = 0"},
-      {[](RetryPolicy& p) { p.max_attempts = 11; }, "'max_attempts' = 11"},
-      {[](RetryPolicy& p) { p.initial_backoff = absl::Milliseconds(-1); },
+      {[](RetrySettings& p) { p.max_attempts = 0; }, "'max_attempts' = 0"},
+      {[](RetrySettings& p) { p.max_attempts = 11; }, "'max_attempts' = 11"},
+      {[](RetrySettings& p) { p.initial_backoff = absl::Milliseconds(-1); },
        "'initial_backoff' = -1ms"},
-      {[](RetryPolicy& p) { p.initial_backoff = absl::InfiniteDuration(); },
+      {[](RetrySettings& p) { p.initial_backoff = absl::InfiniteDuration(); },
        "'initial_backoff' = inf"},
-      {[](RetryPolicy& p) { p.max_backoff = -absl::InfiniteDuration(); },
+      {[](RetrySettings& p) { p.max_backoff = -absl::InfiniteDuration(); },
        "'max_backoff' = -inf"},
-      {[](RetryPolicy& p) { p.max_backoff = absl::Milliseconds(10); },
+      {[](RetrySettings& p) { p.max_backoff = absl::Milliseconds(10); },
        "'max_backoff' = 10ms"},
-      {[](RetryPolicy& p) { p.multiplier = std::nan(""); }, "'multiplier' = nan"},
-      {[](RetryPolicy& p) { p.multiplier = 0.5; }, "'multiplier' = 0.5"},
-      {[](RetryPolicy& p) { p.budget = nullptr; }, "'budget' = null"},
-      {[](RetryPolicy& p) { p.name = ""; }, "'name'"},
+      {[](RetrySettings& p) { p.multiplier = std::nan(""); }, "'multiplier' = nan"},
+      {[](RetrySettings& p) { p.multiplier = 0.5; }, "'multiplier' = 0.5"},
+      {[](RetrySettings& p) { p.budget = nullptr; }, "'budget' = null"},
+      {[](RetrySettings& p) { p.name = ""; }, "'name'"},
   };
   for (const Case& c : cases) {
-    RetryPolicy p = Policy();
+    RetrySettings p = Policy();
     c.mutate(p);
     const absl::Status st = Retrier::Create(p).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.text;
     EXPECT_THAT(st.message(), HasSubstr(c.text));
-    EXPECT_EQ(ValidateRetryPolicy(p), st);
+    EXPECT_EQ(ValidateRetrySettings(p), st);
+    // The old spelling of both still compiles and agrees.
+    const RetryPolicy& old_spelling = p;
+    EXPECT_EQ(ValidateRetryPolicy(old_spelling), st);
   }
-  RetryPolicy unbudgeted = Policy();
+  RetrySettings unbudgeted = Policy();
   unbudgeted.budget = nullptr;
   unbudgeted.unbudgeted = true;
   EXPECT_TRUE(Retrier::Create(unbudgeted).ok());
@@ -449,7 +452,7 @@ TEST_F(RetryTest, AnExpiredDeadlineStillRunsTheFirstAttemptButNoRetry) {
 }
 
 TEST_F(RetryTest, OneAttemptAllowedIsOneAttemptMade) {
-  RetryPolicy p = Policy();
+  RetrySettings p = Policy();
   p.max_attempts = 1;
   auto r = Make(p);
   RetryRecord rec;
@@ -531,7 +534,7 @@ TEST(RetryConcurrencyTest, ThreadsShareOneRetrierAndBudget) {
   bs.metrics = NoTelemetry();
   bs.min_retries_per_sec = 0;
   auto budget = RetryBudget::Create(bs).value();
-  RetryPolicy p;
+  RetrySettings p;
   p.budget = budget.get();
   p.sleep = [](absl::Duration) {};
   p.metrics = NoTelemetry();

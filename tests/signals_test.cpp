@@ -25,7 +25,7 @@
 #include "manager_test_util.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 class LatencyTrackerTest : public ManagerTestBase {};
 class InFlightGaugeTest : public ManagerTestBase {};

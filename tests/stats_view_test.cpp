@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 // The eight views that were interfaces of their own are now one template.
 static_assert(std::is_same_v<AdmissionView, StatsView<AdmissionStats>>);

@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 absl::Status Tagged(absl::Status s, absl::string_view reason) {
   return detail::WithReason(std::move(s), reason);
@@ -121,7 +121,7 @@ TEST(StatusTest, RewordedLeavesOkAlone) {
 }  // namespace degrade
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(StatusTest, ShedErrorIsResourceExhaustedWithAHint) {
   const absl::Status s =

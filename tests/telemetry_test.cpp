@@ -31,7 +31,7 @@
 #include "support/process_defaults.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::DefaultTelemetryGuard;
 using ::testing::ElementsAre;

@@ -27,7 +27,7 @@
 #include "support/traces.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::MakeBreaker;
 using ::degrade_tests::Trip;

@@ -28,7 +28,7 @@
 // (IsBreakerOpen() and friends still hold) and says in its message how many
 // attempts were made and why the loop stopped.
 //
-//   degrade::RetryPolicy p;
+//   degrade::RetrySettings p;
 //   p.name = "recall";
 //   p.budget = budget.get();  // one RetryBudget per downstream
 //   auto retrier = degrade::Retrier::Create(p).value();
@@ -142,11 +142,11 @@ inline bool DefaultRetryable(const absl::Status& status) {
   }
 }
 
-// RetryPolicy
+// RetrySettings
 //
 // Settings for Retrier::Create(), which refuses a value out of range with
 // INVALID_ARGUMENT naming the setting and the value.
-struct RetryPolicy {
+struct RetrySettings {
   // Names the retrier in its errors and metrics. Non-empty.
   std::string name = "retry";
   // Attempts in all, the first included, in [1, 10] (gRPC caps it at 5).
@@ -188,11 +188,17 @@ struct RetryPolicy {
   Telemetry* metrics = nullptr;
 };
 
-// ValidateRetryPolicy(p)
+// RetryPolicy
+//
+// The name RetrySettings had before the naming rule (HACKING.md, "Names"):
+// kept so that code written against it compiles.
+using RetryPolicy = RetrySettings;
+
+// ValidateRetrySettings(p)
 //
 // OK, or INVALID_ARGUMENT naming the retrier, the setting and its value.
 // Pure; thread-safe.
-inline absl::Status ValidateRetryPolicy(const RetryPolicy& p);
+inline absl::Status ValidateRetrySettings(const RetrySettings& p);
 
 class Retrier;
 
@@ -241,7 +247,7 @@ typename CircuitBreaker<T>::Result Retry(Retrier& retrier,
 // policy is fixed at creation. Thread-safe; neither copyable nor movable.
 class Retrier final {
  public:
-  static absl::StatusOr<std::unique_ptr<Retrier>> Create(RetryPolicy policy);
+  static absl::StatusOr<std::unique_ptr<Retrier>> Create(RetrySettings policy);
 
   Retrier(const Retrier&) = delete;
   Retrier& operator=(const Retrier&) = delete;
@@ -252,7 +258,7 @@ class Retrier final {
   auto Call(const Deadline& deadline, F&& attempt,
             RetryRecord* record = nullptr);
 
-  const RetryPolicy& policy() const { return policy_; }
+  const RetrySettings& policy() const { return policy_; }
   const std::string& name() const { return name_; }
 
   // Totals since construction; exact once the calls have returned.
@@ -267,7 +273,7 @@ class Retrier final {
     detail::ShardCounter stops[kNumRetryStops];
   };
 
-  explicit Retrier(RetryPolicy policy);
+  explicit Retrier(RetrySettings policy);
 
   // One attempt. A callable the user declared noexcept needs no exception
   // boundary of ours, nor one that is guarded already (`kGuarded`).
@@ -299,7 +305,7 @@ class Retrier final {
   // The last error, reworded to say how the call ended.
   absl::Status Final(const absl::Status& s, const RetryRecord& rec) const;
 
-  const RetryPolicy policy_;
+  const RetrySettings policy_;
   const std::string name_;
   alignas(detail::kCacheLine) detail::CounterStream jitter_;
   const std::size_t shard_count_;
@@ -310,7 +316,7 @@ class Retrier final {
 
 // ---- Implementation details ----
 
-inline absl::Status ValidateRetryPolicy(const RetryPolicy& p) {
+inline absl::Status ValidateRetrySettings(const RetrySettings& p) {
   const detail::SettingOwner who("retry", p.name);
   auto finite = [](absl::Duration d) {
     return d >= absl::ZeroDuration() && d != absl::InfiniteDuration();
@@ -344,13 +350,18 @@ inline absl::Status ValidateRetryPolicy(const RetryPolicy& p) {
   return absl::OkStatus();
 }
 
+// The name ValidateRetrySettings() had before; kept for the same reason.
+inline absl::Status ValidateRetryPolicy(const RetrySettings& p) {
+  return ValidateRetrySettings(p);
+}
+
 inline absl::StatusOr<std::unique_ptr<Retrier>> Retrier::Create(
-    RetryPolicy policy) {
-  if (absl::Status v = ValidateRetryPolicy(policy); !v.ok()) return v;
+    RetrySettings policy) {
+  if (absl::Status v = ValidateRetrySettings(policy); !v.ok()) return v;
   return std::unique_ptr<Retrier>(new Retrier(std::move(policy)));
 }
 
-inline Retrier::Retrier(RetryPolicy policy)
+inline Retrier::Retrier(RetrySettings policy)
     : policy_(std::move(policy)),
       name_(detail::Printable(policy_.name)),
       jitter_(policy_.seed),

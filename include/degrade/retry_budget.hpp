@@ -33,7 +33,7 @@
 //   if (failed && budget->TryWithdraw()) {
 //     // retry it
 //   }
-//   // Or give it to a RetryPolicy (retry.hpp), which does both.
+//   // Or give it to a RetrySettings (retry.hpp), which does both.
 //
 // Cost: Deposit() is a plain add to a counter line only the calling thread
 // writes (no clock read on most calls, no read-modify-write); a

@@ -22,7 +22,7 @@
 #include "support/temp_files.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::detail::ReadFileCapped;
 using ::degrade_tests::TempDir;

@@ -22,7 +22,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::detail::Utf8SequenceLength;
 using ::degrade::detail::json::AppendIndex;

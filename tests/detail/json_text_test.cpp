@@ -23,7 +23,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 struct EscapeCase {
   std::string in;

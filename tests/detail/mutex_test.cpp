@@ -20,7 +20,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 const absl::Duration kPatience = absl::Seconds(60);  // a safety net only
 

@@ -22,7 +22,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 const absl::Duration kAnHour = absl::Hours(1);
 using Ticks = degrade_tests::TickCounter;

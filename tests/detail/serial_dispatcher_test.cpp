@@ -22,7 +22,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;

@@ -17,7 +17,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(SplitMix64Test, FirstOutputsForSeedZeroAreTheReferenceValues) {
   const std::vector<uint64_t> expected = {

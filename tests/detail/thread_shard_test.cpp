@@ -19,7 +19,7 @@
 #include "support/barrier.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(ShardSlotTest, LiveThreadsNeverShareASlotWhateverCameBefore) {
   // Regression: sequential numbering paired main with the 9th thread spawned

@@ -19,7 +19,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::FailThreadStarts;
 using ::testing::HasSubstr;

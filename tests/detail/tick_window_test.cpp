@@ -20,7 +20,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 const absl::Time kOrigin = absl::FromUnixSeconds(1'700'000'000);
 const absl::Duration kWindow = absl::Seconds(10);  // 1 s ticks

@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using degrade::etcd::EtcdClient;
 using degrade::etcd::EtcdClientOptions;

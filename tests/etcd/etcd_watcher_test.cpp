@@ -33,7 +33,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using degrade::etcd::EtcdClient;
 using degrade::etcd::EtcdClientOptions;

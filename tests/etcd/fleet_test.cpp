@@ -38,7 +38,7 @@
 #error "DEGRADE_FLEET_INSTANCE must name the fleet_instance binary"
 #endif
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using degrade_tests::EtcdServer;
 using nlohmann::json;

@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade_fuzz {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using FuzzFn = int (*)(const uint8_t*, std::size_t);
 

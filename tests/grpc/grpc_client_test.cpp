@@ -35,7 +35,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using Reply = degrade::test::EchoReply;
 

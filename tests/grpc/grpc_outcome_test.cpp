@@ -25,7 +25,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(GrpcOutcomeTest, TheDefaultTableIsTheDocumentedOne) {
   const std::set<absl::StatusCode> failures = {

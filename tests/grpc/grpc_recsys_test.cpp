@@ -44,7 +44,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
 

@@ -32,7 +32,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 // gRPC's retry policy for the test service: 3 attempts, 1 ms backoff.
 std::string ServiceConfig(const std::string& codes) {
@@ -66,7 +66,7 @@ class GrpcRetryInterplayTest : public ::testing::Test {
   }
 
   std::unique_ptr<Retrier> Retrier3() {
-    RetryPolicy p;
+    RetrySettings p;
     p.name = "echo";
     p.max_attempts = 3;
     p.unbudgeted = true;  // the budget is not what these tests are about
@@ -160,7 +160,7 @@ TEST_F(GrpcRetryInterplayTest, AServerThatRetriedItsDownstreamStopsItsCallersRet
   // tells its callers not to retry: ToGrpcReply sends that as pushback -1.
   int downstream_attempts = 0;
   FakeClock middle_clock;
-  RetryPolicy p;
+  RetrySettings p;
   p.name = "middle";
   p.unbudgeted = true;
   p.tell_callers_not_to_retry = true;

@@ -33,7 +33,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 // Level 1 admits SHEDDABLE_PLUS and above, level 2 CRITICAL and above.
 constexpr const char* kFloors = R"({

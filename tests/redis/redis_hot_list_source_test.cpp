@@ -59,7 +59,7 @@
 
 namespace degrade {
 namespace redis {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::RedisServer;
 using ::degrade_tests::SilentServer;

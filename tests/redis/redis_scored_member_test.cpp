@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(ScoredMemberTest, EqualityComparesMemberAndScore) {
   const redis::ScoredMember a{"item-1", 2.5};

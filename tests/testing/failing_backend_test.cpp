@@ -24,7 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::FakeClock;
 using ::degrade::testing::BackendCounts;

@@ -11,7 +11,7 @@
 
 namespace degrade {
 namespace testing {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(ManualExecutorTest, RunsNothingUntilToldThenInTheOrderAsked) {
   ManualExecutor ex;

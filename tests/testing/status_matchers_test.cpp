@@ -20,7 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::FakeClock;
 using ::degrade::testing::IsBreakerOpenStatus;

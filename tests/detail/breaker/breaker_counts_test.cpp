@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using detail::AssembleCounts;
 using detail::CountsParts;

@@ -23,7 +23,7 @@
 #include "support/barrier.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int kThreads = 80;  // more than the 64 slots, and than any shard count
 constexpr uint64_t kPerThread = 300;

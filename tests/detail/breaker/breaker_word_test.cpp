@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::BreakerMode;
 using detail::BreakerWord;

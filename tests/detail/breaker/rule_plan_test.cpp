@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using detail::PlanRule;
 using detail::RulePlan;

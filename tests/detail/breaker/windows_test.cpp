@@ -21,7 +21,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();

@@ -22,7 +22,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using Cell = detail::SnapshotCell<std::vector<int>>;
 using ::testing::ElementsAre;

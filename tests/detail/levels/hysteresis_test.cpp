@@ -28,7 +28,7 @@
 namespace degrade {
 namespace detail {
 namespace levels {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr absl::Duration kNs = absl::Nanoseconds(1);
 constexpr absl::Duration kHold = absl::Seconds(60);

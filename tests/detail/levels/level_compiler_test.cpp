@@ -23,7 +23,7 @@
 namespace degrade {
 namespace detail {
 namespace levels {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

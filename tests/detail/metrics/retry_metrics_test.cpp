@@ -19,7 +19,7 @@
 #include "metrics_test_util.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -25,7 +25,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int S = kLevelSteps;
 constexpr int kAll = kAdmitAllLevel;
@@ -73,7 +73,7 @@ AdmissionStep Fractions(double tighten, double loosen) {
 
 void RunSteps(const std::vector<StepRow>& rows) {
   for (const StepRow& r : rows) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << r.name << " (from " << LevelRank(r.level) << "x" << S << "+"
                  << LevelPart(r.level) << ")");
     const int got =
@@ -166,7 +166,7 @@ TEST(AdmissionWindowTest, OverloadThenRecovery) {
   };
   int level = kAll;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    SCOPED_TRACE(testing::Message() << "window " << i);
+    SCOPED_TRACE(::testing::Message() << "window " << i);
     level = NextAdmissionLevel(h, level, level, rows[i].overloaded, {});
     EXPECT_EQ(level, rows[i].want);
   }
@@ -208,7 +208,7 @@ TEST(AdmissionWindowTest, TheResultStaysInBoundsAndMovesTheRightWay) {
     const int in_force =
         static_cast<int>(next(static_cast<uint64_t>(level) + 1));
     const bool overloaded = next(2) == 0;
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << "case " << i << " level " << level << " in force "
                  << in_force << " min " << step.min_threshold << " overloaded "
                  << overloaded);
@@ -245,7 +245,7 @@ TEST(AdmissionWindowTest, LevelArithmetic) {
       {kAll, kAdmitAllRank, 0, kAdmitAllRank},
   };
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message() << "level " << r.level);
+    SCOPED_TRACE(::testing::Message() << "level " << r.level);
     EXPECT_EQ(LevelRank(r.level), r.rank);
     EXPECT_EQ(LevelPart(r.level), r.part);
     EXPECT_EQ(LevelThreshold(r.level), r.threshold);
@@ -264,7 +264,7 @@ TEST(AdmissionWindowTest, AdmittedAtCountsTheBoundaryRankByItsPart) {
       {kAll, 1041},
   };
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message() << "level " << r.level);
+    SCOPED_TRACE(::testing::Message() << "level " << r.level);
     EXPECT_DOUBLE_EQ(AdmittedAt(h, r.level), r.admitted);
   }
 }
@@ -283,7 +283,7 @@ TEST(AdmissionWindowTest, AdmitsPartAdmitsItsShareOfAnyRun) {
   }
   constexpr int kRun = 2000;
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << "part " << r.part << " from " << r.first);
     int admitted = 0;
     for (int i = 0; i < kRun; ++i) {

@@ -30,7 +30,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -138,7 +138,7 @@ TEST(CodelStateTest, IntervalAndTargetTransitions) {
     EXPECT_FALSE(codel.overloaded());
     for (std::size_t i = 0; i < c.steps.size(); ++i) {
       const Step& s = c.steps[i];
-      SCOPED_TRACE(testing::Message() << "step " << i << " at " << s.now);
+      SCOPED_TRACE(::testing::Message() << "step " << i << " at " << s.now);
       if (s.op == Op::kObserve) {
         codel.Observe(s.now, s.head_age);
       } else {
@@ -306,7 +306,7 @@ TEST(ServiceEstimateTest, CanMeetIsStrictAndSaturates) {
       {100, kMax - 50, kMax - 1, false},
   };
   for (const MeetRow& r : rows) {
-    SCOPED_TRACE(testing::Message() << "estimate " << r.estimate << " now "
+    SCOPED_TRACE(::testing::Message() << "estimate " << r.estimate << " now "
                                     << r.now << " deadline " << r.deadline);
     ServiceEstimate e;
     e.Record(r.estimate, 0);
@@ -329,7 +329,7 @@ TEST(CodelWaitTest, SojournBucketUpperBoundsAreInclusive) {
       {kMax, 3},
   };
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message() << r.ns << " ns");
+    SCOPED_TRACE(::testing::Message() << r.ns << " ns");
     EXPECT_EQ(SojournBucket(bounds, r.ns), r.bucket);
   }
   const std::array<double, 0> none = {};
@@ -356,7 +356,7 @@ TEST(CodelWaitTest, WaitNanosIsZeroAtTheInfinitiesAndWhenReversed) {
       {kMax - 1, 0, kMax - 1},
   };
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message() << r.now << " since " << r.since);
+    SCOPED_TRACE(::testing::Message() << r.now << " since " << r.since);
     EXPECT_EQ(WaitNanos(r.now, r.since), r.want);
   }
 }

@@ -29,7 +29,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -84,7 +84,7 @@ struct Row {
 
 void RunRows(const std::vector<Row>& rows) {
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << LimitAlgorithmName(r.params.algorithm) << ": " << r.name);
     LimitCore core(Params(r.params));
     EXPECT_EQ(core.limit(), r.params.initial_limit);
@@ -400,7 +400,7 @@ TEST(LimitCoreTest, ReMeasurement) {
        Partial(Ok(3000, 1)), true, 1000},
   };
   for (const ProbeRow& r : rows) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << LimitAlgorithmName(r.algorithm) << ": " << r.name);
     LimitParams p;
     p.algorithm = r.algorithm;
@@ -443,7 +443,7 @@ TEST(LimitCoreTest, ReMeasurementsAreJitteredBetweenHalfAndAllOfTheirPeriod) {
   int lowest = 1000;
   int highest = 0;
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << LimitAlgorithmName(r.algorithm) << " seed " << r.seed);
     LimitParams p;
     p.algorithm = r.algorithm;
@@ -511,7 +511,7 @@ TEST(LimitCoreTest, DISABLED_RecoversFromALatencyStepAndFromFastSamples) {
       {"twenty windows of cache hits", kV, 10000, 20, 10000},
   };
   for (const Row& r : rows) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << LimitAlgorithmName(r.algorithm) << ": " << r.name);
     LimitParams p;
     p.algorithm = r.algorithm;

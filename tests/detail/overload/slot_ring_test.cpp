@@ -15,7 +15,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 struct Counted {
   explicit Counted(int v, int* moves) : value(v), moves(moves) {}

@@ -31,7 +31,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 const absl::Duration kWindow = absl::Seconds(10);  // 1 s ticks
 const absl::Duration kTick = absl::Seconds(1);

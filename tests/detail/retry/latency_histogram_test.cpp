@@ -15,7 +15,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 

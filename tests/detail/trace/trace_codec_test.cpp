@@ -27,7 +27,7 @@
 #include "trace_test_support.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::testing_support::TraceOf;
 using ::testing::HasSubstr;

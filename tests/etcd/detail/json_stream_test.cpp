@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using degrade::etcd::detail_etcd::JsonObjectSplitter;
 using ::testing::ElementsAre;

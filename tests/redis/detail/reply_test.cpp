@@ -25,7 +25,7 @@
 
 namespace degrade {
 namespace redis {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::degrade::detail::redis::ParseScoredMembers;
 using ::testing::AllOf;

@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/degradation_episode.hpp"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -108,36 +108,35 @@ inline void BreakerEpisodes(const BreakerView& b, const std::string& name,
 // normal, the forced end when there is one.
 inline std::string BreakerStateChangeLine(const BreakerStateChange& c,
                                           absl::string_view name) {
-  std::string line = absl::StrCat(
-      R"({"time":")", JsonTime(c.time),
-      R"(","event":"breaker_state_change","breaker":")", JsonEscape(name),
-      R"(","from":")", StateName(c.from), R"(","to":")", StateName(c.to),
-      R"(","cause":")", TransitionCauseName(c.cause), R"(")");
+  JsonLine line("breaker_state_change", c.time);
+  line.Str("breaker", name)
+      .Str("from", StateName(c.from))
+      .Str("to", StateName(c.to))
+      .Str("cause", TransitionCauseName(c.cause));
   if (c.from_mode != BreakerMode::kNormal ||
       c.to_mode != BreakerMode::kNormal) {
-    absl::StrAppend(&line, R"(,"from_mode":")", BreakerModeName(c.from_mode),
-                    R"(","to_mode":")", BreakerModeName(c.to_mode), R"(")");
+    line.Str("from_mode", BreakerModeName(c.from_mode))
+        .Str("to_mode", BreakerModeName(c.to_mode));
   }
   if (c.forced_until != absl::InfiniteFuture()) {
-    absl::StrAppend(&line, R"(,"forced_until":")", JsonTime(c.forced_until),
-                    R"(")");
+    line.Time("forced_until", c.forced_until);
   }
   if (c.trip.rule != TripReason::Rule::kNone) {
-    absl::StrAppend(&line, R"(,"trip":)", c.trip.ToJson());
+    line.Raw("trip", c.trip.ToJson());
   }
-  line += "}";
-  return line;
+  return line.Done();
 }
 
 // The breaker_threshold line.
 inline std::string BreakerThresholdLine(const BreakerThresholdEvent& e,
                                         absl::string_view name) {
-  return absl::StrCat(
-      R"({"time":")", JsonTime(e.time),
-      R"(","event":"breaker_threshold","breaker":")", JsonEscape(name),
-      R"(","threshold":")", BreakerThresholdName(e.threshold),
-      R"(","rate":)", JsonNumber(e.rate), R"(,"limit":)", JsonNumber(e.limit),
-      R"(,"calls":)", e.calls, "}");
+  return JsonLine("breaker_threshold", e.time)
+      .Str("breaker", name)
+      .Str("threshold", BreakerThresholdName(e.threshold))
+      .Num("rate", e.rate)
+      .Num("limit", e.limit)
+      .Int("calls", e.calls)
+      .Done();
 }
 
 // degrade_level*, degrade_feature_enabled, degrade_config_reloads_total,

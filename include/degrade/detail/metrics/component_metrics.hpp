@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -139,6 +140,25 @@ inline std::string BreakerThresholdLine(const BreakerThresholdEvent& e,
       .Done();
 }
 
+// One count of a "result" label's value.
+struct ResultCount {
+  absl::string_view result;
+  uint64_t count;
+};
+
+// A counter split by "result" into the updates that took and those refused,
+// after which the previous state kept serving (config reloads, hot-list
+// refreshes): the two series of every such counter, labelled alike.
+inline void WriteByResult(MetricWriter& w, absl::string_view metric,
+                          absl::string_view help,
+                          const std::pair<std::string, std::string>& owner,
+                          ResultCount took, ResultCount refused) {
+  for (const ResultCount& r : {took, refused}) {
+    w.Counter(metric, help, {owner, {"result", std::string(r.result)}},
+              static_cast<double>(r.count));
+  }
+}
+
 // degrade_level*, degrade_feature_enabled, degrade_config_reloads_total,
 // degrade_manager_degraded_seconds.
 inline void WriteManagerMetrics(const ManagerStats& st, const std::string& name,
@@ -167,15 +187,11 @@ inline void WriteManagerMetrics(const ManagerStats& st, const std::string& name,
             "level (0).",
             {{"manager", name}, {"feature", feature}}, enabled ? 1 : 0);
   }
-  constexpr absl::string_view kReloadsHelp =
-      "Degradation config reloads by result: applied or rejected (the "
-      "previous config kept serving).";
-  w.Counter("degrade_config_reloads_total", kReloadsHelp,
-            {{"manager", name}, {"result", "applied"}},
-            static_cast<double>(st.reloads));
-  w.Counter("degrade_config_reloads_total", kReloadsHelp,
-            {{"manager", name}, {"result", "rejected"}},
-            static_cast<double>(st.rejected_reloads));
+  WriteByResult(w, "degrade_config_reloads_total",
+                "Degradation config reloads by result: applied or rejected "
+                "(the previous config kept serving).",
+                {"manager", name}, {"applied", st.reloads},
+                {"rejected", st.rejected_reloads});
   w.Gauge("degrade_control_version",
           "Version of the control document in force on the manager; 0 when "
           "none.",
@@ -222,15 +238,11 @@ inline void WriteHotListMetrics(const HotListStats& st, const std::string& name,
               : absl::ToDoubleSeconds(st.age));
   w.Gauge("degrade_hot_list_items", "Items in the serving snapshot.",
           {{"hot_list", name}}, static_cast<double>(st.items));
-  constexpr absl::string_view kRefreshesHelp =
-      "Hot-list snapshot updates by result: ok (published) or failed (the "
-      "previous snapshot kept serving).";
-  w.Counter("degrade_hot_list_refreshes_total", kRefreshesHelp,
-            {{"hot_list", name}, {"result", "ok"}},
-            static_cast<double>(st.refreshes));
-  w.Counter("degrade_hot_list_refreshes_total", kRefreshesHelp,
-            {{"hot_list", name}, {"result", "failed"}},
-            static_cast<double>(st.failures));
+  WriteByResult(w, "degrade_hot_list_refreshes_total",
+                "Hot-list snapshot updates by result: ok (published) or "
+                "failed (the previous snapshot kept serving).",
+                {"hot_list", name}, {"ok", st.refreshes},
+                {"failed", st.failures});
 }
 
 }  // namespace detail

@@ -294,6 +294,30 @@ TEST_F(FanOutRecallTest, UpstreamStageResultIsMergedIntoTheFallback) {
             "recall.fresh=open");
 }
 
+// The one UpstreamTrace overload takes every call form: a trace or a
+// result, with and without a merge policy, the result also as a temporary.
+TEST_F(FanOutRecallTest, EveryUpstreamCallFormMergesTheSameTrace) {
+  DegradationTrace upstream;
+  upstream.Add("features", R::kTimeout);
+  const StageResult<int> features = StageResult<int>::From(upstream, 1);
+  answers_[1] = absl::InternalError("vec broke");
+  const auto dedup =
+      DedupCandidatesById([](const std::string& c) { return c; });
+  const std::string want = "v1;features=timeout;recall.vec=error";
+  const absl::StatusOr<StageResult<Items>> forms[] = {
+      FanOutRecall(upstream, Routes(), Items{"hot"}),
+      FanOutRecall(upstream, Routes(), Items{"hot"}, dedup),
+      FanOutRecall(features, Routes(), Items{"hot"}, dedup),
+      FanOutRecall(features.trace(), Routes(), [] { return Items{"hot"}; }),
+      FanOutRecall(StageResult<int>::From(upstream, 2), Routes(),
+                   [](const absl::Status&) { return Items{"hot"}; }),
+  };
+  for (const absl::StatusOr<StageResult<Items>>& r : forms) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->trace().Encode(), want);
+  }
+}
+
 TEST_F(FanOutRecallTest, AFullTraceStillNamesTheFallback) {
   DegradationTrace upstream;
   for (const char* s : {"s1", "s2", "s3", "s4", "s5", "s6"}) {

@@ -5,7 +5,8 @@
 // (an older or equal re-push changes nothing), the whole-or-nothing apply,
 // the release of what a newer document no longer names, expiry on the
 // FakeClock with nobody watching, the max of a local ForceLevel and a
-// control's level, and the reason on every log line.
+// control's level, and the reason on every log line, which carries its
+// time and whose refusals are rate-limited.
 
 #include "degrade/fleet_control.hpp"
 
@@ -24,6 +25,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/control_document.hpp"
 #include "degrade/degradation_manager.hpp"
+#include "degrade/detail/json_text.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "manager_test_util.hpp"
@@ -102,6 +104,13 @@ TEST_F(FleetControlTest, ADocumentForcesLevelFeaturesAndBreakers) {
 
   // The control's log line and the manager's level change both carry why.
   ASSERT_EQ(control_lines_.size(), 1u);
+  // "time" first, as on every component's line.
+  EXPECT_TRUE(absl::StartsWith(
+      control_lines_[0],
+      absl::StrCat(
+          R"({"time":")", detail::JsonTime(clock_.Now()),
+          R"(","event":"control_applied","source":"etcd: /svc/control",)")))
+      << control_lines_[0];
   const nlohmann::json applied = nlohmann::json::parse(control_lines_[0]);
   EXPECT_EQ(applied["event"], "control_applied");
   EXPECT_EQ(applied["version"], 7);
@@ -183,6 +192,45 @@ TEST_F(FleetControlTest, OlderAndEqualVersionsChangeNothing) {
   ASSERT_EQ(control_lines_.size(), lines + 2);
   EXPECT_THAT(control_lines_.back(), HasSubstr("control_refused"));
   EXPECT_THAT(control_lines_.back(), HasSubstr("etcd: /svc/control"));
+}
+
+// Refusals go through the EventLog's rate limit (5 a second by default):
+// a watcher re-reading a bad document cannot flood the log, and the next
+// line says how many were dropped. Applied and lifted documents are audit
+// lines, each written.
+TEST_F(FleetControlTest, RefusalsAreRateLimitedAppliedAndLiftedAreNot) {
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(control_->Apply("not json", "etcd: /svc/control").ok());
+  }
+  EXPECT_EQ(control_->refused(), 8u);
+  ASSERT_EQ(control_lines_.size(), 5u);
+  const nlohmann::json first = nlohmann::json::parse(control_lines_[0]);
+  EXPECT_EQ(first["time"], detail::JsonTime(clock_.Now()));
+  EXPECT_EQ(first["event"], "control_refused");
+  EXPECT_FALSE(first.contains("suppressed"));
+
+  clock_.Advance(absl::Seconds(1));  // a new window
+  EXPECT_FALSE(control_->Apply("not json", "etcd: /svc/control").ok());
+  ASSERT_EQ(control_lines_.size(), 6u);
+  const nlohmann::json next = nlohmann::json::parse(control_lines_.back());
+  EXPECT_EQ(next["time"], detail::JsonTime(clock_.Now()));
+  EXPECT_EQ(next["suppressed"], 3);
+
+  // Seven documents applied in the same instant: seven lines.
+  for (uint64_t v = 1; v <= 7; ++v) {
+    ASSERT_TRUE(Apply(Doc(v, absl::Minutes(30), "")).ok());
+  }
+  ASSERT_TRUE(control_->Lift("etcd: /svc/control deleted").ok());
+  ASSERT_EQ(control_lines_.size(), 6u + 7u + 1u);
+  for (std::size_t i = 6; i < 13; ++i) {
+    EXPECT_THAT(control_lines_[i], HasSubstr(R"("event":"control_applied")"));
+  }
+  EXPECT_EQ(
+      control_lines_.back(),
+      absl::StrCat(R"({"time":")", detail::JsonTime(clock_.Now()),
+                   R"(","event":"control_lifted",)"
+                   R"("source":"etcd: /svc/control deleted",)"
+                   R"("version":7,"reason":"INC-1234: rank saturated"})"));
 }
 
 TEST_F(FleetControlTest, ANewerDocumentReleasesWhatItNoLongerNames) {

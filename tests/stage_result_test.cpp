@@ -208,5 +208,23 @@ TEST(StageResultTest, IntResultIsTriviallyCopyableAndHeapFree) {
   EXPECT_EQ(b.trace().depth(), 2u);
 }
 
+// UpstreamTrace: made implicitly from a trace or from any StageResult<U>,
+// it refers to that very trace (no copy), and nothing else converts.
+TEST(StageResultTest, UpstreamTraceRefersToTheTraceOrTheResultsTrace) {
+  DegradationTrace t;
+  t.Add("features", R::kTimeout);
+  const auto r = StageResult<std::string>::From(t, "x");
+  const auto view = [](UpstreamTrace u) { return &u.trace(); };
+  EXPECT_EQ(view(t), &t);
+  EXPECT_EQ(view(r), &r.trace());
+  EXPECT_EQ(view(StageResult<int>::From(t, 1))->Encode(),
+            "v1;features=timeout");
+  static_assert(std::is_convertible_v<const DegradationTrace&, UpstreamTrace>);
+  static_assert(std::is_convertible_v<const StageResult<std::vector<int>>&,
+                                      UpstreamTrace>);
+  static_assert(!std::is_convertible_v<int, UpstreamTrace>);
+  static_assert(!std::is_convertible_v<std::string, UpstreamTrace>);
+}
+
 }  // namespace
 }  // namespace degrade

@@ -191,6 +191,35 @@ TEST_F(WithFallbackTest, FreshStageCarriesUpstreamTraceButIsNotDefault) {
               ElementsAre(std::make_pair("features", R::kTimeout)));
 }
 
+// Every upstream call form the docs and users write compiles against the
+// one UpstreamTrace overload and merges the same trace: a trace, a result
+// (by reference and as a temporary), with each kind of fallback.
+TEST_F(WithFallbackTest, EveryUpstreamCallFormMergesTheSameTrace) {
+  DegradationTrace upstream;
+  upstream.Add("features", R::kTimeout);
+  const StageResult<Ints> result = StageResult<Ints>::From(upstream, Ints{1});
+  const auto call = []() -> absl::StatusOr<int> {
+    return absl::UnavailableError("down");
+  };
+  const std::string want = "v1;features=timeout;rank=error";
+  EXPECT_EQ(WithFallback(upstream, *cb_, "rank", call, 0).trace().Encode(),
+            want);
+  EXPECT_EQ(WithFallback(result, *cb_, "rank", call, 0).trace().Encode(), want);
+  EXPECT_EQ(WithFallback(result.trace(), *cb_, "rank", call, [] { return 0; })
+                .trace()
+                .Encode(),
+            want);
+  EXPECT_EQ(WithFallback(StageResult<Ints>::From(upstream, Ints{}), *cb_,
+                         "rank", call, [](const absl::Status&) { return 0; })
+                .trace()
+                .Encode(),
+            want);
+  const absl::StatusOr<StageResult<int>> fallible = WithFallback(
+      result, *cb_, "rank", call, []() -> absl::StatusOr<int> { return 0; });
+  ASSERT_TRUE(fallible.ok());
+  EXPECT_EQ(fallible->trace().Encode(), want);
+}
+
 // ---- Ranking and re-ranking ----
 
 struct Candidate {
@@ -389,6 +418,20 @@ TEST_F(RerankOrFallbackTest, FullChainAccumulatesEveryDegradedStage) {
       ranked.value(), IdOf);
   EXPECT_THAT(Ids(reranked.value()), ElementsAre("c", "a", "b"));
   EXPECT_EQ(reranked.trace().Encode(), "v1;rank=timeout;rerank=error");
+  // The upstream result itself serves as well as its trace, for both.
+  const auto down = [](const std::vector<Candidate>&)
+      -> absl::StatusOr<std::vector<Candidate>> {
+    return absl::UnavailableError("down");
+  };
+  EXPECT_EQ(RerankOrFallback(ranked, *cb_, "rerank", down, ranked.value(), IdOf)
+                .trace()
+                .Encode(),
+            "v1;rank=timeout;rerank=error");
+  EXPECT_EQ(
+      RankOrFallback(ranked, *rank_cb, "rank2", down, WithDuplicates(), ScoreOf)
+          .trace()
+          .Encode(),
+      "v1;rank=timeout;rank2=error");
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -293,28 +294,27 @@ inline std::string Percent(double rate) {
 }  // namespace detail
 
 inline std::string TripReason::ToJson() const {
-  const std::string name(TripRuleName(rule));
+  detail::JsonLine json;
+  json.Str("rule", TripRuleName(rule));
   switch (rule) {
     case Rule::kFailureRate:
     case Rule::kSlowCallRate:
-      return absl::StrCat("{\"rule\":\"", name,
-                          "\",\"rate\":", detail::JsonSixDigits(value),
-                          ",\"calls\":", calls,
-                          ",\"threshold\":", detail::JsonSixDigits(threshold),
-                          "}");
+      json.Raw("rate", detail::JsonSixDigits(value))
+          .Int("calls", calls)
+          .Raw("threshold", detail::JsonSixDigits(threshold));
+      break;
     case Rule::kConsecutiveFailures:
-      return absl::StrCat("{\"rule\":\"", name,
-                          "\",\"failures\":", detail::JsonCount(value),
-                          ",\"threshold\":", detail::JsonCount(threshold),
-                          "}");
+      json.Raw("failures", detail::JsonCount(value))
+          .Raw("threshold", detail::JsonCount(threshold));
+      break;
     case Rule::kCustom:
-      return absl::StrCat("{\"rule\":\"", name,
-                          "\",\"failures\":", counts.window_failures,
-                          ",\"calls\":", counts.window_calls, "}");
+      json.Int("failures", counts.window_failures)
+          .Int("calls", counts.window_calls);
+      break;
     case Rule::kNone:
       break;
   }
-  return absl::StrCat("{\"rule\":\"", name, "\"}");
+  return json.Done();
 }
 
 inline std::string TripReason::ToString() const {

@@ -37,7 +37,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/degradation_episode.hpp"
 #include "degrade/detail/invoke.hpp"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/event_log.hpp"
@@ -122,14 +122,14 @@ class EscalationWatch {
     for (std::size_t i = 0; i < due.size(); ++i) {
       const DegradationEpisode& e = due[i];
       registry_->log().Emit(log_key_, [&] {
-        return absl::StrCat(
-            R"({"time":")", detail::JsonTime(now),
-            R"(","event":"escalation","kind":")", EpisodeKindName(e.kind),
-            R"(","name":")", detail::JsonEscape(e.name), R"(","source":")",
-            detail::JsonEscape(e.source), R"(","level":)", e.level,
-            R"(,"since":")", detail::JsonTime(e.since),
-            R"(","lasted_seconds":)",
-            detail::JsonNumber(absl::ToDoubleSeconds(lasted[i])), "}");
+        return detail::JsonLine("escalation", now)
+            .Str("kind", EpisodeKindName(e.kind))
+            .Str("name", e.name)
+            .Str("source", e.source)
+            .Int("level", e.level)
+            .Time("since", e.since)
+            .Num("lasted_seconds", absl::ToDoubleSeconds(lasted[i]))
+            .Done();
       });
       if (options_.on_escalate) {
         detail::CallQuietly(options_.on_escalate, e, lasted[i]);

@@ -347,27 +347,15 @@ absl::StatusOr<StageResult<std::vector<Candidate>>> FanOutRecall(
 // FanOutRecall(upstream, ...)
 //
 // As above, with the upstream stage's trace merged in first (upstream
-// entries ahead of recall's; see `StageResult::MergeUpstream`). A result
-// from answered routes carries the upstream trace but is not `is_default()`.
+// entries ahead of recall's; see `StageResult::MergeUpstream`). `upstream`
+// is a `DegradationTrace` or the upstream `StageResult<U>`, whose value is
+// not read (see `UpstreamTrace`). A result from answered routes carries the
+// upstream trace but is not `is_default()`.
 template <typename Candidate, typename Fallback,
           typename Merge = ConcatCandidates>
 absl::StatusOr<StageResult<std::vector<Candidate>>> FanOutRecall(
-    const DegradationTrace& upstream,
-    const std::vector<RecallRoute<Candidate>>& routes, Fallback fallback,
-    Merge merge = Merge()) {
-  return detail::RunFanOutRecall<Candidate>(&upstream, routes, fallback, merge);
-}
-
-// FanOutRecall(upstream_result, ...)
-//
-// As above, taking the upstream trace from a `StageResult<U>` (its value is
-// not read).
-template <typename U, typename Candidate, typename Fallback,
-          typename Merge = ConcatCandidates>
-absl::StatusOr<StageResult<std::vector<Candidate>>> FanOutRecall(
-    const StageResult<U>& upstream,
-    const std::vector<RecallRoute<Candidate>>& routes, Fallback fallback,
-    Merge merge = Merge()) {
+    UpstreamTrace upstream, const std::vector<RecallRoute<Candidate>>& routes,
+    Fallback fallback, Merge merge = Merge()) {
   return detail::RunFanOutRecall<Candidate>(&upstream.trace(), routes, fallback,
                                             merge);
 }

@@ -40,8 +40,10 @@
 //   // status names the path, value and rule, and nothing changed.
 //
 // Each applied, lifted or refused document is one log line (to
-// `Options::log_sink`, stderr by default) carrying its version and reason;
-// the managers' own level-change lines carry the reason as their `note`.
+// `Options::log_sink`, stderr by default, through an EventLog like every
+// component's lines: "time" first, refusals rate-limited) carrying its
+// version and reason; the managers' own level-change lines carry the reason
+// as their `note`.
 //
 // Thread safety: every member is thread-safe; documents are applied one at
 // a time in call order. The registered managers and breakers must outlive
@@ -54,7 +56,6 @@
 #define DEGRADE_FLEET_CONTROL_HPP_
 
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -72,10 +73,11 @@
 #include "degrade/clock.hpp"
 #include "degrade/control_document.hpp"
 #include "degrade/degradation_manager.hpp"
-#include "degrade/detail/invoke.hpp"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/reentry.hpp"
+#include "degrade/event_log.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -87,7 +89,10 @@ struct FleetControlOptions {
   const Clock* clock = nullptr;
   // One JSON object per line; stderr when empty. Called with no lock held,
   // possibly from several threads at once (concurrent Apply() calls); a
-  // sink that throws loses that line.
+  // sink that throws loses that line. Applied and lifted documents are
+  // audit lines, always written; refusals, which a watcher re-reading a bad
+  // document repeats, are rate-limited as EventLog's defaults say (5 a
+  // second, the next line saying how many were dropped).
   std::function<void(absl::string_view)> log_sink;
 };
 
@@ -101,7 +106,8 @@ class FleetControl {
   explicit FleetControl(Options options = {})
       : clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
-        sink_(std::move(options.log_sink)) {}
+        log_(LogOptions(std::move(options.log_sink), clock_)),
+        refused_key_(log_.GetKey("control_refused")) {}
 
   FleetControl(const FleetControl&) = delete;
   FleetControl& operator=(const FleetControl&) = delete;
@@ -205,9 +211,17 @@ class FleetControl {
                            ControlDocument doc, uint64_t* applied_version,
                            std::string* line)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
-  static std::string RefusedLine(absl::string_view source,
+  static std::string RefusedLine(absl::Time now, absl::string_view source,
                                  const absl::Status& error);
-  void Log(std::string line) const;
+  static EventLogOptions LogOptions(std::function<void(absl::string_view)> sink,
+                                    const Clock* clock) {
+    EventLogOptions o;
+    o.sink = std::move(sink);
+    o.clock = clock;
+    return o;
+  }
+  // Writes `line`: refusals under their rate limit, the rest always.
+  void Log(bool refused, std::string line);
 
   // "<where>: degrade_control.<key>.<name>: no <what> of that name here
   // (registered: a, b)".
@@ -230,7 +244,8 @@ class FleetControl {
   }
 
   const Clock* const clock_;
-  const std::function<void(absl::string_view)> sink_;
+  EventLog log_;
+  const EventLog::Key refused_key_;
 
   // Serialises Apply(), Lift() and registration; held while the managers
   // and breakers are called, so never taken by a reader.
@@ -378,7 +393,7 @@ inline absl::Status FleetControl::Apply(absl::string_view text,
   std::string line;
   if (!doc.ok()) {
     result = doc.status();
-    line = RefusedLine(source, result);
+    line = RefusedLine(clock_->Now(), source, result);
     detail::MutexLock lock(&state_mu_);
     ++refused_;
   } else {
@@ -386,7 +401,7 @@ inline absl::Status FleetControl::Apply(absl::string_view text,
     const detail::CallbackScope in_apply(this);
     result = ApplyLocked(text, source, *std::move(doc), applied_version, &line);
   }
-  if (!line.empty()) Log(std::move(line));
+  if (!line.empty()) Log(!result.ok(), std::move(line));
   return result;
 }
 
@@ -408,7 +423,7 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
   // move back to.
   if (current && !(now < current->expires_at)) current.reset();
   const auto refuse = [&](absl::Status s) {
-    *line = RefusedLine(source, s);
+    *line = RefusedLine(now, source, s);
     detail::MutexLock lock(&state_mu_);
     ++refused_;
     return s;
@@ -441,11 +456,11 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
   }
   current_text_ = std::string(text);
   if (applied_version != nullptr) *applied_version = doc.version;
-  *line = absl::StrCat(
-      R"({"event":"control_applied","source":")", detail::JsonEscape(source),
-      R"(","version":)", doc.version, R"(,"expires_at":")",
-      detail::control::UtcText(doc.expires_at), R"(","reason":")",
-      detail::JsonEscape(doc.reason), R"(")");
+  detail::JsonLine applied("control_applied", now);
+  applied.Str("source", source)
+      .Int("version", doc.version)
+      .Str("expires_at", detail::control::UtcText(doc.expires_at))
+      .Str("reason", doc.reason);
   std::vector<std::string> unseen;
   for (const auto& [name, spec] : doc.managers) {
     for (const std::string& f : spec.features_off) {
@@ -455,10 +470,9 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
     }
   }
   if (!unseen.empty()) {
-    absl::StrAppend(&*line, R"(,"features_not_seen_yet":")",
-                    detail::JsonEscape(absl::StrJoin(unseen, ", ")), R"(")");
+    applied.Str("features_not_seen_yet", absl::StrJoin(unseen, ", "));
   }
-  *line += "}";
+  *line = applied.Done();
   detail::MutexLock lock(&state_mu_);
   ++applied_;
   floor_ = doc.version;
@@ -483,32 +497,35 @@ inline absl::Status FleetControl::Lift(absl::string_view source,
       return absl::OkStatus();
     }
     InstallLocked(&*current, nullptr).IgnoreError();  // clearing cannot fail
-    line = absl::StrCat(R"({"event":"control_lifted","source":")",
-                        detail::JsonEscape(source), R"(","version":)",
-                        current->version, R"(,"reason":")",
-                        detail::JsonEscape(current->reason), R"("})");
+    line = detail::JsonLine("control_lifted", clock_->Now())
+               .Str("source", source)
+               .Int("version", current->version)
+               .Str("reason", current->reason)
+               .Done();
     current_text_.clear();
     detail::MutexLock state_lock(&state_mu_);
     current_.reset();
   }
-  Log(std::move(line));
+  Log(false, std::move(line));
   return absl::OkStatus();
 }
 
-inline std::string FleetControl::RefusedLine(absl::string_view source,
+inline std::string FleetControl::RefusedLine(absl::Time now,
+                                             absl::string_view source,
                                              const absl::Status& error) {
-  return absl::StrCat(R"({"event":"control_refused","source":")",
-                      detail::JsonEscape(source), R"(","error":")",
-                      detail::JsonEscape(error.ToString()), R"("})");
+  return detail::JsonLine("control_refused", now)
+      .Str("source", source)
+      .Str("error", error.ToString())
+      .Done();
 }
 
-inline void FleetControl::Log(std::string line) const {
-  if (!sink_) {
-    line += "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    return;
+inline void FleetControl::Log(bool refused, std::string line) {
+  const auto take = [&line] { return std::move(line); };
+  if (refused) {
+    log_.Emit(refused_key_, take);
+  } else {
+    log_.WriteAlways(take);
   }
-  detail::CallQuietly([this, &line] { sink_(line); });
 }
 
 DEGRADE_NAMESPACE_END

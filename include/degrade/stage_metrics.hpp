@@ -46,7 +46,7 @@
 #include "degrade/degradation_episode.hpp"
 #include "degrade/degrade_reason.hpp"
 #include "degrade/detail/invoke.hpp"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/event_log.hpp"
@@ -280,11 +280,11 @@ class StageMetrics {
       }
     }
     registration_.log().Emit(slot.log_keys[r], [&] {
-      return absl::StrCat(R"({"time":")", detail::JsonTime(clock_->Now()),
-                          R"(","event":"fallback_served","pipeline":")",
-                          detail::JsonEscape(registration_.name()),
-                          R"(","stage":")", detail::JsonEscape(slot.name),
-                          R"(","reason":")", ReasonName(reason), R"("})");
+      return detail::JsonLine("fallback_served", clock_->Now())
+          .Str("pipeline", registration_.name())
+          .Str("stage", slot.name)
+          .Str("reason", ReasonName(reason))
+          .Done();
     });
   }
 

@@ -137,6 +137,34 @@ class StageResult {
   DegradationTrace trace_;
 };
 
+// UpstreamTrace
+//
+// The trace a stage inherits, as the combinators take it (`WithFallback`,
+// `RankOrFallback`, `RerankOrFallback`, `FanOutRecall`): made implicitly from
+// a `DegradationTrace` or from the upstream `StageResult<U>` itself (only its
+// trace is read), so each combinator has one upstream form rather than one
+// per way of holding a trace.
+//
+//   WithFallback(features, recall_cb, "recall", call, fallback);
+//   WithFallback(features.trace(), recall_cb, "recall", call, fallback);
+//
+// A parameter type: it refers to the trace it was made from and must not
+// outlive it (a temporary lives as long as the call it is passed to).
+class UpstreamTrace {
+ public:
+  // Implicit on purpose: the call sites above name the trace or the result.
+  UpstreamTrace(const DegradationTrace& trace)  // NOLINT(runtime/explicit)
+      : trace_(&trace) {}
+  template <typename U>
+  UpstreamTrace(const StageResult<U>& result)  // NOLINT(runtime/explicit)
+      : trace_(&result.trace()) {}
+
+  const DegradationTrace& trace() const { return *trace_; }
+
+ private:
+  const DegradationTrace* trace_;
+};
+
 DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_STAGE_RESULT_HPP_

@@ -143,20 +143,15 @@ detail::WithFallbackResult<T, Fallback> WithFallback(CircuitBreaker<T>& breaker,
 //
 // As above, with the upstream stage's trace merged in (upstream entries
 // first, see `StageResult::MergeUpstream`), so a request's trace accumulates
-// every stage that degraded. A fresh result carries the upstream trace but
-// is not `is_default()`.
+// every stage that degraded. `upstream` is a `DegradationTrace` or the
+// upstream `StageResult<U>` (see `UpstreamTrace`). A fresh result carries
+// the upstream trace but is not `is_default()`.
 template <typename T, typename Call, typename Fallback>
-detail::WithFallbackResult<T, Fallback> WithFallback(
-    const DegradationTrace& upstream, CircuitBreaker<T>& breaker,
-    absl::string_view stage, Call&& call, Fallback fallback);
-
-// WithFallback(upstream_result, ...)
-//
-// As above, taking the upstream trace from a `StageResult<U>`.
-template <typename U, typename T, typename Call, typename Fallback>
-detail::WithFallbackResult<T, Fallback> WithFallback(
-    const StageResult<U>& upstream, CircuitBreaker<T>& breaker,
-    absl::string_view stage, Call&& call, Fallback fallback);
+detail::WithFallbackResult<T, Fallback> WithFallback(UpstreamTrace upstream,
+                                                     CircuitBreaker<T>& breaker,
+                                                     absl::string_view stage,
+                                                     Call&& call,
+                                                     Fallback fallback);
 
 // OrderByRecallScore()
 //
@@ -185,7 +180,8 @@ std::vector<Item> DedupOnly(std::vector<Item> items, IdOf id_of);
 // Runs `rank_call(const std::vector<Candidate>&)` (returning the ranked
 // `std::vector<Candidate>` or a StatusOr of it) through `breaker`; on any
 // failure returns the candidates ordered by `OrderByRecallScore(score_of)`,
-// tagged `stage`. The overload taking `upstream` merges that trace in.
+// tagged `stage`. The overload taking `upstream` (a trace or a result, see
+// `UpstreamTrace`) merges that trace in.
 //
 // Thread-safe if the callables are.
 template <typename Candidate, typename RankCall, typename ScoreOf>
@@ -195,15 +191,15 @@ StageResult<std::vector<Candidate>> RankOrFallback(
 
 template <typename Candidate, typename RankCall, typename ScoreOf>
 StageResult<std::vector<Candidate>> RankOrFallback(
-    const DegradationTrace& upstream,
-    CircuitBreaker<std::vector<Candidate>>& breaker, absl::string_view stage,
-    RankCall&& rank_call, std::vector<Candidate> candidates, ScoreOf score_of);
+    UpstreamTrace upstream, CircuitBreaker<std::vector<Candidate>>& breaker,
+    absl::string_view stage, RankCall&& rank_call,
+    std::vector<Candidate> candidates, ScoreOf score_of);
 
 // RerankOrFallback()
 //
 // Runs `rerank_call(const std::vector<Item>&)` through `breaker`; on any
 // failure returns `DedupOnly(items, id_of)`, tagged `stage`. The overload
-// taking `upstream` merges that trace in.
+// taking `upstream` (a trace or a result) merges that trace in.
 //
 // Thread-safe if the callables are.
 template <typename Item, typename RerankCall, typename IdOf>
@@ -213,9 +209,9 @@ StageResult<std::vector<Item>> RerankOrFallback(
 
 template <typename Item, typename RerankCall, typename IdOf>
 StageResult<std::vector<Item>> RerankOrFallback(
-    const DegradationTrace& upstream,
-    CircuitBreaker<std::vector<Item>>& breaker, absl::string_view stage,
-    RerankCall&& rerank_call, std::vector<Item> items, IdOf id_of);
+    UpstreamTrace upstream, CircuitBreaker<std::vector<Item>>& breaker,
+    absl::string_view stage, RerankCall&& rerank_call, std::vector<Item> items,
+    IdOf id_of);
 
 // ---- Implementation details -------------------------------------------------
 
@@ -305,16 +301,11 @@ detail::WithFallbackResult<T, Fallback> WithFallback(CircuitBreaker<T>& breaker,
 }
 
 template <typename T, typename Call, typename Fallback>
-detail::WithFallbackResult<T, Fallback> WithFallback(
-    const DegradationTrace& upstream, CircuitBreaker<T>& breaker,
-    absl::string_view stage, Call&& call, Fallback fallback) {
-  return detail::RunWithFallback<T>(&upstream, breaker, stage, call, fallback);
-}
-
-template <typename U, typename T, typename Call, typename Fallback>
-detail::WithFallbackResult<T, Fallback> WithFallback(
-    const StageResult<U>& upstream, CircuitBreaker<T>& breaker,
-    absl::string_view stage, Call&& call, Fallback fallback) {
+detail::WithFallbackResult<T, Fallback> WithFallback(UpstreamTrace upstream,
+                                                     CircuitBreaker<T>& breaker,
+                                                     absl::string_view stage,
+                                                     Call&& call,
+                                                     Fallback fallback) {
   return detail::RunWithFallback<T>(&upstream.trace(), breaker, stage, call,
                                     fallback);
 }
@@ -364,11 +355,11 @@ StageResult<std::vector<Candidate>> RankOrFallback(
 
 template <typename Candidate, typename RankCall, typename ScoreOf>
 StageResult<std::vector<Candidate>> RankOrFallback(
-    const DegradationTrace& upstream,
-    CircuitBreaker<std::vector<Candidate>>& breaker, absl::string_view stage,
-    RankCall&& rank_call, std::vector<Candidate> candidates, ScoreOf score_of) {
+    UpstreamTrace upstream, CircuitBreaker<std::vector<Candidate>>& breaker,
+    absl::string_view stage, RankCall&& rank_call,
+    std::vector<Candidate> candidates, ScoreOf score_of) {
   return detail::RunListStage<Candidate>(
-      &upstream, breaker, stage, rank_call, std::move(candidates),
+      &upstream.trace(), breaker, stage, rank_call, std::move(candidates),
       [&score_of](std::vector<Candidate> c) {
         return OrderByRecallScore(std::move(c), score_of);
       });
@@ -385,11 +376,11 @@ StageResult<std::vector<Item>> RerankOrFallback(
 
 template <typename Item, typename RerankCall, typename IdOf>
 StageResult<std::vector<Item>> RerankOrFallback(
-    const DegradationTrace& upstream,
-    CircuitBreaker<std::vector<Item>>& breaker, absl::string_view stage,
-    RerankCall&& rerank_call, std::vector<Item> items, IdOf id_of) {
+    UpstreamTrace upstream, CircuitBreaker<std::vector<Item>>& breaker,
+    absl::string_view stage, RerankCall&& rerank_call, std::vector<Item> items,
+    IdOf id_of) {
   return detail::RunListStage<Item>(
-      &upstream, breaker, stage, rerank_call, std::move(items),
+      &upstream.trace(), breaker, stage, rerank_call, std::move(items),
       [&id_of](std::vector<Item> v) { return DedupOnly(std::move(v), id_of); });
 }
 

@@ -109,25 +109,31 @@ inline void AppendJsonEscapedAscii(std::string* out, unsigned char c) {
   }
 }
 
-// Escapes `s` for a JSON string literal (without the quotes). Invalid UTF-8
-// becomes U+FFFD, so a log line stays valid JSON whatever a name contains.
-inline std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+// Appends `s` escaped for a JSON string literal (without the quotes).
+// Invalid UTF-8 becomes U+FFFD, so a log line stays valid JSON whatever a
+// name contains.
+inline void AppendJsonEscaped(std::string* out, absl::string_view s) {
+  out->reserve(out->size() + s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       const std::size_t n = Utf8SequenceLength(s, i);
       if (n == 0) {
-        out += "\\ufffd";
+        *out += "\\ufffd";
       } else {
-        out.append(s.data() + i, n);
+        out->append(s.data() + i, n);
         i += n - 1;
       }
       continue;
     }
-    AppendJsonEscapedAscii(&out, c);
+    AppendJsonEscapedAscii(out, c);
   }
+}
+
+// As AppendJsonEscaped, as a new string.
+inline std::string JsonEscape(absl::string_view s) {
+  std::string out;
+  AppendJsonEscaped(&out, s);
   return out;
 }
 

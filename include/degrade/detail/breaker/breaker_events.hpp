@@ -119,11 +119,8 @@ class BreakerEvents {
     if (listener_ == nullptr) return;
     Event e;
     e.is_threshold = true;
-    e.threshold = which;
-    e.rate = rate;
-    e.limit = limit;
-    e.calls = calls;
-    e.transition.at = now_nanos;
+    e.threshold = BreakerThresholdEvent{
+        {}, which, rate, limit, calls, absl::FromUnixNanos(now_nanos)};
     queue_.Push(std::move(e));
   }
 
@@ -167,23 +164,16 @@ class BreakerEvents {
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
   struct Event {
-    BreakerTransition transition;  // also carries a threshold's time
+    BreakerTransition transition;
     bool is_threshold = false;
-    BreakerThreshold threshold = BreakerThreshold::kFailureRate;
-    double rate = 0.0;
-    double limit = 0.0;
-    uint64_t calls = 0;
+    // As the listener gets it, but for `breaker`, filled in on delivery.
+    BreakerThresholdEvent threshold;
   };
 
   void DeliverThreshold(const Event& e) {
     if (listener_ == nullptr) return;
-    BreakerThresholdEvent t;
+    BreakerThresholdEvent t = e.threshold;
     t.breaker = *name_;
-    t.threshold = e.threshold;
-    t.rate = e.rate;
-    t.limit = e.limit;
-    t.calls = e.calls;
-    t.time = absl::FromUnixNanos(e.transition.at);
     CallQuietly([this, &t] { listener_->OnThreshold(t); });
   }
 

@@ -28,7 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/telemetry.hpp"
@@ -48,59 +48,57 @@ class ManagerLog final : public ManagerListener {
   }
 
   void OnLevelChange(const LevelChange& c) override {
-    std::string line = absl::StrCat(Head(c.time, kLevelChange), R"(,"from":)",
-                                    c.from, R"(,"to":)", c.to, R"(,"reason":")",
-                                    LevelChangeReasonName(c.reason), R"(")");
+    JsonLine line = Head(c.time, kLevelChange);
+    line.Int("from", c.from)
+        .Int("to", c.to)
+        .Str("reason", LevelChangeReasonName(c.reason));
     switch (c.reason) {
       case LevelChangeReason::kSignal:
-        absl::StrAppend(&line, R"(,"signal":")", JsonEscape(c.signal),
-                        R"(","value":)", JsonNumber(c.value),
-                        R"(,"threshold":)", JsonNumber(c.threshold));
+        line.Str("signal", c.signal)
+            .Num("value", c.value)
+            .Num("threshold", c.threshold);
         break;
       case LevelChangeReason::kRecovered:
-        absl::StrAppend(&line, R"(,"hold_seconds":)",
-                        JsonNumber(absl::ToDoubleSeconds(c.hold)));
+        line.Num("hold_seconds", absl::ToDoubleSeconds(c.hold));
         break;
       case LevelChangeReason::kOverride:
-        absl::StrAppend(&line, R"(,"until":")",
-                        c.until == absl::InfiniteFuture() ? std::string("never")
-                                                          : JsonTime(c.until),
-                        R"(")");
-        if (!c.note.empty()) {
-          absl::StrAppend(&line, R"(,"note":")", JsonEscape(c.note), R"(")");
+        if (c.until == absl::InfiniteFuture()) {
+          line.Str("until", "never");
+        } else {
+          line.Time("until", c.until);
         }
+        if (!c.note.empty()) line.Str("note", c.note);
         break;
       case LevelChangeReason::kReload:
         break;
     }
-    line += "}";
-    log_->WriteAlways([&line] { return std::move(line); });
+    log_->WriteAlways([&line] { return line.Done(); });
   }
 
   void OnReload(const ReloadEvent& e) override {
     if (e.applied) {
-      Write(kReloaded, absl::StrCat(Head(e.time, kReloaded), R"(,"levels":)",
-                                    e.levels, R"(,"level":)", e.level, "}"));
+      Write(kReloaded, Head(e.time, kReloaded)
+                           .Int("levels", e.levels)
+                           .Int("level", e.level)
+                           .Done());
     } else {
-      Write(kRejected, absl::StrCat(Head(e.time, kRejected), R"(,"error":")",
-                                    JsonEscape(e.error.ToString()), R"("})"));
+      Write(kRejected,
+            Head(e.time, kRejected).Str("error", e.error.ToString()).Done());
     }
   }
 
   void OnOverrideExpired(const OverrideExpiredEvent& e) override {
     log_->WriteAlways([&] {
-      std::string line =
-          absl::StrCat(Head(e.time, kExpired), R"(,"level":)", e.level);
-      if (!e.note.empty()) {
-        absl::StrAppend(&line, R"(,"note":")", JsonEscape(e.note), R"(")");
-      }
-      return line + "}";
+      JsonLine line = Head(e.time, kExpired);
+      line.Int("level", e.level);
+      if (!e.note.empty()) line.Str("note", e.note);
+      return line.Done();
     });
   }
 
   void OnPollError(const PollErrorEvent& e) override {
-    Write(kPollError, absl::StrCat(Head(e.time, kPollError), R"(,"error":")",
-                                   JsonEscape(e.error.ToString()), R"("})"));
+    Write(kPollError,
+          Head(e.time, kPollError).Str("error", e.error.ToString()).Done());
   }
 
  private:
@@ -115,10 +113,10 @@ class ManagerLog final : public ManagerListener {
       "poll_error"};
 
   // The opening of every line, up to and including the event name.
-  std::string Head(absl::Time t, std::size_t event) const {
-    return absl::StrCat(R"({"time":")", JsonTime(t), R"(","manager":")",
-                        JsonEscape(name_), R"(","event":")", kEvents[event],
-                        R"(")");
+  JsonLine Head(absl::Time t, std::size_t event) const {
+    JsonLine line(t);
+    line.Str("manager", name_).Str("event", kEvents[event]);
+    return line;
   }
 
   void Write(std::size_t event, std::string line) {

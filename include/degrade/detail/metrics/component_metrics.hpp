@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -21,7 +22,7 @@
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/degradation_episode.hpp"
-#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/json_line.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -108,36 +109,54 @@ inline void BreakerEpisodes(const BreakerView& b, const std::string& name,
 // normal, the forced end when there is one.
 inline std::string BreakerStateChangeLine(const BreakerStateChange& c,
                                           absl::string_view name) {
-  std::string line = absl::StrCat(
-      R"({"time":")", JsonTime(c.time),
-      R"(","event":"breaker_state_change","breaker":")", JsonEscape(name),
-      R"(","from":")", StateName(c.from), R"(","to":")", StateName(c.to),
-      R"(","cause":")", TransitionCauseName(c.cause), R"(")");
+  JsonLine line("breaker_state_change", c.time);
+  line.Str("breaker", name)
+      .Str("from", StateName(c.from))
+      .Str("to", StateName(c.to))
+      .Str("cause", TransitionCauseName(c.cause));
   if (c.from_mode != BreakerMode::kNormal ||
       c.to_mode != BreakerMode::kNormal) {
-    absl::StrAppend(&line, R"(,"from_mode":")", BreakerModeName(c.from_mode),
-                    R"(","to_mode":")", BreakerModeName(c.to_mode), R"(")");
+    line.Str("from_mode", BreakerModeName(c.from_mode))
+        .Str("to_mode", BreakerModeName(c.to_mode));
   }
   if (c.forced_until != absl::InfiniteFuture()) {
-    absl::StrAppend(&line, R"(,"forced_until":")", JsonTime(c.forced_until),
-                    R"(")");
+    line.Time("forced_until", c.forced_until);
   }
   if (c.trip.rule != TripReason::Rule::kNone) {
-    absl::StrAppend(&line, R"(,"trip":)", c.trip.ToJson());
+    line.Raw("trip", c.trip.ToJson());
   }
-  line += "}";
-  return line;
+  return line.Done();
 }
 
 // The breaker_threshold line.
 inline std::string BreakerThresholdLine(const BreakerThresholdEvent& e,
                                         absl::string_view name) {
-  return absl::StrCat(
-      R"({"time":")", JsonTime(e.time),
-      R"(","event":"breaker_threshold","breaker":")", JsonEscape(name),
-      R"(","threshold":")", BreakerThresholdName(e.threshold),
-      R"(","rate":)", JsonNumber(e.rate), R"(,"limit":)", JsonNumber(e.limit),
-      R"(,"calls":)", e.calls, "}");
+  return JsonLine("breaker_threshold", e.time)
+      .Str("breaker", name)
+      .Str("threshold", BreakerThresholdName(e.threshold))
+      .Num("rate", e.rate)
+      .Num("limit", e.limit)
+      .Int("calls", e.calls)
+      .Done();
+}
+
+// One count of a "result" label's value.
+struct ResultCount {
+  absl::string_view result;
+  uint64_t count;
+};
+
+// A counter split by "result" into the updates that took and those refused,
+// after which the previous state kept serving (config reloads, hot-list
+// refreshes): the two series of every such counter, labelled alike.
+inline void WriteByResult(MetricWriter& w, absl::string_view metric,
+                          absl::string_view help,
+                          const std::pair<std::string, std::string>& owner,
+                          ResultCount took, ResultCount refused) {
+  for (const ResultCount& r : {took, refused}) {
+    w.Counter(metric, help, {owner, {"result", std::string(r.result)}},
+              static_cast<double>(r.count));
+  }
 }
 
 // degrade_level*, degrade_feature_enabled, degrade_config_reloads_total,
@@ -168,15 +187,11 @@ inline void WriteManagerMetrics(const ManagerStats& st, const std::string& name,
             "level (0).",
             {{"manager", name}, {"feature", feature}}, enabled ? 1 : 0);
   }
-  constexpr absl::string_view kReloadsHelp =
-      "Degradation config reloads by result: applied or rejected (the "
-      "previous config kept serving).";
-  w.Counter("degrade_config_reloads_total", kReloadsHelp,
-            {{"manager", name}, {"result", "applied"}},
-            static_cast<double>(st.reloads));
-  w.Counter("degrade_config_reloads_total", kReloadsHelp,
-            {{"manager", name}, {"result", "rejected"}},
-            static_cast<double>(st.rejected_reloads));
+  WriteByResult(w, "degrade_config_reloads_total",
+                "Degradation config reloads by result: applied or rejected "
+                "(the previous config kept serving).",
+                {"manager", name}, {"applied", st.reloads},
+                {"rejected", st.rejected_reloads});
   w.Gauge("degrade_control_version",
           "Version of the control document in force on the manager; 0 when "
           "none.",
@@ -223,15 +238,11 @@ inline void WriteHotListMetrics(const HotListStats& st, const std::string& name,
               : absl::ToDoubleSeconds(st.age));
   w.Gauge("degrade_hot_list_items", "Items in the serving snapshot.",
           {{"hot_list", name}}, static_cast<double>(st.items));
-  constexpr absl::string_view kRefreshesHelp =
-      "Hot-list snapshot updates by result: ok (published) or failed (the "
-      "previous snapshot kept serving).";
-  w.Counter("degrade_hot_list_refreshes_total", kRefreshesHelp,
-            {{"hot_list", name}, {"result", "ok"}},
-            static_cast<double>(st.refreshes));
-  w.Counter("degrade_hot_list_refreshes_total", kRefreshesHelp,
-            {{"hot_list", name}, {"result", "failed"}},
-            static_cast<double>(st.failures));
+  WriteByResult(w, "degrade_hot_list_refreshes_total",
+                "Hot-list snapshot updates by result: ok (published) or "
+                "failed (the previous snapshot kept serving).",
+                {"hot_list", name}, {"ok", st.refreshes},
+                {"failed", st.failures});
 }
 
 }  // namespace detail

@@ -32,19 +32,34 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
+// Registers `view` under `kind`, the series written by `write(view,
+// registered name, writer)` at each scrape and the episodes by
+// `episodes(view, registered name, out)`: what the listeners that report
+// episodes (breakers, managers) register.
+template <typename Registry, typename View, typename Write, typename Episodes>
+typename Registry::Registration RegisterWithEpisodes(Registry& registry,
+                                                     absl::string_view kind,
+                                                     const View& view,
+                                                     Write write,
+                                                     Episodes episodes) {
+  const View* v = &view;
+  return registry.Register(
+      kind, view.name(),
+      [v, write](MetricWriter& w) { write(*v, w.component(), w); },
+      [v, episodes](const std::string& name,
+                    std::vector<DegradationEpisode>* out) {
+        episodes(*v, name, out);
+      });
+}
+
 // What a breaker attached to a registry keeps: its registration (series and
 // episodes, read through the view) and its event-line key.
 template <typename Registry>
 class RegistryBreakerListener final : public BreakerListener {
  public:
-  RegistryBreakerListener(Registry& registry, const BreakerView& view) {
-    const BreakerView* v = &view;
-    registration_ = registry.Register(
-        "breaker", view.name(),
-        [v](MetricWriter& w) { WriteBreakerMetrics(*v, w.component(), w); },
-        [v](const std::string& name, std::vector<DegradationEpisode>* out) {
-          BreakerEpisodes(*v, name, out);
-        });
+  RegistryBreakerListener(Registry& registry, const BreakerView& view)
+      : registration_(RegisterWithEpisodes(
+            registry, "breaker", view, WriteBreakerMetrics, BreakerEpisodes)) {
     key_ = registration_.log().GetKey(
         absl::StrCat("breaker/", registration_.name()));
   }
@@ -69,16 +84,16 @@ class RegistryBreakerListener final : public BreakerListener {
 template <typename Registry>
 class RegistryManagerListener final : public ManagerListener {
  public:
-  RegistryManagerListener(Registry& registry, const ManagerView& view) {
-    const ManagerView* v = &view;
-    registration_ = registry.Register(
-        "manager", view.name(),
-        [v](MetricWriter& w) {
-          WriteManagerMetrics(v->stats(), w.component(), w);
-        },
-        [v](const std::string& name, std::vector<DegradationEpisode>* out) {
-          ManagerEpisodes(v->stats(), name, out);
-        });
+  RegistryManagerListener(Registry& registry, const ManagerView& view)
+      : registration_(RegisterWithEpisodes(
+            registry, "manager", view,
+            [](const ManagerView& m, const std::string& name, MetricWriter& w) {
+              WriteManagerMetrics(m.stats(), name, w);
+            },
+            [](const ManagerView& m, const std::string& name,
+               std::vector<DegradationEpisode>* out) {
+              ManagerEpisodes(m.stats(), name, out);
+            })) {
     if (!view.has_own_log()) {
       // Named as the metrics are: unique among live managers.
       lines_ = std::make_unique<ManagerLog>(&registration_.log(),

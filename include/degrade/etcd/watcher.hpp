@@ -191,7 +191,7 @@ class EtcdPrefixWatcher {
   }
   std::string Where() const {
     return absl::StrCat("etcd ", options_.endpoint, " watch ",
-                        detail_etcd::Quoted(options_.prefix));
+                        detail::etcd::Quoted(options_.prefix));
   }
   StreamEnd Watch(int64_t start_revision, absl::Status* status);
   // One message of the stream; false ends the stream (with *end set).
@@ -248,7 +248,7 @@ inline absl::Status EtcdPrefixWatcher::Start() {
   const EtcdWatcherOptions& o = options_;
   std::string host;
   int port = 0;
-  if (absl::Status s = detail_etcd::SplitEndpoint(o.endpoint, &host, &port);
+  if (absl::Status s = detail::etcd::SplitEndpoint(o.endpoint, &host, &port);
       !s.ok()) {
     return s;
   }
@@ -427,12 +427,12 @@ inline void EtcdPrefixWatcher::Put(const std::string& key,
     if (!inserted && it->second == rev) return;  // reported already
     it->second = rev;
     Bump(refused_count_);
-    Report(absl::InvalidArgumentError(absl::StrCat(
-        "etcd ", options_.endpoint, " watch ",
-        detail_etcd::Quoted(options_.prefix), ": value of key ",
-        detail_etcd::Quoted(key), " at revision ", rev, " is ", value.size(),
-        " bytes, over max_value_bytes ", options_.max_value_bytes,
-        "; not delivered")));
+    Report(absl::InvalidArgumentError(
+        absl::StrCat("etcd ", options_.endpoint, " watch ",
+                     detail::etcd::Quoted(options_.prefix), ": value of key ",
+                     detail::etcd::Quoted(key), " at revision ", rev, " is ",
+                     value.size(), " bytes, over max_value_bytes ",
+                     options_.max_value_bytes, "; not delivered")));
     return;
   }
   refused_.erase(key);
@@ -491,17 +491,17 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   const std::string where = Where();
   std::string host;
   int port = 0;
-  (void)detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
+  (void)detail::etcd::SplitEndpoint(options_.endpoint, &host, &port);
   httplib::Client http(host, port);
   // While garbled_, a stream silent for Lasting() ends (kEnded, not
   // quick): a healthy quiet stream ends the outage then, not at the idle
   // timeout.
-  detail_etcd::SetStreamTimeouts(
+  detail::etcd::SetStreamTimeouts(
       &http, options_.connect_timeout,
       garbled_ ? Lasting() : options_.stream_idle_timeout,
       options_.request_timeout);
   httplib::Request req =
-      detail_etcd::WatchRequest(options_.prefix, start_revision);
+      detail::etcd::WatchRequest(options_.prefix, start_revision);
   int http_status = 0;
   req.response_handler = [&](const httplib::Response& r) {
     http_status = r.status;
@@ -509,7 +509,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   };
   // Messages are whole JSON objects, possibly split across or sharing
   // chunks (detail/json_stream.hpp cuts them out).
-  detail_etcd::JsonObjectSplitter splitter(std::size_t{64} << 20);
+  detail::etcd::JsonObjectSplitter splitter(std::size_t{64} << 20);
   std::string error_body;
   bool created = false, ended_here = false;
   StreamEnd end = StreamEnd::kEnded;
@@ -550,16 +550,16 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   stream_created_ = created;
   if (stopping()) return StreamEnd::kStopped;
   if (ended_here) return end;
-  *status = detail_etcd::StreamEndStatus(where, http_status, error_body, res,
-                                         created, splitter.inside());
+  *status = detail::etcd::StreamEndStatus(where, http_status, error_body, res,
+                                          created, splitter.inside());
   return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
 }
 
 inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
                                              bool* created, StreamEnd* end,
                                              absl::Status* status) {
-  absl::StatusOr<detail_etcd::WatchMessage> m =
-      detail_etcd::ParseWatchMessage(text, Where() + ": stream");
+  absl::StatusOr<detail::etcd::WatchMessage> m =
+      detail::etcd::ParseWatchMessage(text, Where() + ": stream");
   if (absl::Status bad = m.ok() ? m->error : m.status(); !bad.ok()) {
     *status = std::move(bad);
     *end = StreamEnd::kFailed;
@@ -581,7 +581,7 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
     *end = StreamEnd::kFailed;
     return false;
   }
-  for (const detail_etcd::WatchEvent& ev : m->events) {
+  for (const detail::etcd::WatchEvent& ev : m->events) {
     if (stopping()) break;
     ++stream_events_;
     seen_revision_ = std::max(seen_revision_, ev.mod_revision);

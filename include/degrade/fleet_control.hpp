@@ -42,6 +42,9 @@
 // Each applied, lifted or refused document is one log line (to
 // `Options::log_sink`, stderr by default) carrying its version and reason;
 // the managers' own level-change lines carry the reason as their `note`.
+// Its `stats()` (fleet_stats.hpp: the version and end in force, documents
+// accepted and refused by reason) reach `Options::metrics`, as the
+// degrade_fleet_* series of a MetricsRegistry.
 //
 // Thread safety: every member is thread-safe; documents are applied one at
 // a time in call order. The registered managers and breakers must outlive
@@ -57,6 +60,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -76,6 +80,8 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/reentry.hpp"
+#include "degrade/fleet_stats.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -89,6 +95,11 @@ struct FleetControlOptions {
   // possibly from several threads at once (concurrent Apply() calls); a
   // sink that throws loses that line.
   std::function<void(absl::string_view)> log_sink;
+  // The name its telemetry exports it under (the `fleet_control` label).
+  std::string name = "fleet";
+  // Where its stats() are exported: null, the process default
+  // (DefaultTelemetry()); NoTelemetry(), nowhere. Must outlive it.
+  Telemetry* metrics = nullptr;
 };
 
 // FleetControl
@@ -101,10 +112,15 @@ class FleetControl {
   explicit FleetControl(Options options = {})
       : clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
-        sink_(std::move(options.log_sink)) {}
+        sink_(std::move(options.log_sink)),
+        name_(std::move(options.name)),
+        // Last: the view must be complete before a telemetry may read it.
+        telemetry_(detail::Attach(options.metrics, &Telemetry::AttachComponent,
+                                  view_)) {}
 
   FleetControl(const FleetControl&) = delete;
   FleetControl& operator=(const FleetControl&) = delete;
+  ~FleetControl() { telemetry_.reset(); }  // first: its view reads us
 
   // Registers `manager` under its name(). ALREADY_EXISTS for a second
   // manager of that name; FAILED_PRECONDITION from an observer during an
@@ -168,14 +184,19 @@ class FleetControl {
     }
     return current_;
   }
+  // Documents put in force, and documents refused (of every reason).
   uint64_t applied() const {
     detail::MutexLock lock(&state_mu_);
-    return applied_;
+    return stats_.accepted;
   }
   uint64_t refused() const {
     detail::MutexLock lock(&state_mu_);
-    return refused_;
+    return stats_.refused_total();
   }
+
+  const std::string& name() const { return name_; }
+  // Everything above, and why documents were refused, in one snapshot.
+  FleetControlStats stats() const;
 
  private:
   struct BreakerHooks {
@@ -190,8 +211,9 @@ class FleetControl {
                                                 const ManagerControlSpec& s);
   // Checks `doc` against the registry and each manager's and breaker's own
   // rules, changing nothing; the first fault, INVALID_ARGUMENT.
-  absl::Status CheckLocked(const ControlDocument& doc,
-                           absl::string_view source) const
+  // `*why` says which kind of fault (kUnknownTarget or kInvalid).
+  absl::Status CheckLocked(const ControlDocument& doc, absl::string_view source,
+                           ControlRefusal* why) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Moves the registry from what `from` forced to what `to` forces (null:
   // nothing). The first error of a manager or breaker refusing (only a
@@ -207,6 +229,9 @@ class FleetControl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   static std::string RefusedLine(absl::string_view source,
                                  const absl::Status& error);
+  // Counts a refusal of `why` and writes its line into `line`.
+  absl::Status Refuse(ControlRefusal why, absl::string_view source,
+                      absl::Status error, std::string* line);
   void Log(std::string line) const;
 
   // "<where>: degrade_control.<key>.<name>: no <what> of that name here
@@ -231,6 +256,7 @@ class FleetControl {
 
   const Clock* const clock_;
   const std::function<void(absl::string_view)> sink_;
+  const std::string name_;
 
   // Serialises Apply(), Lift() and registration; held while the managers
   // and breakers are called, so never taken by a reader.
@@ -244,8 +270,11 @@ class FleetControl {
   mutable detail::Mutex state_mu_;
   std::optional<ControlDocument> current_ ABSL_GUARDED_BY(state_mu_);
   uint64_t floor_ ABSL_GUARDED_BY(state_mu_) = 0;
-  uint64_t applied_ ABSL_GUARDED_BY(state_mu_) = 0;
-  uint64_t refused_ ABSL_GUARDED_BY(state_mu_) = 0;
+  // The counters; its version fields are filled in by stats().
+  FleetControlStats stats_ ABSL_GUARDED_BY(state_mu_);
+
+  const detail::OwnerView<FleetControl, FleetControlStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ---- Implementation details -------------------------------------------------
@@ -292,14 +321,28 @@ inline DegradationManager::Control FleetControl::ControlFor(
   return c;
 }
 
+inline FleetControlStats FleetControl::stats() const {
+  detail::MutexLock lock(&state_mu_);
+  FleetControlStats s = stats_;
+  s.version = floor_;
+  if (current_ && clock_->Now() < current_->expires_at) {
+    s.version_in_force = current_->version;
+    s.expires_at = current_->expires_at;
+  }
+  return s;
+}
+
 inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
-                                              absl::string_view source) const {
+                                              absl::string_view source,
+                                              ControlRefusal* why) const {
   const std::string where = detail::Printable(source);
+  *why = ControlRefusal::kUnknownTarget;
   for (const auto& [name, spec] : doc.managers) {
     const auto it = managers_.find(name);
     if (it == managers_.end()) {
       return Unknown(where, "managers", "manager", name, managers_);
     }
+    *why = ControlRefusal::kInvalid;
     const int n = it->second->num_levels();
     if (spec.level && *spec.level > n) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -317,8 +360,10 @@ inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
   for (const auto& [name, until] : doc.breakers_open) {
     const auto it = breakers_.find(name);
     if (it == breakers_.end()) {
+      *why = ControlRefusal::kUnknownTarget;
       return Unknown(where, "breakers_open", "breaker", name, breakers_);
     }
+    *why = ControlRefusal::kInvalid;
     if (!it->second.check(until)) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": degrade_control.breakers_open.", detail::Printable(name),
@@ -377,10 +422,7 @@ inline absl::Status FleetControl::Apply(absl::string_view text,
   absl::Status result;
   std::string line;
   if (!doc.ok()) {
-    result = doc.status();
-    line = RefusedLine(source, result);
-    detail::MutexLock lock(&state_mu_);
-    ++refused_;
+    result = Refuse(ControlRefusal::kMalformed, source, doc.status(), &line);
   } else {
     detail::MutexLock lock(&apply_mu_);
     const detail::CallbackScope in_apply(this);
@@ -407,37 +449,43 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
   // An ended document forces nothing any more: nothing to release or to
   // move back to.
   if (current && !(now < current->expires_at)) current.reset();
-  const auto refuse = [&](absl::Status s) {
-    *line = RefusedLine(source, s);
-    detail::MutexLock lock(&state_mu_);
-    ++refused_;
-    return s;
+  const auto refuse = [&](ControlRefusal why, absl::Status s) {
+    return Refuse(why, source, std::move(s), line);
   };
   if (doc.version == floor && current && text == current_text_) {
     if (applied_version != nullptr) *applied_version = doc.version;
+    detail::MutexLock lock(&state_mu_);
+    ++stats_.repeated;
     return absl::OkStatus();  // the same document again: nothing to do
   }
   if (doc.version <= floor) {
-    return refuse(absl::FailedPreconditionError(absl::StrCat(
-        where, ": degrade_control.version = ", doc.version, ": ",
-        doc.version < floor ? "older than the version applied, "
-        : current           ? "already applied with other content (a change "
-                              "needs a new version); applied "
-                            : "already applied, and ended or lifted; applied ",
-        floor)));
+    return refuse(
+        ControlRefusal::kStale,
+        absl::FailedPreconditionError(absl::StrCat(
+            where, ": degrade_control.version = ", doc.version, ": ",
+            doc.version < floor ? "older than the version applied, "
+            : current ? "already applied with other content (a change "
+                        "needs a new version); applied "
+                      : "already applied, and ended or lifted; applied ",
+            floor)));
   }
-  if (absl::Status s = CheckLocked(doc, source); !s.ok()) return refuse(s);
+  ControlRefusal why = ControlRefusal::kInvalid;
+  if (absl::Status s = CheckLocked(doc, source, &why); !s.ok()) {
+    return refuse(why, s);
+  }
   const ControlDocument* from = current ? &*current : nullptr;
   if (absl::Status s = InstallLocked(from, &doc); !s.ok()) {
     // Only a race can get here (a reload to fewer levels, a clock passing
     // a time between the check and the install): move back.
     absl::Status back = InstallLocked(&doc, from);
-    return refuse(absl::InvalidArgumentError(absl::StrCat(
-        where, ": ", s.message(),
-        back.ok() ? ""
-                  : absl::StrCat("; moving back to the previous document "
-                                 "failed too: ",
-                                 back.message()))));
+    return refuse(
+        ControlRefusal::kInstallFailed,
+        absl::InvalidArgumentError(absl::StrCat(
+            where, ": ", s.message(),
+            back.ok() ? ""
+                      : absl::StrCat("; moving back to the previous document "
+                                     "failed too: ",
+                                     back.message()))));
   }
   current_text_ = std::string(text);
   if (applied_version != nullptr) *applied_version = doc.version;
@@ -460,7 +508,7 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
   }
   *line += "}";
   detail::MutexLock lock(&state_mu_);
-  ++applied_;
+  ++stats_.accepted;
   floor_ = doc.version;
   current_ = std::move(doc);
   return absl::OkStatus();
@@ -490,6 +538,7 @@ inline absl::Status FleetControl::Lift(absl::string_view source,
     current_text_.clear();
     detail::MutexLock state_lock(&state_mu_);
     current_.reset();
+    ++stats_.lifted;
   }
   Log(std::move(line));
   return absl::OkStatus();
@@ -500,6 +549,32 @@ inline std::string FleetControl::RefusedLine(absl::string_view source,
   return absl::StrCat(R"({"event":"control_refused","source":")",
                       detail::JsonEscape(source), R"(","error":")",
                       detail::JsonEscape(error.ToString()), R"("})");
+}
+
+inline absl::Status FleetControl::Refuse(ControlRefusal why,
+                                         absl::string_view source,
+                                         absl::Status error,
+                                         std::string* line) {
+  *line = RefusedLine(source, error);
+  detail::MutexLock lock(&state_mu_);
+  switch (why) {
+    case ControlRefusal::kMalformed:
+      ++stats_.refused_malformed;
+      break;
+    case ControlRefusal::kStale:
+      ++stats_.refused_stale;
+      break;
+    case ControlRefusal::kUnknownTarget:
+      ++stats_.refused_unknown_target;
+      break;
+    case ControlRefusal::kInvalid:
+      ++stats_.refused_invalid;
+      break;
+    case ControlRefusal::kInstallFailed:
+      ++stats_.refused_install_failed;
+      break;
+  }
+  return error;
 }
 
 inline void FleetControl::Log(std::string line) const {

@@ -482,6 +482,11 @@ TEST_F(FleetControlTest, StatsCountEachRefusalReasonAndTheDocumentInForce) {
   EXPECT_FALSE(
       Apply(Doc(8, absl::Minutes(30), R"("breakers_open": {"nope": true})"))
           .ok());
+  // ... even after a manager that is here and would accept its part.
+  EXPECT_FALSE(Apply(Doc(8, absl::Minutes(30),
+                         R"("managers": {"inference": {"level": 1},
+                                         "nope": {"level": 1}})"))
+                   .ok());
   // invalid: a level past the manager's levels (3).
   EXPECT_FALSE(Apply(Doc(8, absl::Minutes(30),
                          R"("managers": {"inference": {"level": 4}})"))
@@ -492,7 +497,7 @@ TEST_F(FleetControlTest, StatsCountEachRefusalReasonAndTheDocumentInForce) {
   EXPECT_EQ(s.repeated, 1u);
   EXPECT_EQ(s.refused_malformed, 2u);
   EXPECT_EQ(s.refused_stale, 2u);
-  EXPECT_EQ(s.refused_unknown_target, 2u);
+  EXPECT_EQ(s.refused_unknown_target, 3u);
   EXPECT_EQ(s.refused_invalid, 1u);
   EXPECT_EQ(s.refused_install_failed, 0u);
   EXPECT_EQ(s.refused_total(), control_->refused());

@@ -336,21 +336,29 @@ inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
                                               absl::string_view source,
                                               ControlRefusal* why) const {
   const std::string where = detail::Printable(source);
+  // Each return says its kind: a target missing here, or one refusing.
   *why = ControlRefusal::kUnknownTarget;
   for (const auto& [name, spec] : doc.managers) {
-    const auto it = managers_.find(name);
-    if (it == managers_.end()) {
+    if (managers_.count(name) == 0) {
       return Unknown(where, "managers", "manager", name, managers_);
     }
-    *why = ControlRefusal::kInvalid;
-    const int n = it->second->num_levels();
+  }
+  for (const auto& [name, until] : doc.breakers_open) {
+    if (breakers_.count(name) == 0) {
+      return Unknown(where, "breakers_open", "breaker", name, breakers_);
+    }
+  }
+  *why = ControlRefusal::kInvalid;
+  for (const auto& [name, spec] : doc.managers) {
+    DegradationManager* manager = managers_.at(name);
+    const int n = manager->num_levels();
     if (spec.level && *spec.level > n) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": degrade_control.managers.", detail::Printable(name),
           ".level = ", *spec.level, ": the manager has levels 0 to ", n));
     }
     // The manager's own rules (a critical feature), before anything moves.
-    if (absl::Status s = it->second->CheckControl(ControlFor(doc, spec));
+    if (absl::Status s = manager->CheckControl(ControlFor(doc, spec));
         !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": degrade_control.managers.",
@@ -358,13 +366,7 @@ inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
     }
   }
   for (const auto& [name, until] : doc.breakers_open) {
-    const auto it = breakers_.find(name);
-    if (it == breakers_.end()) {
-      *why = ControlRefusal::kUnknownTarget;
-      return Unknown(where, "breakers_open", "breaker", name, breakers_);
-    }
-    *why = ControlRefusal::kInvalid;
-    if (!it->second.check(until)) {
+    if (!breakers_.at(name).check(until)) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": degrade_control.breakers_open.", detail::Printable(name),
           " = ", detail::control::UtcText(until),

@@ -52,6 +52,7 @@
 // Usage:
 //   metrics_server [--port N] [--bind ADDR] [--phase-seconds S] [--rate R]
 //                  [--hold-phase NAME] [--duration-seconds S] [--quiet]
+//                  [--control-file PATH] [--etcd HOST:PORT]
 //
 //   --port N              0 picks a free port (default 9464)
 //   --bind ADDR           default 127.0.0.1
@@ -62,6 +63,16 @@
 //   --duration-seconds S  stop after S seconds; 0 (default) runs until
 //                         SIGINT or SIGTERM
 //   --quiet               no event log lines on stderr
+//   --control-file PATH   follow a control document (fleet-control.md) in
+//                         PATH with a ControlFileWatcher; absent, nothing
+//   --etcd HOST:PORT      follow the prefix /degrade/control/ of that etcd
+//                         with an etcd watcher feeding the FleetControl
+//                         (only when built with degrade::etcd)
+//
+// Every pass has a FleetControl over its manager ("recsys"), so the
+// degrade_fleet_* series are always there; the watchers add
+// degrade_file_watcher_* and degrade_etcd_watcher_* (an etcd nobody
+// listens at shows the outage state).
 //
 // Prints `listening on http://ADDR:PORT/metrics` on stdout once it accepts
 // connections. SIGINT and SIGTERM stop it cleanly (exit status 0).
@@ -96,12 +107,17 @@
 #include "degrade/admission_queue.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/concurrency_limiter.hpp"
+#include "degrade/control_watcher.hpp"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/event_log.hpp"
+#include "degrade/fleet_control.hpp"
 #include "degrade/metrics.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/retry_budget.hpp"
+#if DEGRADE_METRICS_SERVER_ETCD
+#include "degrade/etcd/watcher.hpp"
+#endif
 #include "httplib.h"
 #include "recsys/pipeline.hpp"
 
@@ -124,6 +140,8 @@ struct Options {
   std::optional<std::size_t> hold_phase;
   double duration_seconds = 0;
   bool quiet = false;
+  std::string control_file;  // empty: none
+  std::string etcd;          // empty: none
 };
 
 // "Re-ranking throwing" -> "re_ranking_throwing".
@@ -158,7 +176,7 @@ void Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--port N] [--bind ADDR] [--phase-seconds S] "
                "[--rate R] [--hold-phase NAME] [--duration-seconds S] "
-               "[--quiet]\nphases:",
+               "[--quiet] [--control-file PATH] [--etcd HOST:PORT]\nphases:",
                argv0);
   const std::vector<recsys::Phase>& script = recsys::OutageScript();
   for (std::size_t i = 0; i < script.size(); ++i) {
@@ -206,6 +224,15 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     } else if (flag == "--hold-phase") {
       o->hold_phase = FindPhase(value);
       ok = o->hold_phase.has_value();
+    } else if (flag == "--control-file") {
+      o->control_file = value;
+      ok = !value.empty();
+    } else if (flag == "--etcd") {
+      o->etcd = value;
+#if !DEGRADE_METRICS_SERVER_ETCD
+      std::fprintf(stderr, "--etcd: built without degrade::etcd\n");
+      return false;
+#endif
     } else if (flag == "--duration-seconds") {
       ok = absl::SimpleAtod(value, &o->duration_seconds) &&
            o->duration_seconds >= 0 && o->duration_seconds <= 1e7;
@@ -256,7 +283,8 @@ degrade::DegradationConfig ManagerConfig() {
 // the components unregister (waiting for a scrape collecting them) before
 // the clock they read goes away.
 struct Pass {
-  Pass(uint64_t number, bool quiet) : number(number) {
+  Pass(uint64_t number, const Options& o) : number(number) {
+    const bool quiet = o.quiet;
     degrade::EventLogOptions log;
     if (quiet) log.max_lines_per_key = 0;
     registry = std::make_shared<degrade::MetricsRegistry>(std::move(log));
@@ -296,6 +324,44 @@ struct Pass {
     rs.clock = &clock;
     rs.metrics = registry.get();
     budget = Must(degrade::RetryBudget::Create(rs));
+    StartFleet(o);
+  }
+
+  // The fleet side: a FleetControl over the manager, fed by the control
+  // file and the etcd prefix the options name. They use the real clock:
+  // control documents carry real end times.
+  void StartFleet(const Options& o) {
+    degrade::FleetControlOptions fo;
+    fo.name = "recsys";
+    fo.metrics = registry.get();
+    if (o.quiet) fo.log_sink = [](absl::string_view) {};
+    fleet = std::make_unique<degrade::FleetControl>(std::move(fo));
+    (void)fleet->AddManager(manager.get());
+    if (!o.control_file.empty()) {
+      degrade::ControlFileWatcherOptions co;
+      co.name = "control";
+      co.metrics = registry.get();
+      control_file = std::make_unique<degrade::ControlFileWatcher>(
+          o.control_file, fleet.get(), std::move(co));
+      (void)control_file->PollOnce();  // in force before the first scrape
+      (void)control_file->Start(absl::Seconds(1));
+    }
+#if DEGRADE_METRICS_SERVER_ETCD
+    if (!o.etcd.empty()) {
+      degrade::etcd::EtcdWatcherOptions eo;
+      eo.endpoint = o.etcd;
+      eo.prefix = "/degrade/control/";
+      eo.metrics = registry.get();
+      degrade::FleetControl* f = fleet.get();
+      eo.on_put = [f](const std::string& key, const std::string& value,
+                      int64_t) { (void)f->Apply(value, key); };
+      eo.on_delete = [f](const std::string& key, int64_t) {
+        (void)f->Lift(key);
+      };
+      etcd = std::make_unique<degrade::etcd::EtcdPrefixWatcher>(std::move(eo));
+      (void)etcd->Start();  // refused only for bad options
+    }
+#endif
   }
 
   template <typename T>
@@ -325,6 +391,13 @@ struct Pass {
   // once more than a fifth of requests degrade for longer than the floor
   // covers.
   std::unique_ptr<degrade::RetryBudget> budget;
+  // Declared after the manager they control, so destroyed before it; the
+  // watchers after the FleetControl they feed.
+  std::unique_ptr<degrade::FleetControl> fleet;
+  std::unique_ptr<degrade::ControlFileWatcher> control_file;
+#if DEGRADE_METRICS_SERVER_ETCD
+  std::unique_ptr<degrade::etcd::EtcdPrefixWatcher> etcd;
+#endif
   std::vector<uint64_t> popped;
   // Simulated time: where real time starts being mapped, and the end.
   absl::Time sim_start;
@@ -377,7 +450,7 @@ class Driver {
  private:
   std::unique_ptr<Pass> NewPass() {
     auto pass = std::make_unique<Pass>(
-        passes_.load(std::memory_order_relaxed) + 1, options_.quiet);
+        passes_.load(std::memory_order_relaxed) + 1, options_);
     const absl::Time t0 = pass->pipeline->ScriptStart();
     if (options_.hold_phase) {
       const int64_t p = static_cast<int64_t>(*options_.hold_phase);

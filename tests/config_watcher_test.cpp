@@ -173,6 +173,62 @@ TEST_F(ConfigFileWatcherTest, AppliesTheFileOnTheFirstPoll) {
   EXPECT_EQ(watcher.path(), path);
 }
 
+// Issue 29: what an operator sees of a watcher. Reloads and errors move on
+// real events (a missing file, a refused content), and the last success
+// time never moves back, nor its age below zero, when the clock steps back.
+TEST_F(ConfigFileWatcherTest, StatsFollowReloadsErrorsAndTheLastSuccess) {
+  const std::string path = dir_.Path("degrade.json");
+  ConfigFileWatcherOptions o;
+  o.clock = &clock_;
+  o.metrics = NoTelemetry();
+  ConfigFileWatcher watcher(path, &manager_, o);
+  EXPECT_EQ(watcher.name(), path);  // the default name
+
+  EXPECT_FALSE(watcher.PollOnce().ok());  // missing: an error
+  FileWatcherStats s = watcher.stats();
+  EXPECT_EQ(s.document, WatchedDocument::kConfig);
+  EXPECT_EQ(s.polls, 1u);
+  EXPECT_EQ(s.errors, 1u);
+  EXPECT_FALSE(s.last_poll_ok);
+  EXPECT_EQ(s.last_success, absl::InfinitePast());
+  EXPECT_EQ(s.since_success, absl::InfiniteDuration());
+
+  WriteByRename(path, OneLevelJson(0.8));
+  clock_.Advance(absl::Seconds(10));
+  const absl::Time first = clock_.Now();
+  ASSERT_TRUE(watcher.PollOnce().ok());
+  clock_.Advance(absl::Seconds(5));
+  s = watcher.stats();
+  EXPECT_EQ(s.reloads, 1u);
+  EXPECT_TRUE(s.last_poll_ok);
+  EXPECT_EQ(s.last_success, first);
+  EXPECT_EQ(s.since_success, absl::Seconds(5));
+
+  // A refused content: an error; the last success stays where it was.
+  WriteByRename(path, "{ not json");
+  EXPECT_FALSE(watcher.PollOnce().ok());
+  s = watcher.stats();
+  EXPECT_EQ(s.errors, 2u);
+  EXPECT_FALSE(s.last_poll_ok);
+  EXPECT_EQ(s.last_success, first);
+
+  // The clock set back an hour: a success then does not move the time
+  // back, and the age reads 0, never negative.
+  clock_.Set(first - absl::Hours(1));
+  WriteByRename(path, OneLevelJson(0.7));
+  ASSERT_TRUE(watcher.PollOnce().ok());
+  s = watcher.stats();
+  EXPECT_EQ(s.reloads, 2u);
+  EXPECT_EQ(s.polls, 4u);
+  EXPECT_EQ(s.last_success, first);
+  EXPECT_EQ(s.since_success, absl::ZeroDuration());
+
+  // Once the clock is past it again, successes move it forward.
+  clock_.Set(first + absl::Minutes(1));
+  ASSERT_TRUE(watcher.PollOnce().ok());  // unchanged content: a success
+  EXPECT_EQ(watcher.stats().last_success, first + absl::Minutes(1));
+}
+
 TEST_F(ConfigFileWatcherTest, UnchangedContentDoesNotReload) {
   const std::string path = dir_.Path("degrade.json");
   WriteInPlace(path, OneLevelJson(0.8));

@@ -166,5 +166,40 @@ TEST_F(ControlWatcherTest, TheBackgroundThreadAppliesARenamedFile) {
   EXPECT_EQ(manager_->level(), 2);
 }
 
+// Issue 29: a missing control file is a success (no incident), a refused
+// document an error the FleetControl counts under its reason, and the last
+// success is timed on the watcher's clock.
+TEST_F(ControlWatcherTest, StatsCountReloadsErrorsAndAMissingFileAsSuccess) {
+  ControlFileWatcherOptions o;
+  o.clock = &clock_;
+  o.name = "incident";
+  o.metrics = NoTelemetry();
+  ControlFileWatcher w(path_, control_.get(), o);
+  EXPECT_EQ(w.name(), "incident");
+  ASSERT_TRUE(w.PollOnce().ok());  // no file: no incident, a success
+  FileWatcherStats s = w.stats();
+  EXPECT_EQ(s.document, WatchedDocument::kControl);
+  EXPECT_EQ(s.polls, 1u);
+  EXPECT_EQ(s.errors, 0u);
+  EXPECT_TRUE(s.last_poll_ok);
+  EXPECT_EQ(s.last_success, clock_.Now());
+
+  clock_.Advance(absl::Seconds(3));
+  degrade_tests::WriteByRename(path_, Doc(3, 2));
+  ASSERT_TRUE(w.PollOnce().ok());
+  const absl::Time applied = clock_.Now();
+  degrade_tests::WriteByRename(path_, Doc(2, 1));  // older: refused, stale
+  EXPECT_FALSE(w.PollOnce().ok());
+  clock_.Advance(absl::Seconds(4));
+  s = w.stats();
+  EXPECT_EQ(s.reloads, 1u);
+  EXPECT_EQ(s.errors, 1u);
+  EXPECT_FALSE(s.last_poll_ok);
+  EXPECT_EQ(s.last_success, applied);
+  EXPECT_EQ(s.since_success, absl::Seconds(4));
+  EXPECT_EQ(control_->stats().refused_stale, 1u);
+  EXPECT_EQ(control_->stats().version_in_force, 3u);
+}
+
 }  // namespace
 }  // namespace degrade

@@ -505,5 +505,71 @@ TEST_F(FleetControlTest, ConcurrentAppliesKeepTheFloorAndTheLastDocument) {
   EXPECT_TRUE(rank_->forced_open());  // top is even
 }
 
+// Issue 29: what an operator sees. Each refusal is counted under its
+// reason, the document in force and its end are reported, and an expired
+// document is no longer in force while the floor stays.
+TEST_F(FleetControlTest, StatsCountEachRefusalReasonAndTheDocumentInForce) {
+  EXPECT_EQ(control_->name(), "fleet");  // the default
+  FleetControlStats s = control_->stats();
+  EXPECT_FALSE(s.in_force());
+  EXPECT_EQ(s.refused_total(), 0u);
+
+  ASSERT_TRUE(Apply(Doc(7, absl::Minutes(30), kLevel2CacheOff)).ok());
+  const absl::Time end = clock_.Now() + absl::Minutes(30);
+  ASSERT_TRUE(Apply(Doc(7, absl::Minutes(30), kLevel2CacheOff)).ok());  // again
+  // malformed: not JSON; a document whose end has passed.
+  EXPECT_FALSE(Apply("{").ok());
+  EXPECT_FALSE(Apply(Doc(8, -absl::Minutes(1), "")).ok());
+  // stale: older; the same version with other content.
+  EXPECT_FALSE(Apply(Doc(6, absl::Minutes(30), "")).ok());
+  EXPECT_FALSE(Apply(Doc(7, absl::Minutes(30), "", "other")).ok());
+  // unknown_target: a manager, a breaker not registered here.
+  EXPECT_FALSE(
+      Apply(Doc(8, absl::Minutes(30), R"("managers": {"nope": {"level": 1}})"))
+          .ok());
+  EXPECT_FALSE(
+      Apply(Doc(8, absl::Minutes(30), R"("breakers_open": {"nope": true})"))
+          .ok());
+  // ... even after a manager that is here and would accept its part.
+  EXPECT_FALSE(Apply(Doc(8, absl::Minutes(30),
+                         R"("managers": {"inference": {"level": 1},
+                                         "nope": {"level": 1}})"))
+                   .ok());
+  // invalid: a level past the manager's levels (3).
+  EXPECT_FALSE(Apply(Doc(8, absl::Minutes(30),
+                         R"("managers": {"inference": {"level": 4}})"))
+                   .ok());
+
+  s = control_->stats();
+  EXPECT_EQ(s.accepted, 1u);
+  EXPECT_EQ(s.repeated, 1u);
+  EXPECT_EQ(s.refused_malformed, 2u);
+  EXPECT_EQ(s.refused_stale, 2u);
+  EXPECT_EQ(s.refused_unknown_target, 3u);
+  EXPECT_EQ(s.refused_invalid, 1u);
+  EXPECT_EQ(s.refused_install_failed, 0u);
+  EXPECT_EQ(s.refused_total(), control_->refused());
+  EXPECT_EQ(s.version, 7u);
+  EXPECT_EQ(s.version_in_force, 7u);
+  EXPECT_EQ(s.expires_at, end);
+
+  // Expired on the clock: not in force any more; the floor stays.
+  clock_.Advance(absl::Minutes(31));
+  s = control_->stats();
+  EXPECT_FALSE(s.in_force());
+  EXPECT_EQ(s.expires_at, absl::InfinitePast());
+  EXPECT_EQ(s.version, 7u);
+
+  // A lift is counted; lifting nothing is not.
+  ASSERT_TRUE(Apply(Doc(9, absl::Minutes(30), "")).ok());
+  ASSERT_TRUE(control_->Lift("test").ok());
+  ASSERT_TRUE(control_->Lift("test").ok());
+  s = control_->stats();
+  EXPECT_EQ(s.lifted, 1u);
+  EXPECT_EQ(s.accepted, 2u);
+  EXPECT_FALSE(s.in_force());
+  EXPECT_EQ(s.version, 9u);
+}
+
 }  // namespace
 }  // namespace degrade

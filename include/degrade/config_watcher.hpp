@@ -21,6 +21,10 @@
 //   absl::Status first = watcher.PollOnce();   // apply it now, see the error
 //   absl::Status started = watcher.Start(absl::Seconds(10));  // then follow it
 //
+// A watcher's stats() (reloads, errors, the last successful poll) reach
+// `ConfigFileWatcherOptions::metrics`, as the degrade_file_watcher_*
+// series of a MetricsRegistry (`document="config"`).
+//
 // Nothing here throws; the header compiles with -fno-exceptions.
 //
 // Thread safety: `ReloadJson()` is as thread-safe as
@@ -32,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,10 +45,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/config_parse.hpp"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/detail/file_follower.hpp"
+#include "degrade/fleet_stats.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -59,6 +67,19 @@ DEGRADE_NAMESPACE_BEGIN
 absl::Status ReloadJson(DegradationManager& manager,
                         absl::string_view json_text,
                         absl::string_view source = "<json>");
+
+// ConfigFileWatcherOptions
+struct ConfigFileWatcherOptions {
+  // The name its telemetry exports it under (the `watcher` label); empty:
+  // the file's path.
+  std::string name;
+  // Times the last successful poll (stats().last_success). Null: real.
+  const Clock* clock = nullptr;
+  // Where its stats() are exported (fleet_stats.hpp; the
+  // degrade_file_watcher_* series of a MetricsRegistry): null, the process
+  // default (DefaultTelemetry()); NoTelemetry(), nowhere. Must outlive it.
+  Telemetry* metrics = nullptr;
+};
 
 // ConfigFileWatcher
 //
@@ -110,14 +131,24 @@ absl::Status ReloadJson(DegradationManager& manager,
 class ConfigFileWatcher {
  public:
   // REQUIRES: `manager` is not null and outlives the watcher.
-  ConfigFileWatcher(std::string path, DegradationManager* manager)
-      : follower_(std::move(path), Follow{manager}) {}
+  ConfigFileWatcher(std::string path, DegradationManager* manager,
+                    ConfigFileWatcherOptions options = {})
+      : follower_(std::move(path), Follow{manager}, options.clock),
+        name_(options.name.empty() ? follower_.path()
+                                   : std::move(options.name)),
+        // Last: the view must be complete before a telemetry may read it.
+        telemetry_(detail::Attach(options.metrics, &Telemetry::AttachComponent,
+                                  view_)) {}
 
   ConfigFileWatcher(const ConfigFileWatcher&) = delete;
   ConfigFileWatcher& operator=(const ConfigFileWatcher&) = delete;
 
-  // Stops the background thread, if any.
-  ~ConfigFileWatcher() { Stop(); }
+  // Stops the background thread, if any (after detaching its telemetry,
+  // whose view reads the follower).
+  ~ConfigFileWatcher() {
+    telemetry_.reset();
+    Stop();
+  }
 
   // Reads the file once and applies it if its content changed (see the class
   // comment for what happens on each kind of error). Returns the outcome,
@@ -152,6 +183,11 @@ class ConfigFileWatcher {
   // The outcome of the latest poll; OK before the first.
   absl::Status last_status() const { return follower_.last_status(); }
   const std::string& path() const { return follower_.path(); }
+  const std::string& name() const { return name_; }
+  // Polls, reloads, errors and the last success, for a telemetry.
+  FileWatcherStats stats() const {
+    return follower_.stats(WatchedDocument::kConfig);
+  }
 
  private:
   // What this watcher's file means: every read error (a missing file
@@ -177,6 +213,9 @@ class ConfigFileWatcher {
   };
 
   detail::FileFollower<Follow> follower_;
+  const std::string name_;
+  const detail::OwnerView<ConfigFileWatcher, FileWatcherStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ---- Implementation details -------------------------------------------------

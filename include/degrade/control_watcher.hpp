@@ -20,7 +20,10 @@
 //   absl::Status started = watcher.Start(absl::Seconds(5));
 //
 // A file is re-applied only when its content changes, so a document that
-// expired stays expired however often the file is read.
+// expired stays expired however often the file is read. Its stats()
+// (reloads, errors, the last successful poll: a missing file is one) reach
+// `ControlFileWatcherOptions::metrics`, as the degrade_file_watcher_*
+// series of a MetricsRegistry (`document="control"`).
 //
 // Thread safety: every member is thread-safe; polls are serialised and
 // apply in the order they read. The FleetControl must outlive the watcher.
@@ -33,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,12 +45,28 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/control_document.hpp"
 #include "degrade/detail/file_follower.hpp"
 #include "degrade/fleet_control.hpp"
+#include "degrade/fleet_stats.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
+
+// ControlFileWatcherOptions
+struct ControlFileWatcherOptions {
+  // The name its telemetry exports it under (the `watcher` label); empty:
+  // the file's path.
+  std::string name;
+  // Times the last successful poll (stats().last_success). Null: real.
+  const Clock* clock = nullptr;
+  // Where its stats() are exported (fleet_stats.hpp; the
+  // degrade_file_watcher_* series of a MetricsRegistry): null, the process
+  // default (DefaultTelemetry()); NoTelemetry(), nowhere. Must outlive it.
+  Telemetry* metrics = nullptr;
+};
 
 // ControlFileWatcher
 //
@@ -54,12 +74,21 @@ DEGRADE_NAMESPACE_BEGIN
 class ControlFileWatcher {
  public:
   // REQUIRES: `control` is not null and outlives the watcher.
-  ControlFileWatcher(std::string path, FleetControl* control)
-      : follower_(std::move(path), Follow{control}) {}
+  ControlFileWatcher(std::string path, FleetControl* control,
+                     ControlFileWatcherOptions options = {})
+      : follower_(std::move(path), Follow{control}, options.clock),
+        name_(options.name.empty() ? follower_.path()
+                                   : std::move(options.name)),
+        // Last: the view must be complete before a telemetry may read it.
+        telemetry_(detail::Attach(options.metrics, &Telemetry::AttachComponent,
+                                  view_)) {}
 
   ControlFileWatcher(const ControlFileWatcher&) = delete;
   ControlFileWatcher& operator=(const ControlFileWatcher&) = delete;
-  ~ControlFileWatcher() { Stop(); }
+  ~ControlFileWatcher() {
+    telemetry_.reset();  // first: its view reads the follower
+    Stop();
+  }
 
   // Reads the file once. OK when its document is in force, when it is the
   // one already applied, and when the file is missing (nothing forced);
@@ -84,6 +113,11 @@ class ControlFileWatcher {
   // What the latest poll returned (OK before the first).
   absl::Status last_status() const { return follower_.last_status(); }
   const std::string& path() const { return follower_.path(); }
+  const std::string& name() const { return name_; }
+  // Polls, reloads, errors and the last success, for a telemetry.
+  FileWatcherStats stats() const {
+    return follower_.stats(WatchedDocument::kControl);
+  }
 
  private:
   // What this watcher's file means: its absence is "no incident", and a
@@ -125,6 +159,9 @@ class ControlFileWatcher {
   };
 
   detail::FileFollower<Follow> follower_;
+  const std::string name_;
+  const detail::OwnerView<ControlFileWatcher, FileWatcherStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 DEGRADE_NAMESPACE_END

@@ -37,6 +37,7 @@
 #include "degrade/fan_out.hpp"              // IWYU pragma: export
 #include "degrade/feature_gate.hpp"         // IWYU pragma: export
 #include "degrade/fleet_control.hpp"        // IWYU pragma: export
+#include "degrade/fleet_stats.hpp"          // IWYU pragma: export
 #include "degrade/gpu_signal.hpp"           // IWYU pragma: export
 #include "degrade/hedge.hpp"                // IWYU pragma: export
 #include "degrade/hedge_settings.hpp"       // IWYU pragma: export

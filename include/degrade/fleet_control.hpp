@@ -43,7 +43,9 @@
 // `Options::log_sink`, stderr by default, through an EventLog like every
 // component's lines: "time" first, refusals rate-limited) carrying its
 // version and reason; the managers' own level-change lines carry the reason
-// as their `note`.
+// as their `note`. Its `stats()` (fleet_stats.hpp: the version and end in
+// force, documents accepted and refused by reason) reach `Options::metrics`,
+// as the degrade_fleet_* series of a MetricsRegistry.
 //
 // Thread safety: every member is thread-safe; documents are applied one at
 // a time in call order. The registered managers and breakers must outlive
@@ -58,6 +60,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -78,6 +81,8 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/reentry.hpp"
 #include "degrade/event_log.hpp"
+#include "degrade/fleet_stats.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -94,6 +99,11 @@ struct FleetControlOptions {
   // document repeats, are rate-limited as EventLog's defaults say (5 a
   // second, the next line saying how many were dropped).
   std::function<void(absl::string_view)> log_sink;
+  // The name its telemetry exports it under (the `fleet_control` label).
+  std::string name = "fleet";
+  // Where its stats() are exported: null, the process default
+  // (DefaultTelemetry()); NoTelemetry(), nowhere. Must outlive it.
+  Telemetry* metrics = nullptr;
 };
 
 // FleetControl
@@ -107,10 +117,15 @@ class FleetControl {
       : clock_(options.clock != nullptr ? options.clock
                                         : &RealClock::Instance()),
         log_(LogOptions(std::move(options.log_sink), clock_)),
-        refused_key_(log_.GetKey("control_refused")) {}
+        refused_key_(log_.GetKey("control_refused")),
+        name_(std::move(options.name)),
+        // Last: the view must be complete before a telemetry may read it.
+        telemetry_(detail::Attach(options.metrics, &Telemetry::AttachComponent,
+                                  view_)) {}
 
   FleetControl(const FleetControl&) = delete;
   FleetControl& operator=(const FleetControl&) = delete;
+  ~FleetControl() { telemetry_.reset(); }  // first: its view reads us
 
   // Registers `manager` under its name(). ALREADY_EXISTS for a second
   // manager of that name; FAILED_PRECONDITION from an observer during an
@@ -174,14 +189,19 @@ class FleetControl {
     }
     return current_;
   }
+  // Documents put in force, and documents refused (of every reason).
   uint64_t applied() const {
     detail::MutexLock lock(&state_mu_);
-    return applied_;
+    return stats_.accepted;
   }
   uint64_t refused() const {
     detail::MutexLock lock(&state_mu_);
-    return refused_;
+    return stats_.refused_total();
   }
+
+  const std::string& name() const { return name_; }
+  // Everything above, and why documents were refused, in one snapshot.
+  FleetControlStats stats() const;
 
  private:
   struct BreakerHooks {
@@ -196,8 +216,9 @@ class FleetControl {
                                                 const ManagerControlSpec& s);
   // Checks `doc` against the registry and each manager's and breaker's own
   // rules, changing nothing; the first fault, INVALID_ARGUMENT.
-  absl::Status CheckLocked(const ControlDocument& doc,
-                           absl::string_view source) const
+  // `*why` says which kind of fault (kUnknownTarget or kInvalid).
+  absl::Status CheckLocked(const ControlDocument& doc, absl::string_view source,
+                           ControlRefusal* why) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Moves the registry from what `from` forced to what `to` forces (null:
   // nothing). The first error of a manager or breaker refusing (only a
@@ -222,6 +243,9 @@ class FleetControl {
   }
   // Writes `line`: refusals under their rate limit, the rest always.
   void Log(bool refused, std::string line);
+  // Counts a refusal of `why` and writes its line into `line`.
+  absl::Status Refuse(ControlRefusal why, absl::string_view source,
+                      absl::Status error, std::string* line);
 
   // "<where>: degrade_control.<key>.<name>: no <what> of that name here
   // (registered: a, b)".
@@ -246,6 +270,7 @@ class FleetControl {
   const Clock* const clock_;
   EventLog log_;
   const EventLog::Key refused_key_;
+  const std::string name_;
 
   // Serialises Apply(), Lift() and registration; held while the managers
   // and breakers are called, so never taken by a reader.
@@ -259,8 +284,11 @@ class FleetControl {
   mutable detail::Mutex state_mu_;
   std::optional<ControlDocument> current_ ABSL_GUARDED_BY(state_mu_);
   uint64_t floor_ ABSL_GUARDED_BY(state_mu_) = 0;
-  uint64_t applied_ ABSL_GUARDED_BY(state_mu_) = 0;
-  uint64_t refused_ ABSL_GUARDED_BY(state_mu_) = 0;
+  // The counters; its version fields are filled in by stats().
+  FleetControlStats stats_ ABSL_GUARDED_BY(state_mu_);
+
+  const detail::OwnerView<FleetControl, FleetControlStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ---- Implementation details -------------------------------------------------
@@ -307,22 +335,44 @@ inline DegradationManager::Control FleetControl::ControlFor(
   return c;
 }
 
+inline FleetControlStats FleetControl::stats() const {
+  detail::MutexLock lock(&state_mu_);
+  FleetControlStats s = stats_;
+  s.version = floor_;
+  if (current_ && clock_->Now() < current_->expires_at) {
+    s.version_in_force = current_->version;
+    s.expires_at = current_->expires_at;
+  }
+  return s;
+}
+
 inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
-                                              absl::string_view source) const {
+                                              absl::string_view source,
+                                              ControlRefusal* why) const {
   const std::string where = detail::Printable(source);
+  // Each return says its kind: a target missing here, or one refusing.
+  *why = ControlRefusal::kUnknownTarget;
   for (const auto& [name, spec] : doc.managers) {
-    const auto it = managers_.find(name);
-    if (it == managers_.end()) {
+    if (managers_.count(name) == 0) {
       return Unknown(where, "managers", "manager", name, managers_);
     }
-    const int n = it->second->num_levels();
+  }
+  for (const auto& [name, until] : doc.breakers_open) {
+    if (breakers_.count(name) == 0) {
+      return Unknown(where, "breakers_open", "breaker", name, breakers_);
+    }
+  }
+  *why = ControlRefusal::kInvalid;
+  for (const auto& [name, spec] : doc.managers) {
+    DegradationManager* manager = managers_.at(name);
+    const int n = manager->num_levels();
     if (spec.level && *spec.level > n) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": degrade_control.managers.", detail::Printable(name),
           ".level = ", *spec.level, ": the manager has levels 0 to ", n));
     }
     // The manager's own rules (a critical feature), before anything moves.
-    if (absl::Status s = it->second->CheckControl(ControlFor(doc, spec));
+    if (absl::Status s = manager->CheckControl(ControlFor(doc, spec));
         !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": degrade_control.managers.",
@@ -330,11 +380,7 @@ inline absl::Status FleetControl::CheckLocked(const ControlDocument& doc,
     }
   }
   for (const auto& [name, until] : doc.breakers_open) {
-    const auto it = breakers_.find(name);
-    if (it == breakers_.end()) {
-      return Unknown(where, "breakers_open", "breaker", name, breakers_);
-    }
-    if (!it->second.check(until)) {
+    if (!breakers_.at(name).check(until)) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": degrade_control.breakers_open.", detail::Printable(name),
           " = ", detail::control::UtcText(until),
@@ -392,10 +438,7 @@ inline absl::Status FleetControl::Apply(absl::string_view text,
   absl::Status result;
   std::string line;
   if (!doc.ok()) {
-    result = doc.status();
-    line = RefusedLine(clock_->Now(), source, result);
-    detail::MutexLock lock(&state_mu_);
-    ++refused_;
+    result = Refuse(ControlRefusal::kMalformed, source, doc.status(), &line);
   } else {
     detail::MutexLock lock(&apply_mu_);
     const detail::CallbackScope in_apply(this);
@@ -422,37 +465,43 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
   // An ended document forces nothing any more: nothing to release or to
   // move back to.
   if (current && !(now < current->expires_at)) current.reset();
-  const auto refuse = [&](absl::Status s) {
-    *line = RefusedLine(now, source, s);
-    detail::MutexLock lock(&state_mu_);
-    ++refused_;
-    return s;
+  const auto refuse = [&](ControlRefusal why, absl::Status s) {
+    return Refuse(why, source, std::move(s), line);
   };
   if (doc.version == floor && current && text == current_text_) {
     if (applied_version != nullptr) *applied_version = doc.version;
+    detail::MutexLock lock(&state_mu_);
+    ++stats_.repeated;
     return absl::OkStatus();  // the same document again: nothing to do
   }
   if (doc.version <= floor) {
-    return refuse(absl::FailedPreconditionError(absl::StrCat(
-        where, ": degrade_control.version = ", doc.version, ": ",
-        doc.version < floor ? "older than the version applied, "
-        : current           ? "already applied with other content (a change "
-                              "needs a new version); applied "
-                            : "already applied, and ended or lifted; applied ",
-        floor)));
+    return refuse(
+        ControlRefusal::kStale,
+        absl::FailedPreconditionError(absl::StrCat(
+            where, ": degrade_control.version = ", doc.version, ": ",
+            doc.version < floor ? "older than the version applied, "
+            : current ? "already applied with other content (a change "
+                        "needs a new version); applied "
+                      : "already applied, and ended or lifted; applied ",
+            floor)));
   }
-  if (absl::Status s = CheckLocked(doc, source); !s.ok()) return refuse(s);
+  ControlRefusal why = ControlRefusal::kInvalid;
+  if (absl::Status s = CheckLocked(doc, source, &why); !s.ok()) {
+    return refuse(why, s);
+  }
   const ControlDocument* from = current ? &*current : nullptr;
   if (absl::Status s = InstallLocked(from, &doc); !s.ok()) {
     // Only a race can get here (a reload to fewer levels, a clock passing
     // a time between the check and the install): move back.
     absl::Status back = InstallLocked(&doc, from);
-    return refuse(absl::InvalidArgumentError(absl::StrCat(
-        where, ": ", s.message(),
-        back.ok() ? ""
-                  : absl::StrCat("; moving back to the previous document "
-                                 "failed too: ",
-                                 back.message()))));
+    return refuse(
+        ControlRefusal::kInstallFailed,
+        absl::InvalidArgumentError(absl::StrCat(
+            where, ": ", s.message(),
+            back.ok() ? ""
+                      : absl::StrCat("; moving back to the previous document "
+                                     "failed too: ",
+                                     back.message()))));
   }
   current_text_ = std::string(text);
   if (applied_version != nullptr) *applied_version = doc.version;
@@ -474,7 +523,7 @@ inline absl::Status FleetControl::ApplyLocked(absl::string_view text,
   }
   *line = applied.Done();
   detail::MutexLock lock(&state_mu_);
-  ++applied_;
+  ++stats_.accepted;
   floor_ = doc.version;
   current_ = std::move(doc);
   return absl::OkStatus();
@@ -505,6 +554,7 @@ inline absl::Status FleetControl::Lift(absl::string_view source,
     current_text_.clear();
     detail::MutexLock state_lock(&state_mu_);
     current_.reset();
+    ++stats_.lifted;
   }
   Log(false, std::move(line));
   return absl::OkStatus();
@@ -517,6 +567,32 @@ inline std::string FleetControl::RefusedLine(absl::Time now,
       .Str("source", source)
       .Str("error", error.ToString())
       .Done();
+}
+
+inline absl::Status FleetControl::Refuse(ControlRefusal why,
+                                         absl::string_view source,
+                                         absl::Status error,
+                                         std::string* line) {
+  *line = RefusedLine(clock_->Now(), source, error);
+  detail::MutexLock lock(&state_mu_);
+  switch (why) {
+    case ControlRefusal::kMalformed:
+      ++stats_.refused_malformed;
+      break;
+    case ControlRefusal::kStale:
+      ++stats_.refused_stale;
+      break;
+    case ControlRefusal::kUnknownTarget:
+      ++stats_.refused_unknown_target;
+      break;
+    case ControlRefusal::kInvalid:
+      ++stats_.refused_invalid;
+      break;
+    case ControlRefusal::kInstallFailed:
+      ++stats_.refused_install_failed;
+      break;
+  }
+  return error;
 }
 
 inline void FleetControl::Log(bool refused, std::string line) {

@@ -32,7 +32,7 @@ EtcdClientOptions At(const std::string& endpoint) {
 }
 
 TEST(EtcdClientTest, PrefixEndIsTheNextKeyAfterThePrefix) {
-  using degrade::etcd::detail_etcd::PrefixEnd;
+  using degrade::detail::etcd::PrefixEnd;
   EXPECT_EQ(PrefixEnd("a"), "b");
   EXPECT_EQ(PrefixEnd("/flags/"), "/flags0");
   EXPECT_EQ(PrefixEnd(std::string("a\xff", 2)), "b");

@@ -6,8 +6,6 @@
 // answering garbage. Every wait on a real process is a condition wait with
 // a generous bound, never a sleep followed by an assertion.
 
-#include "degrade/etcd/watcher.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -28,6 +26,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/etcd/watcher.hpp"
+#include "degrade/event_log.hpp"
+#include "degrade/fleet_stats.hpp"
+#include "degrade/metrics_registry.hpp"
 #include "etcd/etcd_server.hpp"
 #include "etcd/fake_gateway.hpp"
 #include "gmock/gmock.h"
@@ -41,8 +43,10 @@ using degrade::etcd::EtcdPrefixWatcher;
 using degrade::etcd::EtcdWatcherOptions;
 using degrade_tests::EtcdServer;
 using degrade_tests::FakeGateway;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr absl::Duration kBound = absl::Seconds(20);
 
@@ -296,6 +300,63 @@ TEST_F(EtcdWatcherTest, ACrashIsReportedOnceAndTheWatcherConverges) {
   EXPECT_TRUE(st[1].ok()) << st[1];
   EXPECT_GE(w.counters().resyncs, 1u);
   EXPECT_GE(w.counters().reconnects, 1u);
+}
+
+// Issue 29: what an operator sees of the watcher, through a registry: the
+// state gauge follows watching -> outage -> watching -> stopped, one outage
+// is counted however many retries it took, the resync after it is counted,
+// and the last revision is the highest seen.
+TEST_F(EtcdWatcherTest, StatsFollowStateOutagesResyncsAndTheLastRevision) {
+  using degrade::EtcdWatcherState;
+  degrade::EventLogOptions quiet;
+  quiet.sink = [](absl::string_view) {};
+  degrade::MetricsRegistry registry(quiet);
+  Put("/cfg/a", "1");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+  o.metrics = &registry;
+  auto w = std::make_unique<EtcdPrefixWatcher>(std::move(o));
+  EXPECT_EQ(w->name(), "/cfg/");  // the prefix, by default
+  EXPECT_EQ(w->stats().state, EtcdWatcherState::kStarting);
+  ASSERT_TRUE(w->Start().ok());
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}}));
+  const int64_t rev = Put("/cfg/b", "2");  // only a watch delivers it
+  ASSERT_TRUE(rec.WaitForView({{"/cfg/a", "1"}, {"/cfg/b", "2"}}));
+  degrade::EtcdWatcherStats s = w->stats();
+  EXPECT_EQ(s.state, EtcdWatcherState::kWatching);
+  EXPECT_EQ(s.last_revision, rev);
+  EXPECT_EQ(s.outages, 0u);
+  EXPECT_THAT(registry.RenderPrometheus(),
+              HasSubstr("degrade_etcd_watcher_state{watcher=\"/cfg/\"} 1\n"));
+
+  etcd_.Kill();
+  ASSERT_TRUE(rec.WaitForStatuses(1));  // reported after the state moved
+  s = w->stats();
+  EXPECT_EQ(s.state, EtcdWatcherState::kOutage);
+  EXPECT_EQ(s.outages, 1u);
+  EXPECT_THAT(
+      registry.RenderPrometheus(),
+      AllOf(HasSubstr("degrade_etcd_watcher_state{watcher=\"/cfg/\"} 3\n"),
+            HasSubstr("degrade_etcd_watcher_outages_total{watcher=\"/cfg/\"} "
+                      "1\n")));
+
+  absl::Status restarted = etcd_.Start();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  ASSERT_TRUE(rec.WaitForStatuses(2));  // OK: watching again
+  const int64_t later = Put("/cfg/c", "3");
+  ASSERT_TRUE(
+      rec.WaitForView({{"/cfg/a", "1"}, {"/cfg/b", "2"}, {"/cfg/c", "3"}}));
+  s = w->stats();
+  EXPECT_EQ(s.state, EtcdWatcherState::kWatching);
+  EXPECT_EQ(s.outages, 1u);  // one outage, however many retries
+  EXPECT_GE(s.resyncs, 1u);
+  EXPECT_EQ(s.last_revision, later);
+
+  w->Stop();
+  EXPECT_EQ(w->stats().state, EtcdWatcherState::kStopped);
+  w.reset();
+  EXPECT_THAT(registry.RenderPrometheus(),
+              Not(HasSubstr("degrade_etcd_watcher_")));
 }
 
 TEST_F(EtcdWatcherTest, ACompactedStartRevisionLeadsToAResync) {
@@ -603,6 +664,11 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
   ASSERT_TRUE(fake.WaitForCount("/v3/watch", n + 6));
   EXPECT_GE(absl::Now() - t0, absl::Milliseconds(10));
   EXPECT_EQ(rec.statuses().size(), 1u);
+  // One outage, in force across the retries, each of which re-read the
+  // prefix; its streams' "created" does not end it.
+  EXPECT_EQ(w.stats().outages, 1u);
+  EXPECT_EQ(w.stats().state, degrade::EtcdWatcherState::kOutage);
+  EXPECT_GE(w.stats().resyncs, 6u);
   // A stream that delivers ends the outage.
   fake.Reply("/v3/watch", 200,
              R"({"result":{"created":true}})"
@@ -611,6 +677,9 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
   st = rec.statuses();
   EXPECT_TRUE(st[1].ok()) << st[1];
   EXPECT_EQ(rec.view(), (std::map<std::string, std::string>{{"/cfg/x", "1"}}));
+  // Still the one outage (the gateway's streams end after their event, so
+  // the state and revision move on: not asserted here).
+  EXPECT_EQ(w.stats().outages, 1u);
 }
 
 // A gateway that creates every watch and fails it at once with

@@ -6,9 +6,9 @@ detail/ is private by contract (ARCHITECTURE.md: "no type a user must name
 lives under detail/"). Public types once drifted in there because nothing
 said no; this check says no. A declaration counts when it appears at
 namespace scope and no enclosing namespace has "detail" in its name
-(`detail`, `detail_etcd`, `degrade::detail::levels` all qualify). Files
-named *_inl.hpp or *-inl.hpp are exempt: they define members of public
-classes, out of line, on purpose.
+(`detail`, `degrade::detail::etcd`, `degrade::detail::levels` all
+qualify). Files named *_inl.hpp or *-inl.hpp are exempt: they define
+members of public classes, out of line, on purpose.
 
 The reader is a small tokenizer, not a C++ parser. It drops comments,
 string and character literals and preprocessor lines first, so a `struct`

@@ -17,6 +17,17 @@ starts `prometheus` with a scrape config pointing at both (scrape interval
   degrade_limiter_acquired_total, degrade_queue_sojourn_seconds_count,
   degrade_limiter_limit                          > 0 (the overload trio
                                                  in front of the pipeline)
+  degrade_fleet_version, degrade_fleet_in_force  3 and 1: the control file
+                                                 this test writes (a floor
+                                                 of level 1, which changes
+                                                 neither scenario's level)
+  degrade_file_watcher_last_poll_ok,             1 and >= 1 for that file's
+  degrade_file_watcher_reloads_total             watcher ("control")
+  degrade_fleet_documents_refused_total          a series per reason
+  degrade_etcd_watcher_state,                    3 (outage) and >= 1, when
+  degrade_etcd_watcher_outages_total             the server has degrade::etcd:
+                                                 it follows an etcd at a port
+                                                 where nothing listens
 
 A breaker that is open reads 1 (half-open) for the instant between its open
 timeout and the next request's probe, so the values are polled until they
@@ -25,7 +36,8 @@ all match (or the deadline passes) rather than read once.
 With --dashboard, every PromQL expression of that Grafana dashboard
 (monitoring/grafana/degrade.json) is then run against the same Prometheus
 and must return data (a non-empty result), polled until the deadline since
-a rate needs two scrapes in its window.
+a rate needs two scrapes in its window (the etcd watcher's only when the
+server has degrade::etcd).
 
 Every process is stopped in a `finally` block (SIGTERM, then SIGKILL after
 a bound); the servers must exit 0 on SIGTERM. Python 3 standard library
@@ -79,6 +91,13 @@ OVERLOAD = {
     "recall_down": (512, False),
     "everything_down": (256, True),
 }
+# The control document the servers follow (--control-file): version 3, a
+# floor of level 1 under the manager, ending a day from now.
+CONTROL_VERSION = 3
+REFUSAL_REASONS = ("malformed", "stale", "unknown_target", "invalid",
+                   "install_failed")
+ETCD_OUTAGE = 3  # degrade_etcd_watcher_state
+
 OVERLOAD_POSITIVE = (
     "degrade_limiter_acquired_total",
     "degrade_limiter_limit",
@@ -154,13 +173,34 @@ class Proc:
         return self.returncode, killed
 
 
-def start_server(binary, scenario, workdir, lifetime):
+def write_control_file(workdir):
+    """The control document the servers follow, in a file."""
+    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+    doc = {"degrade_control": {
+        "version": CONTROL_VERSION, "expires_at": expires,
+        "reason": "prometheus_scrape_test",
+        "managers": {"recsys": {"level": 1}}}}
+    path = os.path.join(workdir, "control.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    return path
+
+
+def server_has_etcd(binary):
+    """Whether metrics_server was built with degrade::etcd (--etcd works)."""
+    r = subprocess.run([binary, "--etcd", "127.0.0.1:1", "--help"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=30, check=False)
+    return b"built without degrade::etcd" not in r.stdout
+
+
+def start_server(binary, scenario, workdir, lifetime, fleet_args):
     hold = SCENARIOS[scenario][0]
     proc = Proc(
         f"metrics_server-{scenario}",
         [binary, "--port", "0", "--bind", "127.0.0.1", "--hold-phase", hold,
          "--phase-seconds", "20", "--rate", "100",
-         "--duration-seconds", str(int(lifetime)), "--quiet"],
+         "--duration-seconds", str(int(lifetime)), "--quiet"] + fleet_args,
         workdir, stdout=subprocess.PIPE)
     # Read the "listening on" line without blocking forever.
     lines = queue.Queue()
@@ -281,7 +321,8 @@ def query(prom_port, promql):
 def observe(prom_port):
     """What Prometheus has now, as {scenario: {...}}."""
     seen = {s: {"up": None, "breakers": {}, "level": None, "fallbacks": {},
-                "threshold": None, "shed_sheddable": None, "overload": {}}
+                "threshold": None, "shed_sheddable": None, "overload": {},
+                "fleet": {}, "refused": {}}
             for s in SCENARIOS}
 
     def each(promql, store):
@@ -307,6 +348,21 @@ def observe(prom_port):
     for name in OVERLOAD_POSITIVE:
         each(f'sum by (scenario) ({name}{{job="{JOB}"}})',
              lambda e, _m, v, name=name: e["overload"].__setitem__(name, v))
+
+    def put_fleet(key):
+        return lambda e, _m, v: e["fleet"].__setitem__(key, v)
+
+    fleet = f'job="{JOB}",fleet_control="recsys"'
+    control = f'job="{JOB}",watcher="control",document="control"'
+    each(f'degrade_fleet_version{{{fleet}}}', put_fleet("version"))
+    each(f'degrade_fleet_in_force{{{fleet}}}', put_fleet("in_force"))
+    each(f'degrade_fleet_documents_refused_total{{{fleet}}}',
+         put_in("refused", "reason"))
+    each(f'degrade_file_watcher_last_poll_ok{{{control}}}', put_fleet("poll_ok"))
+    each(f'degrade_file_watcher_reloads_total{{{control}}}', put_fleet("reloads"))
+    each(f'degrade_etcd_watcher_state{{job="{JOB}"}}', put_fleet("etcd_state"))
+    each(f'degrade_etcd_watcher_outages_total{{job="{JOB}"}}',
+         put_fleet("etcd_outages"))
     return seen
 
 
@@ -324,10 +380,13 @@ def dashboard_exprs(path):
     return out
 
 
-def check_dashboard(prom_port, path, deadline):
+def check_dashboard(prom_port, path, deadline, etcd=True):
     """Polls until every expression returns data, or fails naming those
-    that do not."""
+    that do not. Without etcd (a server built without degrade::etcd) the
+    etcd watcher's panels have nothing to show and are not run."""
     exprs = dashboard_exprs(path)
+    if not etcd:
+        exprs = [(t, e) for t, e in exprs if "degrade_etcd_watcher_" not in e]
     empty = exprs
     while True:
         empty = [(t, e) for t, e in empty if not query(prom_port, e)]
@@ -342,10 +401,37 @@ def check_dashboard(prom_port, path, deadline):
         f"return data")
 
 
-def mismatches(seen):
+def fleet_mismatches(scenario, got, etcd):
+    """The fleet side: the control file in force, its watcher healthy, a
+    refusal series per reason, and (with etcd) the outage state."""
+    problems = []
+    want = {"version": CONTROL_VERSION, "in_force": 1, "poll_ok": 1}
+    for key, value in want.items():
+        if got["fleet"].get(key) != float(value):
+            problems.append(f"{scenario}: fleet {key} = {got['fleet'].get(key)}, "
+                            f"want {value}")
+    if not got["fleet"].get("reloads", 0) >= 1:
+        problems.append(f"{scenario}: degrade_file_watcher_reloads_total = "
+                        f"{got['fleet'].get('reloads')}, want >= 1")
+    if sorted(got["refused"]) != sorted(REFUSAL_REASONS):
+        problems.append(f"{scenario}: degrade_fleet_documents_refused_total "
+                        f"reasons {sorted(got['refused'])}, want "
+                        f"{sorted(REFUSAL_REASONS)}")
+    if etcd:
+        if got["fleet"].get("etcd_state") != float(ETCD_OUTAGE):
+            problems.append(f"{scenario}: degrade_etcd_watcher_state = "
+                            f"{got['fleet'].get('etcd_state')}, want {ETCD_OUTAGE}")
+        if not got["fleet"].get("etcd_outages", 0) >= 1:
+            problems.append(f"{scenario}: degrade_etcd_watcher_outages_total = "
+                            f"{got['fleet'].get('etcd_outages')}, want >= 1")
+    return problems
+
+
+def mismatches(seen, etcd):
     problems = []
     for scenario, (_, breakers, level, failed) in SCENARIOS.items():
         got = seen[scenario]
+        problems += fleet_mismatches(scenario, got, etcd)
         if got["up"] != 1.0:
             problems.append(f"{scenario}: up = {got['up']}, want 1")
         for b, want in breakers.items():
@@ -411,9 +497,19 @@ def main():
         # The servers stop on their own shortly after this test's own bound,
         # should the test itself be killed.
         lifetime = args.timeout + 60
+        # The fleet side: a control file, and an etcd where nothing listens
+        # (the port is free once free_port() returns), so its watcher is in
+        # an outage.
+        fleet_args = ["--control-file", write_control_file(workdir)]
+        etcd = server_has_etcd(tools["server"])
+        if etcd:
+            fleet_args += ["--etcd", f"127.0.0.1:{free_port()}"]
+        else:
+            log("metrics_server has no degrade::etcd: not checking the etcd watcher")
         ports = {}
         for scenario in SCENARIOS:
-            proc, port = start_server(tools["server"], scenario, workdir, lifetime)
+            proc, port = start_server(tools["server"], scenario, workdir, lifetime,
+                                      fleet_args)
             procs.append(proc)
             ports[scenario] = port
         servers = list(procs)
@@ -441,7 +537,7 @@ def main():
                         f"{p.name} exited with {p.popen.returncode}:\n{tail(p.stderr_path)}")
             polls += 1
             seen = observe(prom_port)
-            problems = mismatches(seen)
+            problems = mismatches(seen, etcd)
             if not problems:
                 break
             time.sleep(0.5)
@@ -461,10 +557,11 @@ def main():
                 f"{states}; degrade_level{{manager=\"recsys\"}}={got['level']:g}; "
                 f"degrade_fallbacks_total by stage: {fallbacks}; admission threshold "
                 f"{got['threshold']:g}, sheddable shed {got['shed_sheddable']:g}")
+            log(f"  {scenario}: fleet {json.dumps(got['fleet'], sort_keys=True)}")
 
         # 3. The dashboard's every expression returns data.
         if args.dashboard:
-            check_dashboard(prom_port, args.dashboard, deadline)
+            check_dashboard(prom_port, args.dashboard, deadline, etcd)
 
         # 4. The servers stop cleanly on SIGTERM.
         for p in servers:

@@ -123,7 +123,7 @@ int main() {
   degrade::etcd::EtcdPrefixWatcher watcher(eo);
   Check(absl::IsInvalidArgument(watcher.Start()),
         "etcd: port 0 is refused");
-  Check(degrade::etcd::detail_etcd::PrefixEnd("a") == "b",
+  Check(degrade::detail::etcd::PrefixEnd("a") == "b",
         "etcd: the range end of a prefix");
 #endif
 

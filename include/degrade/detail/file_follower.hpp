@@ -35,6 +35,11 @@
 // has effects (a manager's Reload() restarts its recovery holds; an expired
 // control document must stay expired).
 //
+// What an operator sees of it is `stats()` (fleet_stats.hpp): polls,
+// contents applied, errors, and when a poll last succeeded, on the clock
+// given. That time only moves forward: a clock stepped back does not make
+// a watcher look fresher than it was, or its age negative.
+//
 // Thread safety: every member is thread-safe. Polls (PollOnce() and the
 // background thread's) are serialised under one lock, so contents are
 // applied in the order they were read, and the policy's hooks run under it,
@@ -47,6 +52,7 @@
 #ifndef DEGRADE_DETAIL_FILE_FOLLOWER_HPP_
 #define DEGRADE_DETAIL_FILE_FOLLOWER_HPP_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -58,11 +64,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/detail/file_io.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/reentry.hpp"
+#include "degrade/fleet_stats.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -71,8 +79,11 @@ namespace detail {
 template <class Policy>
 class FileFollower {
  public:
-  FileFollower(std::string path, Policy policy)
-      : path_(std::move(path)), policy_(std::move(policy)) {}
+  // `clock` (null: the real one) times the successes stats() reports.
+  FileFollower(std::string path, Policy policy, const Clock* clock = nullptr)
+      : path_(std::move(path)),
+        clock_(clock != nullptr ? clock : &RealClock::Instance()),
+        policy_(std::move(policy)) {}
 
   FileFollower(const FileFollower&) = delete;
   FileFollower& operator=(const FileFollower&) = delete;
@@ -117,6 +128,25 @@ class FileFollower {
   }
   const std::string& path() const { return path_; }
 
+  // The counters above, the latest outcome and the last success, for a
+  // watcher following a `document`.
+  FileWatcherStats stats(WatchedDocument document) const
+      ABSL_LOCKS_EXCLUDED(status_mu_) {
+    FileWatcherStats s;
+    s.document = document;
+    s.reloads = applied();
+    s.errors = errors();
+    MutexLock lock(&status_mu_);
+    s.polls = polls_;
+    s.last_poll_ok = last_status_.ok();
+    s.last_success = last_success_;
+    if (last_success_ != absl::InfinitePast()) {
+      s.since_success =
+          std::max(absl::ZeroDuration(), clock_->Now() - last_success_);
+    }
+    return s;
+  }
+
  private:
   absl::Status PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(poll_mu_) {
     // The hooks run the owner's callbacks on this thread.
@@ -125,6 +155,8 @@ class FileFollower {
     // Still under poll_mu_, so overlapping polls publish in poll order.
     MutexLock status_lock(&status_mu_);
     last_status_ = result;
+    ++polls_;
+    if (result.ok()) last_success_ = std::max(last_success_, clock_->Now());
     return result;
   }
 
@@ -156,6 +188,7 @@ class FileFollower {
   }
 
   const std::string path_;
+  const Clock* const clock_;
 
   // Serialises polls; guards what the last poll saw, and the policy.
   Mutex poll_mu_;
@@ -172,6 +205,8 @@ class FileFollower {
   // or for an apply.
   mutable Mutex status_mu_;
   absl::Status last_status_ ABSL_GUARDED_BY(status_mu_);
+  uint64_t polls_ ABSL_GUARDED_BY(status_mu_) = 0;
+  absl::Time last_success_ ABSL_GUARDED_BY(status_mu_) = absl::InfinitePast();
 
   std::atomic<uint64_t> applied_{0};
   std::atomic<uint64_t> errors_{0};

@@ -161,7 +161,9 @@ class EtcdClient {
   bool interrupted_ ABSL_GUARDED_BY(flight_mu_) = false;
 };
 
-namespace detail_etcd {
+}  // namespace etcd
+namespace detail {
+namespace etcd {
 
 // The smallest key greater than every key with this prefix, as etcd's
 // `range_end` ("\0", every key, for an empty prefix).
@@ -199,11 +201,7 @@ void SplitDuration(absl::Duration d, time_t* sec, time_t* usec);
 // UNAVAILABLE, a connect timeout DEADLINE_EXCEEDED, anything else INTERNAL.
 absl::Status TransportError(absl::string_view where, httplib::Error err);
 
-}  // namespace detail_etcd
-
 // ---- Implementation details ----
-
-namespace detail_etcd {
 
 inline std::string PrefixEnd(absl::string_view prefix) {
   std::string end(prefix);
@@ -336,7 +334,9 @@ inline absl::Status TransportError(absl::string_view where,
   }
 }
 
-}  // namespace detail_etcd
+}  // namespace etcd
+}  // namespace detail
+namespace etcd {
 
 inline EtcdClient::EtcdClient(EtcdClientOptions options)
     : options_(std::move(options)) {}
@@ -353,7 +353,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   std::string host;
   int port = 0;
   if (absl::Status s =
-          detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
+          detail::etcd::SplitEndpoint(options_.endpoint, &host, &port);
       !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
   }
@@ -361,9 +361,9 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   if (http_ == nullptr) {
     http_ = std::make_unique<httplib::Client>(host, port);
     time_t sec = 0, usec = 0;
-    detail_etcd::SplitDuration(options_.connect_timeout, &sec, &usec);
+    detail::etcd::SplitDuration(options_.connect_timeout, &sec, &usec);
     http_->set_connection_timeout(sec, usec);
-    detail_etcd::SplitDuration(options_.request_timeout, &sec, &usec);
+    detail::etcd::SplitDuration(options_.request_timeout, &sec, &usec);
     http_->set_read_timeout(sec, usec);
     http_->set_write_timeout(sec, usec);
   }
@@ -413,13 +413,13 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   absl::StatusOr<detail::json::Json> json =
       detail::json::ParseJsonDocument(text, source, "response body");
   if (!res && !(http_status != 0 && json.ok())) {
-    return detail_etcd::TransportError(where, res.error());
+    return detail::etcd::TransportError(where, res.error());
   }
   if (http_status != 200) {
     absl::StatusCode code = absl::StatusCode::kInternal;
-    std::string message = detail_etcd::Quoted(text);
+    std::string message = detail::etcd::Quoted(text);
     if (json.ok()) {
-      code = detail_etcd::CodeOfErrorBody(*json);
+      code = detail::etcd::CodeOfErrorBody(*json);
       auto it = json->find("message");
       if (it == json->end()) it = json->find("error");
       if (it != json->end() && it->is_string()) {
@@ -444,10 +444,10 @@ inline absl::StatusOr<int64_t> EtcdClient::HeaderRevision(
     absl::string_view op, const detail::json::Json& res) const {
   auto header = res.find("header");
   int64_t revision = 0;
-  absl::Status s = header == res.end()
-                       ? absl::InternalError("no header")
-                       : detail_etcd::ReadInt64(*header, "revision", "header",
-                                                &revision);
+  absl::Status s =
+      header == res.end()
+          ? absl::InternalError("no header")
+          : detail::etcd::ReadInt64(*header, "revision", "header", &revision);
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat("etcd ", options_.endpoint, " ",
                                                op, ": response: ",
@@ -457,10 +457,10 @@ inline absl::StatusOr<int64_t> EtcdClient::HeaderRevision(
 }
 
 inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
-  const std::string op = absl::StrCat("Range ", detail_etcd::Quoted(prefix));
+  const std::string op = absl::StrCat("Range ", detail::etcd::Quoted(prefix));
   detail::json::Json req = detail::json::Json::object();
-  req["key"] = absl::Base64Escape(detail_etcd::RangeStart(prefix));
-  req["range_end"] = absl::Base64Escape(detail_etcd::PrefixEnd(prefix));
+  req["key"] = absl::Base64Escape(detail::etcd::RangeStart(prefix));
+  req["range_end"] = absl::Base64Escape(detail::etcd::PrefixEnd(prefix));
   absl::StatusOr<detail::json::Json> res = Call(op, "/v3/kv/range", req.dump());
   if (!res.ok()) return res.status();
   const std::string where =
@@ -471,13 +471,13 @@ inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
   RangeResult out;
   auto header = res->find("header");
   if (header == res->end()) return fail(absl::InternalError("no header"));
-  if (absl::Status s = detail_etcd::ReadInt64(*header, "revision", "header",
-                                              &out.revision);
+  if (absl::Status s =
+          detail::etcd::ReadInt64(*header, "revision", "header", &out.revision);
       !s.ok()) {
     return fail(s);
   }
-  if (absl::Status s = detail_etcd::ReadUint64(*header, "cluster_id", "header",
-                                               &out.cluster_id);
+  if (absl::Status s = detail::etcd::ReadUint64(*header, "cluster_id", "header",
+                                                &out.cluster_id);
       !s.ok()) {
     return fail(s);
   }
@@ -491,11 +491,11 @@ inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
   for (std::size_t i = 0; i < kvs->size(); ++i) {
     const std::string at = absl::StrCat("kvs[", i, "]");
     KeyValue kv;
-    absl::Status s = detail_etcd::ReadBytes((*kvs)[i], "key", at, &kv.key);
-    if (s.ok()) s = detail_etcd::ReadBytes((*kvs)[i], "value", at, &kv.value);
+    absl::Status s = detail::etcd::ReadBytes((*kvs)[i], "key", at, &kv.key);
+    if (s.ok()) s = detail::etcd::ReadBytes((*kvs)[i], "value", at, &kv.value);
     if (s.ok()) {
-      s = detail_etcd::ReadInt64((*kvs)[i], "mod_revision", at,
-                                 &kv.mod_revision);
+      s = detail::etcd::ReadInt64((*kvs)[i], "mod_revision", at,
+                                  &kv.mod_revision);
     }
     if (!s.ok()) return fail(s);
     out.kvs.push_back(std::move(kv));
@@ -505,7 +505,7 @@ inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
 
 inline absl::StatusOr<int64_t> EtcdClient::Put(absl::string_view key,
                                                absl::string_view value) {
-  const std::string op = absl::StrCat("Put ", detail_etcd::Quoted(key));
+  const std::string op = absl::StrCat("Put ", detail::etcd::Quoted(key));
   detail::json::Json req = detail::json::Json::object();
   req["key"] = absl::Base64Escape(key);
   req["value"] = absl::Base64Escape(value);
@@ -515,7 +515,7 @@ inline absl::StatusOr<int64_t> EtcdClient::Put(absl::string_view key,
 }
 
 inline absl::StatusOr<int64_t> EtcdClient::Delete(absl::string_view key) {
-  const std::string op = absl::StrCat("Delete ", detail_etcd::Quoted(key));
+  const std::string op = absl::StrCat("Delete ", detail::etcd::Quoted(key));
   detail::json::Json req = detail::json::Json::object();
   req["key"] = absl::Base64Escape(key);
   absl::StatusOr<detail::json::Json> res =

@@ -51,6 +51,10 @@
 //     gets INVALID_ARGUMENT naming the key and the size, once per key
 //     revision; the previously delivered value (if any) stays the caller's.
 //
+// Operators see it through `stats()` (fleet_stats.hpp: its state, resyncs,
+// outages, the last revision), offered to `options.metrics` and exported
+// by a MetricsRegistry as the degrade_etcd_watcher_* series.
+//
 // Thread safety: the callbacks run on the watcher's thread, one at a time,
 // never concurrently with each other; a callback that throws is caught (it
 // is counted in `callback_errors` and, unless it is on_status itself,
@@ -91,12 +95,11 @@
 #include "degrade/detail/backoff.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/etcd/client.hpp"
-#include "degrade/etcd/detail/json_stream.hpp"
-#include "degrade/etcd/detail/watch_message.hpp"
+#include "degrade/fleet_stats.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -123,6 +126,12 @@ struct EtcdWatcherOptions {
   // (after a resync): how a hung etcd is noticed. >= 1 ms; default 60 s.
   absl::Duration stream_idle_timeout = absl::Seconds(60);
   uint64_t jitter_seed = 0x5EED;  // the backoff's random stream
+  // The name its telemetry exports it under (the `watcher` label); empty:
+  // the prefix.
+  std::string name;
+  // Where its stats() are exported: null, the process default
+  // (DefaultTelemetry()); NoTelemetry(), nowhere. Must outlive it.
+  Telemetry* metrics = nullptr;
 
   std::function<void(const std::string& key, const std::string& value,
                      int64_t mod_revision)>
@@ -154,7 +163,10 @@ class EtcdPrefixWatcher {
   EtcdPrefixWatcher(const EtcdPrefixWatcher&) = delete;
   EtcdPrefixWatcher& operator=(const EtcdPrefixWatcher&) = delete;
   // REQUIRES: not on a callback (see the file comment).
-  ~EtcdPrefixWatcher() { Stop(); }
+  ~EtcdPrefixWatcher() {
+    telemetry_.reset();  // first: its view reads us
+    Stop();
+  }
 
   // Starts the background thread. INVALID_ARGUMENT for bad options,
   // FAILED_PRECONDITION when already started or stopped (a watcher runs
@@ -168,6 +180,11 @@ class EtcdPrefixWatcher {
   void Stop();
 
   EtcdWatcherCounters counters() const;
+
+  // The counters, the state, outages and the last revision, for a
+  // telemetry; relaxed reads, any thread.
+  EtcdWatcherStats stats() const;
+  const std::string& name() const { return name_; }
 
  private:
   enum class StreamEnd { kStopped, kCompacted, kEnded, kFailed };
@@ -191,7 +208,7 @@ class EtcdPrefixWatcher {
   }
   std::string Where() const {
     return absl::StrCat("etcd ", options_.endpoint, " watch ",
-                        detail_etcd::Quoted(options_.prefix));
+                        detail::etcd::Quoted(options_.prefix));
   }
   StreamEnd Watch(int64_t start_revision, absl::Status* status);
   // One message of the stream; false ends the stream (with *end set).
@@ -206,6 +223,13 @@ class EtcdPrefixWatcher {
   void Guard(const char* which, F&& f);
   void Bump(std::atomic<uint64_t>& c) {
     c.fetch_add(1, std::memory_order_relaxed);
+  }
+  void SetState(EtcdWatcherState s) {
+    state_.store(s, std::memory_order_relaxed);
+  }
+  // seen_revision_ as stats() reads it.
+  void PublishRevision() {
+    last_revision_.store(seen_revision_, std::memory_order_relaxed);
   }
 
   const EtcdWatcherOptions options_;
@@ -233,7 +257,12 @@ class EtcdPrefixWatcher {
   int64_t seen_revision_ = 0;    // the highest revision seen
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
-      events_{0}, refused_count_{0}, callback_errors_{0};
+      events_{0}, refused_count_{0}, callback_errors_{0}, outages_{0};
+  std::atomic<EtcdWatcherState> state_{EtcdWatcherState::kStarting};
+  std::atomic<int64_t> last_revision_{0};
+  const std::string name_;
+  const detail::OwnerView<EtcdPrefixWatcher, EtcdWatcherStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ---- Implementation details ----
@@ -242,13 +271,17 @@ inline EtcdPrefixWatcher::EtcdPrefixWatcher(EtcdWatcherOptions options)
     : options_(std::move(options)),
       client_(EtcdClientOptions{options_.endpoint, options_.connect_timeout,
                                 options_.request_timeout}),
-      rng_(options_.jitter_seed) {}
+      rng_(options_.jitter_seed),
+      name_(options_.name.empty() ? options_.prefix : options_.name),
+      // Last: the view must be complete before a telemetry may read it.
+      telemetry_(detail::Attach(options_.metrics, &Telemetry::AttachComponent,
+                                view_)) {}
 
 inline absl::Status EtcdPrefixWatcher::Start() {
   const EtcdWatcherOptions& o = options_;
   std::string host;
   int port = 0;
-  if (absl::Status s = detail_etcd::SplitEndpoint(o.endpoint, &host, &port);
+  if (absl::Status s = detail::etcd::SplitEndpoint(o.endpoint, &host, &port);
       !s.ok()) {
     return s;
   }
@@ -293,6 +326,7 @@ inline void EtcdPrefixWatcher::Stop() {
                 [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; });
   }
   if (thread_.joinable()) thread_.join();
+  state_.store(EtcdWatcherState::kStopped, std::memory_order_relaxed);
 }
 
 inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
@@ -306,12 +340,32 @@ inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
   return c;
 }
 
+inline EtcdWatcherStats EtcdPrefixWatcher::stats() const {
+  const EtcdWatcherCounters c = counters();
+  EtcdWatcherStats s;
+  s.state = state_.load(std::memory_order_relaxed);
+  s.reconnects = c.reconnects;
+  s.resyncs = c.resyncs;
+  s.compactions = c.compactions;
+  s.outages = outages_.load(std::memory_order_relaxed);
+  s.events_delivered = c.events_delivered;
+  s.values_refused = c.values_refused;
+  s.callback_errors = c.callback_errors;
+  s.last_revision = last_revision_.load(std::memory_order_relaxed);
+  return s;
+}
+
 inline void EtcdPrefixWatcher::Run() {
   worker_.store(std::this_thread::get_id(), std::memory_order_release);
   int failures = 0;
   bool first_read = true, first_watch = true;
   while (!stopping()) {
     if (failures > 0 && !Backoff(failures)) break;
+    // An outage stays one until a watch is established again.
+    if (!in_outage_) {
+      SetState(first_read ? EtcdWatcherState::kStarting
+                          : EtcdWatcherState::kResyncing);
+    }
     absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
     if (stopping()) break;
     if (!r.ok()) {
@@ -366,6 +420,7 @@ inline void EtcdPrefixWatcher::Run() {
       }
     }
   }
+  SetState(EtcdWatcherState::kStopped);
   detail::MutexLock l(&mu_);
   done_ = true;
   cv_.SignalAll();
@@ -397,6 +452,7 @@ inline void EtcdPrefixWatcher::NoticeCluster(const RangeResult& r) {
   }
   if (r.cluster_id != 0) cluster_id_ = r.cluster_id;
   seen_revision_ = std::max(seen_revision_, r.revision);
+  PublishRevision();
 }
 
 inline void EtcdPrefixWatcher::ApplySnapshot(const RangeResult& r) {
@@ -427,12 +483,12 @@ inline void EtcdPrefixWatcher::Put(const std::string& key,
     if (!inserted && it->second == rev) return;  // reported already
     it->second = rev;
     Bump(refused_count_);
-    Report(absl::InvalidArgumentError(absl::StrCat(
-        "etcd ", options_.endpoint, " watch ",
-        detail_etcd::Quoted(options_.prefix), ": value of key ",
-        detail_etcd::Quoted(key), " at revision ", rev, " is ", value.size(),
-        " bytes, over max_value_bytes ", options_.max_value_bytes,
-        "; not delivered")));
+    Report(absl::InvalidArgumentError(
+        absl::StrCat("etcd ", options_.endpoint, " watch ",
+                     detail::etcd::Quoted(options_.prefix), ": value of key ",
+                     detail::etcd::Quoted(key), " at revision ", rev, " is ",
+                     value.size(), " bytes, over max_value_bytes ",
+                     options_.max_value_bytes, "; not delivered")));
     return;
   }
   refused_.erase(key);
@@ -455,12 +511,15 @@ inline void EtcdPrefixWatcher::Erase(const std::string& key, int64_t revision) {
 inline void EtcdPrefixWatcher::Failure(const absl::Status& s) {
   if (in_outage_ || stopping()) return;
   in_outage_ = true;
+  Bump(outages_);
+  SetState(EtcdWatcherState::kOutage);
   Report(s);
 }
 
 inline void EtcdPrefixWatcher::Recovered() {
   if (!in_outage_) return;
   in_outage_ = false;
+  SetState(EtcdWatcherState::kWatching);
   Report(absl::OkStatus());
 }
 
@@ -486,121 +545,11 @@ void EtcdPrefixWatcher::Guard(const char* which, F&& f) {
       });
 }
 
-inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
-    int64_t start_revision, absl::Status* status) {
-  const std::string where = Where();
-  std::string host;
-  int port = 0;
-  (void)detail_etcd::SplitEndpoint(options_.endpoint, &host, &port);
-  httplib::Client http(host, port);
-  // While garbled_, a stream silent for Lasting() ends (kEnded, not
-  // quick): a healthy quiet stream ends the outage then, not at the idle
-  // timeout.
-  detail_etcd::SetStreamTimeouts(
-      &http, options_.connect_timeout,
-      garbled_ ? Lasting() : options_.stream_idle_timeout,
-      options_.request_timeout);
-  httplib::Request req =
-      detail_etcd::WatchRequest(options_.prefix, start_revision);
-  int http_status = 0;
-  req.response_handler = [&](const httplib::Response& r) {
-    http_status = r.status;
-    return !stopping();
-  };
-  // Messages are whole JSON objects, possibly split across or sharing
-  // chunks (detail/json_stream.hpp cuts them out).
-  detail_etcd::JsonObjectSplitter splitter(std::size_t{64} << 20);
-  std::string error_body;
-  bool created = false, ended_here = false;
-  StreamEnd end = StreamEnd::kEnded;
-  stream_events_ = 0;
-  req.content_receiver = [&](const char* data, std::size_t n, uint64_t,
-                             uint64_t) {
-    if (stopping()) return false;
-    if (http_status != 200) {
-      error_body.append(data, std::min<std::size_t>(n, 4096));
-      return error_body.size() < 4096;
-    }
-    absl::Status s = splitter.Feed(
-        absl::string_view(data, n),
-        [&](absl::string_view m) {
-          return HandleMessage(m, &created, &end, status);
-        },
-        &ended_here);
-    if (!s.ok()) {
-      *status = absl::Status(s.code(),
-                             absl::StrCat(where, ": stream: ", s.message()));
-      end = StreamEnd::kFailed;
-      ended_here = true;
-    }
-    return !ended_here && !stopping();
-  };
-
-  {
-    detail::MutexLock l(&mu_);
-    if (stopping()) return StreamEnd::kStopped;
-    stream_ = &http;
-  }
-  detail::ScopedSigpipeBlock no_sigpipe;  // Stop() may shut the socket
-  httplib::Result res = http.send(req);
-  {
-    detail::MutexLock l(&mu_);
-    stream_ = nullptr;
-  }
-  stream_created_ = created;
-  if (stopping()) return StreamEnd::kStopped;
-  if (ended_here) return end;
-  *status = detail_etcd::StreamEndStatus(where, http_status, error_body, res,
-                                         created, splitter.inside());
-  return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
-}
-
-inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
-                                             bool* created, StreamEnd* end,
-                                             absl::Status* status) {
-  absl::StatusOr<detail_etcd::WatchMessage> m =
-      detail_etcd::ParseWatchMessage(text, Where() + ": stream");
-  if (absl::Status bad = m.ok() ? m->error : m.status(); !bad.ok()) {
-    *status = std::move(bad);
-    *end = StreamEnd::kFailed;
-    return false;
-  }
-  if (m->created && !*created) {
-    *created = true;
-    // Following again: the outage is over, unless streams go bad once
-    // created (then an event, or a stream that lasts, says so).
-    if (!garbled_) Recovered();
-  }
-  if (m->canceled) {
-    if (m->compact_revision > 0) {
-      *end = StreamEnd::kCompacted;
-      return false;
-    }
-    *status = absl::InternalError(absl::StrCat(
-        Where(), ": stream: watch canceled: ", m->canceled_result));
-    *end = StreamEnd::kFailed;
-    return false;
-  }
-  for (const detail_etcd::WatchEvent& ev : m->events) {
-    if (stopping()) break;
-    ++stream_events_;
-    seen_revision_ = std::max(seen_revision_, ev.mod_revision);
-    if (ev.is_delete) {
-      Erase(ev.key, ev.mod_revision);
-    } else if (auto it = delivered_.find(ev.key);
-               it == delivered_.end() || it->second.rev != ev.mod_revision ||
-               it->second.hash != Hash(ev.value)) {
-      Put(ev.key, ev.value, ev.mod_revision);
-    }
-  }
-  if (!m->events.empty() && garbled_) {
-    garbled_ = false;
-    Recovered();
-  }
-  return !stopping();
-}
-
 }  // namespace etcd
 DEGRADE_NAMESPACE_END
+
+// The stream's mechanics (Watch, HandleMessage), apart so that this header
+// reads as the contract and stays short.
+#include "degrade/etcd/detail/watcher_stream_inl.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_ETCD_WATCHER_HPP_

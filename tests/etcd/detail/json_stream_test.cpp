@@ -11,7 +11,7 @@
 
 namespace DEGRADE_TEST_UNIT {
 
-using degrade::etcd::detail_etcd::JsonObjectSplitter;
+using degrade::detail::etcd::JsonObjectSplitter;
 using ::testing::ElementsAre;
 
 // Feeds `text` `step` bytes at a time; the objects seen.

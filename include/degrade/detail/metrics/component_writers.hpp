@@ -13,7 +13,9 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
+#include "degrade/detail/metrics/fleet_metrics.hpp"
 #include "degrade/detail/metrics/registry_attachments.hpp"
+#include "degrade/fleet_stats.hpp"
 #include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
@@ -39,8 +41,13 @@ template <typename Registry>
 std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
     Registry& registry, const ComponentView& view) {
   std::unique_ptr<TelemetryAttachment> out;
-  (void)registry;
-  (void)view;
+  // fleet
+  AttachIfStats<FleetControlStats>(registry, view, "fleet_control",
+                                   WriteFleetControlMetrics, out);
+  AttachIfStats<FileWatcherStats>(registry, view, "file_watcher",
+                                  WriteFileWatcherMetrics, out);
+  AttachIfStats<EtcdWatcherStats>(registry, view, "etcd_watcher",
+                                  WriteEtcdWatcherMetrics, out);
   return out;
 }
 

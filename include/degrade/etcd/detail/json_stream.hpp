@@ -19,8 +19,8 @@
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
+namespace detail {
 namespace etcd {
-namespace detail_etcd {
 
 class JsonObjectSplitter {
  public:
@@ -80,8 +80,8 @@ class JsonObjectSplitter {
   bool escaped_ = false;
 };
 
-}  // namespace detail_etcd
 }  // namespace etcd
+}  // namespace detail
 DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_ETCD_DETAIL_JSON_STREAM_HPP_

@@ -28,8 +28,8 @@
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
+namespace detail {
 namespace etcd {
-namespace detail_etcd {
 
 struct WatchEvent {
   bool is_delete = false;
@@ -195,8 +195,8 @@ inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,
   return out;
 }
 
-}  // namespace detail_etcd
 }  // namespace etcd
+}  // namespace detail
 DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_ETCD_DETAIL_WATCH_MESSAGE_HPP_

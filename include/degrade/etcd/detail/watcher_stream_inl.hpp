@@ -1,0 +1,157 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// The watch-stream members of etcd::EtcdPrefixWatcher, included at the end
+// of etcd/watcher.hpp (the "-inl" split the manager and the admission queue
+// use): the header keeps the contract and the resync loop, this file one
+// stream's mechanics: the request, the chunked JSON messages, what ends a
+// stream. Including it alone includes the header first.
+//
+// Thread safety: see EtcdPrefixWatcher; both run on the watcher's thread.
+
+#ifndef DEGRADE_ETCD_DETAIL_WATCHER_STREAM_INL_HPP_
+#define DEGRADE_ETCD_DETAIL_WATCHER_STREAM_INL_HPP_
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/detail/sigpipe.hpp"
+#include "degrade/etcd/detail/json_stream.hpp"
+#include "degrade/etcd/detail/watch_message.hpp"
+#include "degrade/etcd/watcher.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace etcd {
+
+inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
+    int64_t start_revision, absl::Status* status) {
+  const std::string where = Where();
+  std::string host;
+  int port = 0;
+  (void)detail::etcd::SplitEndpoint(options_.endpoint, &host, &port);
+  httplib::Client http(host, port);
+  // While garbled_, a stream silent for Lasting() ends (kEnded, not
+  // quick): a healthy quiet stream ends the outage then, not at the idle
+  // timeout.
+  detail::etcd::SetStreamTimeouts(
+      &http, options_.connect_timeout,
+      garbled_ ? Lasting() : options_.stream_idle_timeout,
+      options_.request_timeout);
+  httplib::Request req =
+      detail::etcd::WatchRequest(options_.prefix, start_revision);
+  int http_status = 0;
+  req.response_handler = [&](const httplib::Response& r) {
+    http_status = r.status;
+    return !stopping();
+  };
+  // Messages are whole JSON objects, possibly split across or sharing
+  // chunks (detail/json_stream.hpp cuts them out).
+  detail::etcd::JsonObjectSplitter splitter(std::size_t{64} << 20);
+  std::string error_body;
+  bool created = false, ended_here = false;
+  StreamEnd end = StreamEnd::kEnded;
+  stream_events_ = 0;
+  req.content_receiver = [&](const char* data, std::size_t n, uint64_t,
+                             uint64_t) {
+    if (stopping()) return false;
+    if (http_status != 200) {
+      error_body.append(data, std::min<std::size_t>(n, 4096));
+      return error_body.size() < 4096;
+    }
+    absl::Status s = splitter.Feed(
+        absl::string_view(data, n),
+        [&](absl::string_view m) {
+          return HandleMessage(m, &created, &end, status);
+        },
+        &ended_here);
+    if (!s.ok()) {
+      *status = absl::Status(s.code(),
+                             absl::StrCat(where, ": stream: ", s.message()));
+      end = StreamEnd::kFailed;
+      ended_here = true;
+    }
+    return !ended_here && !stopping();
+  };
+
+  {
+    detail::MutexLock l(&mu_);
+    if (stopping()) return StreamEnd::kStopped;
+    stream_ = &http;
+  }
+  detail::ScopedSigpipeBlock no_sigpipe;  // Stop() may shut the socket
+  httplib::Result res = http.send(req);
+  {
+    detail::MutexLock l(&mu_);
+    stream_ = nullptr;
+  }
+  stream_created_ = created;
+  if (stopping()) return StreamEnd::kStopped;
+  if (ended_here) return end;
+  *status = detail::etcd::StreamEndStatus(where, http_status, error_body, res,
+                                          created, splitter.inside());
+  return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
+}
+
+inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
+                                             bool* created, StreamEnd* end,
+                                             absl::Status* status) {
+  absl::StatusOr<detail::etcd::WatchMessage> m =
+      detail::etcd::ParseWatchMessage(text, Where() + ": stream");
+  if (absl::Status bad = m.ok() ? m->error : m.status(); !bad.ok()) {
+    *status = std::move(bad);
+    *end = StreamEnd::kFailed;
+    return false;
+  }
+  if (m->created && !*created) {
+    *created = true;
+    // Following again: the outage is over, unless streams go bad once
+    // created (then an event, or a stream that lasts, says so).
+    if (!garbled_) {
+      Recovered();
+      SetState(EtcdWatcherState::kWatching);
+    }
+  }
+  if (m->canceled) {
+    if (m->compact_revision > 0) {
+      *end = StreamEnd::kCompacted;
+      return false;
+    }
+    *status = absl::InternalError(absl::StrCat(
+        Where(), ": stream: watch canceled: ", m->canceled_result));
+    *end = StreamEnd::kFailed;
+    return false;
+  }
+  for (const detail::etcd::WatchEvent& ev : m->events) {
+    if (stopping()) break;
+    ++stream_events_;
+    seen_revision_ = std::max(seen_revision_, ev.mod_revision);
+    PublishRevision();
+    if (ev.is_delete) {
+      Erase(ev.key, ev.mod_revision);
+    } else if (auto it = delivered_.find(ev.key);
+               it == delivered_.end() || it->second.rev != ev.mod_revision ||
+               it->second.hash != Hash(ev.value)) {
+      Put(ev.key, ev.value, ev.mod_revision);
+    }
+  }
+  if (!m->events.empty() && garbled_) {
+    garbled_ = false;
+    Recovered();
+  }
+  return !stopping();
+}
+
+}  // namespace etcd
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_ETCD_DETAIL_WATCHER_STREAM_INL_HPP_

@@ -126,13 +126,16 @@ class CallScope {
   mutable ::degrade::detail::Mutex mu_;
 };
 
+}  // namespace grpc
 namespace detail {
+namespace grpc {
 
 template <typename Family>
 class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
  public:
   BreakerInterceptor(std::shared_ptr<typename Family::Breaker> breaker,
-                     const OutcomeTable& table, ::grpc::ClientContext* context)
+                     const ::degrade::grpc::OutcomeTable& table,
+                     ::grpc::ClientContext* context)
       : breaker_(std::move(breaker)), table_(table), context_(context) {}
 
   void Intercept(::grpc::experimental::InterceptorBatchMethods* m) override {
@@ -170,11 +173,13 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
         // Valid until the call object goes, which outlives the caller's
         // reads of the context: the value lives in this interceptor.
         m->GetRecvTrailingMetadata()->emplace(
-            ::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()),
+            ::grpc::string_ref(::degrade::grpc::kRejectedKey.data(),
+                               ::degrade::grpc::kRejectedKey.size()),
             ::grpc::string_ref(rejection_));
       }
     } else if (m->QueryInterceptionHookPoint(Hook::POST_RECV_STATUS)) {
-      const absl::Status s = FromGrpcStatus(*m->GetRecvStatus());
+      const absl::Status s =
+          ::degrade::grpc::FromGrpcStatus(*m->GetRecvStatus());
       if (permit_.has_value()) {
         permit_->Done(s, table_.Of(s));
         permit_.reset();
@@ -192,21 +197,23 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
   // Sends the calling thread's request class, unless the caller already
   // put one on the context, and remembers its scope for the trace.
   void Scope(::grpc::experimental::InterceptorBatchMethods* m) {
-    const CallScope* scope = CallScope::Innermost();
+    const ::degrade::grpc::CallScope* scope =
+        ::degrade::grpc::CallScope::Innermost();
     if (scope == nullptr) return;
     scope_ = scope;
     auto* md = m->GetSendInitialMetadata();
-    if (md != nullptr && md->count(std::string(kRequestClassKey)) == 0) {
-      md->emplace(std::string(kRequestClassKey),
+    if (md != nullptr &&
+        md->count(std::string(::degrade::grpc::kRequestClassKey)) == 0) {
+      md->emplace(std::string(::degrade::grpc::kRequestClassKey),
                   EncodeRequestClass(scope->request_class()));
     }
   }
 
   const std::shared_ptr<typename Family::Breaker> breaker_;
-  const OutcomeTable table_;
+  const ::degrade::grpc::OutcomeTable table_;
   ::grpc::ClientContext* const context_;
   std::optional<Permit> permit_;
-  const CallScope* scope_ = nullptr;
+  const ::degrade::grpc::CallScope* scope_ = nullptr;
   std::string rejection_;  // the degrade-rejected-v1 value, when rejected
   bool rejected_ = false;
 };
@@ -215,7 +222,7 @@ template <typename Family>
 class BreakerInterceptorFactory final
     : public ::grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  BreakerInterceptorFactory(Family& family, OutcomeTable table)
+  BreakerInterceptorFactory(Family& family, ::degrade::grpc::OutcomeTable table)
       : family_(family), table_(table) {}
 
   ::grpc::experimental::Interceptor* CreateClientInterceptor(
@@ -228,10 +235,12 @@ class BreakerInterceptorFactory final
 
  private:
   Family& family_;
-  const OutcomeTable table_;
+  const ::degrade::grpc::OutcomeTable table_;
 };
 
+}  // namespace grpc
 }  // namespace detail
+namespace grpc {
 
 // MakeBreakerInterceptor(family[, table])
 //
@@ -241,7 +250,8 @@ class BreakerInterceptorFactory final
 template <typename Family>
 std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>
 MakeBreakerInterceptor(Family& family, OutcomeTable table = OutcomeTable::Default()) {
-  return std::make_unique<detail::BreakerInterceptorFactory<Family>>(family, table);
+  return std::make_unique<detail::grpc::BreakerInterceptorFactory<Family>>(
+      family, table);
 }
 
 }  // namespace grpc

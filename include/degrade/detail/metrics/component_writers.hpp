@@ -14,6 +14,10 @@
 
 #include "absl/strings/string_view.h"
 #include "degrade/detail/metrics/registry_attachments.hpp"
+#include "degrade/detail/metrics/rpc_metrics.hpp"
+#include "degrade/detail/metrics/source_metrics.hpp"
+#include "degrade/rpc_stats.hpp"
+#include "degrade/source_stats.hpp"
 #include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
@@ -39,8 +43,15 @@ template <typename Registry>
 std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
     Registry& registry, const ComponentView& view) {
   std::unique_ptr<TelemetryAttachment> out;
-  (void)registry;
-  (void)view;
+  // rpc, gpu, features
+  AttachIfStats<GrpcClientStats>(registry, view, "grpc_client",
+                                 WriteGrpcClientMetrics, out);
+  AttachIfStats<GrpcServerStats>(registry, view, "grpc_server",
+                                 WriteGrpcServerMetrics, out);
+  AttachIfStats<GpuSourceStats>(registry, view, "gpu_source",
+                                WriteGpuSourceMetrics, out);
+  AttachIfStats<DefaultFeaturesStats>(registry, view, "default_features",
+                                      WriteDefaultFeaturesMetrics, out);
   return out;
 }
 

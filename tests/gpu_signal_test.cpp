@@ -25,9 +25,12 @@
 #include "absl/time/time.h"
 #include "degrade/degradation_config.hpp"
 #include "degrade/degradation_manager.hpp"
+#include "degrade/metrics_registry.hpp"
+#include "degrade/telemetry.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "manager_test_util.hpp"
+#include "metrics_test_util.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -104,7 +107,7 @@ TEST_F(NvmlGpuSourceTest, LoadsTheDeviceAndReadsItsGpuPercentAsAFraction) {
   EXPECT_NEAR(*(*gpu)->Utilization(), 1.0, 1e-12);
   nvml_.set_utilization(1, 0);
   EXPECT_NEAR(*(*gpu)->Source()(), 0.0, 1e-12);
-  EXPECT_TRUE((*gpu)->last_error().ok());
+  EXPECT_TRUE((*gpu)->last_status().ok());
 }
 
 TEST_F(NvmlGpuSourceTest, AMissingLibraryIsUnavailableAndSaysWhyDlopenFailed) {
@@ -228,27 +231,126 @@ TEST_F(NvmlGpuSourceTest, DestructionShutsNvmlDownExactlyOnce) {
   EXPECT_EQ(nvml_.initialised(), 0);
 }
 
-TEST_F(NvmlGpuSourceTest, AFailingReadIsAnErrorThroughSourceAndLastError) {
+TEST_F(NvmlGpuSourceTest, AFailingReadIsAnErrorThroughSourceAndLastStatus) {
   auto gpu = NvmlGpuSource::Load(Fake());
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   std::function<absl::StatusOr<double>()> source = (*gpu)->Source();
   nvml_.fail('u', 15);
   EXPECT_EQ(source().status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ((*gpu)->last_error().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ((*gpu)->last_error().message(),
+  EXPECT_EQ((*gpu)->last_status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*gpu)->last_status().message(),
             "nvmlDeviceGetUtilizationRates(device 0) failed: NVML error 15 "
             "(GPU is lost)");
-  EXPECT_EQ((*gpu)->Utilization().status(), (*gpu)->last_error());
+  EXPECT_EQ((*gpu)->Utilization().status(), (*gpu)->last_status());
   nvml_.fail('u', 0);
   nvml_.set_utilization(0, 250);  // a driver bug: refused, not clamped
   EXPECT_EQ(source().status().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ((*gpu)->last_error().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_THAT(std::string((*gpu)->last_error().message()),
+  EXPECT_EQ((*gpu)->last_status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string((*gpu)->last_status().message()),
               HasSubstr("reported 250%"));
   nvml_.set_utilization(0, 55);
   ASSERT_TRUE(source().ok());
   EXPECT_NEAR(*source(), 0.55, 1e-12);
-  EXPECT_TRUE((*gpu)->last_error().ok());  // a good read clears it
+  EXPECT_TRUE((*gpu)->last_status().ok());  // a good read clears it
+}
+
+TEST_F(NvmlGpuSourceTest, StatsFollowAGpuFailingThenRecovering) {
+  nvml_.set_utilization(0, 40);
+  GpuSourceOptions o = Fake();
+  o.metrics = NoTelemetry();
+  auto gpu = NvmlGpuSource::Load(o);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_EQ((*gpu)->name(), "gpu0");
+  GpuSourceStats st = (*gpu)->stats();
+  EXPECT_TRUE(st.available);
+  EXPECT_DOUBLE_EQ(st.utilization, 0.4);
+  EXPECT_EQ(st.reads, 1u);  // Load()'s own read
+
+  nvml_.fail('u', 15);  // GPU_IS_LOST
+  EXPECT_FALSE((*gpu)->Utilization().ok());
+  EXPECT_FALSE((*gpu)->Utilization().ok());
+  st = (*gpu)->stats();
+  EXPECT_FALSE(st.available);
+  EXPECT_DOUBLE_EQ(st.utilization, 0.4);  // the last good reading
+  EXPECT_EQ(st.errors_unavailable, 2u);
+  EXPECT_EQ(st.errors_out_of_range, 0u);
+  EXPECT_EQ(st.last_nvml_error, 15);
+
+  nvml_.fail('u', 0);
+  nvml_.set_utilization(0, 250);
+  EXPECT_FALSE((*gpu)->Utilization().ok());
+  EXPECT_EQ((*gpu)->stats().errors_out_of_range, 1u);
+
+  nvml_.set_utilization(0, 55);
+  ASSERT_TRUE((*gpu)->Utilization().ok());
+  st = (*gpu)->stats();
+  EXPECT_TRUE(st.available);
+  EXPECT_DOUBLE_EQ(st.utilization, 0.55);
+  EXPECT_EQ(st.reads, 5u);
+  EXPECT_EQ(st.last_nvml_error, 15);  // what last broke, kept
+}
+
+TEST_F(NvmlGpuSourceTest, TheRegistryRendersItsSeriesUntilItIsGone) {
+  MetricsRegistry registry;
+  nvml_.set_utilization(0, 30);
+  GpuSourceOptions o = Fake();
+  o.name = "train";
+  o.metrics = &registry;
+  auto gpu = NvmlGpuSource::Load(o);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  nvml_.fail('u', 15);
+  EXPECT_FALSE((*gpu)->Utilization().ok());
+  std::string text = registry.RenderPrometheus();
+  ExpectSeries(
+      text,
+      {{R"(degrade_gpu_source_available{gpu_source="train"})", 0},
+       {R"(degrade_gpu_source_utilization{gpu_source="train"})", 0.3},
+       {R"(degrade_gpu_source_reads_total{gpu_source="train"})", 2},
+       {R"(degrade_gpu_source_errors_total{gpu_source="train",code="UNAVAILABLE"})",
+        1},
+       {R"(degrade_gpu_source_errors_total{gpu_source="train",code="OUT_OF_RANGE"})",
+        0},
+       {R"(degrade_gpu_source_last_nvml_error{gpu_source="train"})", 15}});
+  nvml_.fail('u', 0);
+  ASSERT_TRUE((*gpu)->Utilization().ok());
+  EXPECT_EQ(SampleValue(registry.RenderPrometheus(),
+                        R"(degrade_gpu_source_available{gpu_source="train"})"),
+            1);
+
+  gpu->reset();
+  text = registry.RenderPrometheus();
+  EXPECT_TRUE(LinesStartingWith(text, "degrade_gpu_source_").empty()) << text;
+}
+
+TEST_F(NvmlGpuSourceTest, ItsDefaultTelemetryIsTheProcessDefault) {
+  MetricsRegistry registry;
+  ScopedDefaultTelemetry scope(&registry);
+  auto gpu = NvmlGpuSource::Load(Fake(0));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_EQ(SampleValue(registry.RenderPrometheus(),
+                        R"(degrade_gpu_source_reads_total{gpu_source="gpu0"})"),
+            1);
+  GpuSourceOptions o = Fake(0);
+  o.name = "quiet";
+  o.metrics = NoTelemetry();
+  auto quiet = NvmlGpuSource::Load(o);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  EXPECT_TRUE(
+      LinesStartingWith(registry.RenderPrometheus(),
+                        R"(degrade_gpu_source_reads_total{gpu_source="quiet"})")
+          .empty());
+}
+
+TEST_F(NvmlGpuSourceTest, LastErrorIsAnAliasOfLastStatus) {
+  auto gpu = NvmlGpuSource::Load(Fake());
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  nvml_.fail('u', 15);
+  (void)(*gpu)->Utilization();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_EQ((*gpu)->last_error(), (*gpu)->last_status());
+#pragma GCC diagnostic pop
+  EXPECT_FALSE((*gpu)->last_status().ok());
 }
 
 class GpuSourceManagerTest : public ManagerTestBase {
@@ -284,7 +386,7 @@ TEST_F(GpuSourceManagerTest, AFailingReadKeepsTheLastValueAndTheLevel) {
   (void)m->PollOnce();
   EXPECT_EQ(m->level(), 1);
   EXPECT_NEAR(*m->signal_value("gpu_util"), 0.92, 1e-12);
-  EXPECT_THAT(std::string((*gpu)->last_error().message()),
+  EXPECT_THAT(std::string((*gpu)->last_status().message()),
               HasSubstr("GPU is lost"));
 
   // It comes back idle: the level recovers as usual.
@@ -312,7 +414,7 @@ TEST_F(NvmlGpuSourceTest, ConcurrentReadsRaceFailuresAndStayInRange) {
                    : u.status().code() != absl::StatusCode::kUnavailable) {
           bad.fetch_add(1);
         }
-        (void)source->last_error();
+        (void)source->last_status();
       }
     });
   }

@@ -68,6 +68,19 @@ TEST(HotListStatsTest, AListOffersItsViewAndTheViewReadsItLive) {
   EXPECT_EQ(direct.age, st.age);
 }
 
+TEST(HotListStatsTest, AClockSteppingBackNeverMakesTheAgeNegative) {
+  FakeClock clock;
+  HotListOptions<int> o;
+  o.clock = &clock;
+  o.metrics = NoTelemetry();
+  HotList<int> list(o);
+  ASSERT_TRUE(list.Publish({1, 2}).ok());
+  clock.Set(clock.Now() - absl::Minutes(10));
+  EXPECT_EQ(list.stats().age, absl::ZeroDuration());
+  clock.Advance(absl::Minutes(10) + absl::Seconds(4));
+  EXPECT_EQ(list.stats().age, absl::Seconds(4));
+}
+
 TEST(HotListStatsTest, NoTelemetryAttachesNothingAndTheDefaultDoes) {
   Spy spy;
   const ScopedDefaultTelemetry scope(&spy);

@@ -342,6 +342,18 @@ class Pipeline {
     return o;
   }
 
+  // Exported as degrade_default_features_*{default_features="features"}:
+  // the age of the vector the feature stage falls back to.
+  static degrade::DefaultFeaturesOptions DefaultsOptions(
+      const degrade::Clock* clock, degrade::MetricsRegistry* registry) {
+    degrade::DefaultFeaturesOptions o;
+    o.expected_dimension = kFeatureDim;
+    o.name = "features";
+    o.clock = clock;
+    o.metrics = registry;
+    return o;
+  }
+
   static degrade::HotListOptions<Candidate> HotOptions(
       const degrade::Clock* clock, degrade::MetricsRegistry* registry,
       HotSource source) {
@@ -497,7 +509,8 @@ class Pipeline {
   std::array<std::unique_ptr<degrade::CircuitBreaker<std::vector<Candidate>>>,
              kStages>
       breakers_;
-  degrade::DefaultFeatures defaults_{kFeatureDim};
+  // After clock_ and registry_, which its options read.
+  degrade::DefaultFeatures defaults_{DefaultsOptions(clock_, registry_)};
   degrade::HotList<Candidate> hot_list_;
   absl::Status hot_list_status_;
 };

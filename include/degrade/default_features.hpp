@@ -33,6 +33,15 @@
 // "default features: /data/avg.json: values[2] = 1e+300: is not a finite
 // number within float range".
 //
+// Operators see it through its telemetry (`DefaultFeaturesOptions::metrics`,
+// source_stats.hpp): the serving vector's age and dimension, and reloads
+// accepted and refused.
+//
+//   degrade::DefaultFeaturesOptions o;
+//   o.name = "avg_features";             // degrade_default_features_*
+//   o.expected_dimension = 64;
+//   auto defaults = degrade::DefaultFeatures::Load("/data/avg.json", o);
+//
 // Nothing here throws; the header compiles with -fno-exceptions.
 //
 // Thread safety: `ParseDefaultFeatures` is a pure function. `DefaultFeatures`
@@ -55,11 +64,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "degrade/clock.hpp"
+#include "degrade/detail/fallback/snapshot_cell.hpp"
 #include "degrade/detail/file_io.hpp"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/json_text.hpp"
-#include "degrade/detail/fallback/snapshot_cell.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/status_payload.hpp"
+#include "degrade/source_stats.hpp"
+#include "degrade/stats_view.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -72,6 +86,27 @@ inline constexpr std::size_t kMaxDefaultFeaturesBytes = std::size_t{16} << 20;
 // The largest dimension accepted, so a corrupt "dimension" can't make us
 // reserve gigabytes.
 inline constexpr std::size_t kMaxFeatureDimension = std::size_t{1} << 24;
+
+// DefaultFeaturesOptions
+struct DefaultFeaturesOptions {
+  // The dimension every load must have; 0 (the default): the first
+  // successful load fixes it for later reloads, because the model consuming
+  // the vector can't change shape.
+  std::size_t expected_dimension = 0;
+  // The largest file read; default kMaxDefaultFeaturesBytes.
+  std::size_t max_file_bytes = kMaxDefaultFeaturesBytes;
+  // Names the features in metrics. Default "default_features".
+  std::string name = "default_features";
+  // The clock for the serving vector's age; null means
+  // `RealClock::Instance()`. REQUIRES: outlives the features.
+  const Clock* clock = nullptr;
+  // The telemetry the features report to (telemetry.hpp): with a
+  // MetricsRegistry, degrade_default_features_* (age, dimension, reloads
+  // accepted and refused) under `name`. nullptr means DefaultTelemetry()
+  // (none unless SetDefaultTelemetry() was called); NoTelemetry() means
+  // none even then. REQUIRES: outlives the features.
+  Telemetry* metrics = nullptr;
+};
 
 // ParseDefaultFeatures()
 //
@@ -114,21 +149,30 @@ class DefaultFeatures {
  public:
   using Snapshot = std::shared_ptr<const std::vector<float>>;
 
-  // An empty instance. `expected_dimension` (0: any) is the dimension every
-  // load must have; with 0, the first successful load fixes it for later
-  // reloads, because the model consuming the vector can't change shape.
-  // `max_file_bytes` caps the file read.
+  // An empty instance, as `options` say (see DefaultFeaturesOptions).
+  explicit DefaultFeatures(DefaultFeaturesOptions options)
+      : expected_dimension_(options.expected_dimension),
+        max_file_bytes_(options.max_file_bytes),
+        clock_(options.clock != nullptr ? options.clock
+                                        : &RealClock::Instance()),
+        name_(detail::Printable(options.name)),
+        cell_(
+            "default features: no vector has been loaded yet (refusing to "
+            "serve zeros)") {
+    // Last: the view must be complete before a telemetry may read it.
+    telemetry_ =
+        detail::Attach(options.metrics, &Telemetry::AttachComponent, view_);
+  }
+  // The same with only `expected_dimension` and `max_file_bytes` set.
   explicit DefaultFeatures(
       std::size_t expected_dimension = 0,
       std::size_t max_file_bytes = kMaxDefaultFeaturesBytes)
-      : expected_dimension_(expected_dimension),
-        max_file_bytes_(max_file_bytes),
-        cell_(
-            "default features: no vector has been loaded yet (refusing to "
-            "serve zeros)") {}
+      : DefaultFeatures(Options(expected_dimension, max_file_bytes)) {}
 
   DefaultFeatures(const DefaultFeatures&) = delete;
   DefaultFeatures& operator=(const DefaultFeatures&) = delete;
+  // First: no scrape may read the features while they go.
+  ~DefaultFeatures() { telemetry_.reset(); }
 
   // DefaultFeatures::Load()
   //
@@ -140,6 +184,8 @@ class DefaultFeatures {
   static absl::StatusOr<std::unique_ptr<DefaultFeatures>> Load(
       const std::string& path, std::size_t expected_dimension = 0,
       std::size_t max_file_bytes = kMaxDefaultFeaturesBytes);
+  static absl::StatusOr<std::unique_ptr<DefaultFeatures>> Load(
+      const std::string& path, DefaultFeaturesOptions options);
 
   // DefaultFeatures::Reload()
   //
@@ -214,12 +260,54 @@ class DefaultFeatures {
   // Thread-safe; may be stale the moment it returns.
   absl::Status last_status() const { return cell_.last_status(); }
 
+  // Time since the serving vector was installed (by the features' clock),
+  // or InfiniteDuration() before the first. Never negative: a clock stepped
+  // back behind the install reads as zero. Thread-safe.
+  absl::Duration age() const {
+    const auto [serving, at] = cell_.snapshot_and_time();
+    if (serving == nullptr) return absl::InfiniteDuration();
+    return detail::ElapsedSince(clock_->Now(), at);
+  }
+
+  // The name in its metrics (DefaultFeaturesOptions::name).
+  const std::string& name() const { return name_; }
+
+  // Age, dimension and loads accepted and refused, as its telemetry reads
+  // them (source_stats.hpp). Thread-safe; may be stale the moment it
+  // returns.
+  DefaultFeaturesStats stats() const {
+    const auto cell = cell_.stats();
+    DefaultFeaturesStats st;
+    if (cell.snapshot != nullptr) {
+      st.age = detail::ElapsedSince(clock_->Now(), cell.installed_at);
+      st.dimension = cell.snapshot->size();
+    }
+    st.accepted = cell.updates;
+    st.refused = cell.failures;
+    st.last_ok = cell_.last_status().ok();
+    return st;
+  }
+
  private:
+  static DefaultFeaturesOptions Options(std::size_t expected_dimension,
+                                        std::size_t max_file_bytes) {
+    DefaultFeaturesOptions o;
+    o.expected_dimension = expected_dimension;
+    o.max_file_bytes = max_file_bytes;
+    return o;
+  }
   absl::Status Install(std::vector<float> values, absl::string_view source);
 
   const std::size_t expected_dimension_;
   const std::size_t max_file_bytes_;
+  const Clock* const clock_;
+  const std::string name_;
   detail::SnapshotCell<std::vector<float>> cell_;
+
+  // What the telemetry reads: a member, so the features have no virtual
+  // functions of their own.
+  const detail::OwnerView<DefaultFeatures, DefaultFeaturesStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ---- Implementation details -------------------------------------------------
@@ -328,8 +416,12 @@ inline bool DoubleToFiniteFloat(double d, float* out) {
 inline absl::StatusOr<std::unique_ptr<DefaultFeatures>> DefaultFeatures::Load(
     const std::string& path, std::size_t expected_dimension,
     std::size_t max_file_bytes) {
-  auto features =
-      std::make_unique<DefaultFeatures>(expected_dimension, max_file_bytes);
+  return Load(path, Options(expected_dimension, max_file_bytes));
+}
+
+inline absl::StatusOr<std::unique_ptr<DefaultFeatures>> DefaultFeatures::Load(
+    const std::string& path, DefaultFeaturesOptions options) {
+  auto features = std::make_unique<DefaultFeatures>(std::move(options));
   absl::Status s = features->Reload(path);
   if (!s.ok()) return s;
   return features;
@@ -373,7 +465,7 @@ inline absl::Status DefaultFeatures::Install(std::vector<float> values,
   auto fresh = std::make_shared<const std::vector<float>>(std::move(values));
   const std::size_t size = fresh->size();
   return cell_.Install(
-      std::move(fresh), absl::InfinitePast(),
+      std::move(fresh), clock_->Now(),
       [this, size, source](const Snapshot& serving) -> absl::Status {
         const std::size_t want = expected_dimension_ != 0 ? expected_dimension_
                                  : serving != nullptr     ? serving->size()

@@ -56,7 +56,9 @@
 #include "degrade/retry.hpp"                // IWYU pragma: export
 #include "degrade/retry_budget.hpp"         // IWYU pragma: export
 #include "degrade/retry_stats.hpp"          // IWYU pragma: export
+#include "degrade/rpc_stats.hpp"            // IWYU pragma: export
 #include "degrade/signals.hpp"              // IWYU pragma: export
+#include "degrade/source_stats.hpp"         // IWYU pragma: export
 #include "degrade/stage_metrics.hpp"        // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
 #include "degrade/stats_view.hpp"           // IWYU pragma: export

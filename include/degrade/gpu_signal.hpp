@@ -31,8 +31,12 @@
 // GPU at 1.0 may still have room for larger batches, so pair it with a
 // queueing-delay signal (admission_queue.hpp) rather than use it alone.
 //
+// Operators see it through its telemetry (`GpuSourceOptions::metrics`,
+// source_stats.hpp): whether the last read succeeded, the last reading,
+// and failed reads by code.
+//
 // Thread safety: `Utilization()` and the `Source()` functions may be called
-// from any thread (NVML is thread-safe); `last_error()` too.
+// from any thread (NVML is thread-safe); `last_status()` and `stats()` too.
 
 #ifndef DEGRADE_GPU_SIGNAL_HPP_
 #define DEGRADE_GPU_SIGNAL_HPP_
@@ -51,8 +55,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "degrade/detail/mutex.hpp"
 #include "degrade/detail/levels/nvml_types.hpp"
+#include "degrade/detail/mutex.hpp"
+#include "degrade/source_stats.hpp"
+#include "degrade/stats_view.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -66,6 +73,15 @@ DEGRADE_NAMESPACE_BEGIN
 struct GpuSourceOptions {
   std::string library = "libnvidia-ml.so.1";
   int device_index = 0;
+  // Names the source in metrics (degrade_gpu_source_*{gpu_source=...}).
+  // Empty (the default) means "gpu<device_index>", e.g. "gpu0".
+  std::string name;
+  // The telemetry the source reports to (telemetry.hpp): with a
+  // MetricsRegistry, degrade_gpu_source_* (available, utilisation, reads,
+  // errors by code) under `name`. nullptr means DefaultTelemetry() (none
+  // unless SetDefaultTelemetry() was called); NoTelemetry() means none even
+  // then. REQUIRES: outlives the source.
+  Telemetry* metrics = nullptr;
 };
 
 // NvmlGpuSource
@@ -97,13 +113,15 @@ class NvmlGpuSource {
 
   NvmlGpuSource(const NvmlGpuSource&) = delete;
   NvmlGpuSource& operator=(const NvmlGpuSource&) = delete;
+  // Detaches from its telemetry first, then shuts NVML down.
   ~NvmlGpuSource();
 
   // The device's utilisation in [0, 1]. UNAVAILABLE when NVML fails (the
   // GPU fell off the bus, the driver was reloaded; the message names the
   // function and "device N"), OUT_OF_RANGE when it
   // reports more than 100%. Thread-safe; one NVML call and a short
-  // critical section (recording the outcome for last_error()), no
+  // critical section (recording the outcome for last_status() and
+  // stats()), no
   // allocation unless it fails. Meant for a poll, not a request path.
   absl::StatusOr<double> Utilization() const;
 
@@ -118,15 +136,28 @@ class NvmlGpuSource {
     return [this] { return Utilization(); };
   }
 
-  // The status of the most recent failed read (OK if none failed), kept
-  // until a read succeeds. Thread-safe.
-  absl::Status last_error() const {
+  // The status of the most recent read: OK once a read succeeds, the
+  // failure until then. Thread-safe.
+  absl::Status last_status() const {
     detail::MutexLock lock(&mu_);
-    return last_error_;
+    return last_status_;
+  }
+  // The name last_status() had before; same value.
+  [[deprecated("use last_status()")]] absl::Status last_error() const {
+    return last_status();
+  }
+
+  // Reads and failures so far, and the latest reading, as its telemetry
+  // reads them (source_stats.hpp). Thread-safe.
+  GpuSourceStats stats() const {
+    detail::MutexLock lock(&mu_);
+    return stats_;
   }
 
   const std::string& library() const { return library_; }
   int device_index() const { return device_index_; }
+  // The name in its metrics (GpuSourceOptions::name).
+  const std::string& name() const { return name_; }
 
  private:
   using Return = detail::nvml::Return;
@@ -140,13 +171,18 @@ class NvmlGpuSource {
     detail::nvml::ErrorStringFn* error_string = nullptr;  // optional
   };
 
-  NvmlGpuSource(std::string library, int device_index, void* handle, Api api,
-                Device device)
-      : library_(std::move(library)),
-        device_index_(device_index),
+  NvmlGpuSource(GpuSourceOptions options, void* handle, Api api, Device device)
+      : library_(std::move(options.library)),
+        device_index_(options.device_index),
+        name_(options.name.empty() ? absl::StrCat("gpu", options.device_index)
+                                   : std::move(options.name)),
         handle_(handle),
         api_(api),
-        device_(device) {}
+        device_(device) {
+    // Last: the view must be complete before a telemetry may read it.
+    telemetry_ =
+        detail::Attach(options.metrics, &Telemetry::AttachComponent, view_);
+  }
 
   // "<function> failed: NVML error <code> (<nvmlErrorString>)", or
   // "<function>(device N) failed: ..." for a call on device `device`.
@@ -171,11 +207,18 @@ class NvmlGpuSource {
 
   const std::string library_;
   const int device_index_;
+  const std::string name_;
   void* const handle_;
   const Api api_;
   const Device device_;
   mutable detail::Mutex mu_;
-  mutable absl::Status last_error_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Status last_status_ ABSL_GUARDED_BY(mu_);
+  mutable GpuSourceStats stats_ ABSL_GUARDED_BY(mu_);
+
+  // What the telemetry reads: a member, so the source has no virtual
+  // functions of its own.
+  const detail::OwnerView<NvmlGpuSource, GpuSourceStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ---- Implementation details ----
@@ -270,8 +313,8 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
   (void)initialised.release();
   (void)library.release();
   // From here the source's destructor shuts NVML down and closes it.
-  std::unique_ptr<NvmlGpuSource> source(new NvmlGpuSource(
-      std::move(options.library), options.device_index, handle, api, device));
+  std::unique_ptr<NvmlGpuSource> source(
+      new NvmlGpuSource(std::move(options), handle, api, device));
   if (const absl::StatusOr<double> first = source->Utilization(); !first.ok()) {
     return InLibrary(source->library(), first.status());
   }
@@ -279,6 +322,7 @@ inline absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Load(
 }
 
 inline NvmlGpuSource::~NvmlGpuSource() {
+  telemetry_.reset();  // no scrape may read the source while it goes
   api_.shutdown();
   dlclose(handle_);
 }
@@ -286,8 +330,10 @@ inline NvmlGpuSource::~NvmlGpuSource() {
 inline absl::StatusOr<double> NvmlGpuSource::Utilization() const {
   detail::nvml::Utilization u{};
   absl::Status error;
+  Return nvml_error = detail::nvml::kSuccess;
   if (const Return r = api_.get_utilization(device_, &u);
       r != detail::nvml::kSuccess) {
+    nvml_error = r;
     error = CallError(api_, "nvmlDeviceGetUtilizationRates", r, device_index_);
   } else if (u.gpu > 100) {
     error = absl::OutOfRangeError(
@@ -295,12 +341,24 @@ inline absl::StatusOr<double> NvmlGpuSource::Utilization() const {
                      " reported ", u.gpu, "% (more than 100)"));
   }
   detail::MutexLock lock(&mu_);
+  ++stats_.reads;
   if (!error.ok()) {
-    last_error_ = error;
+    stats_.available = false;
+    if (error.code() == absl::StatusCode::kOutOfRange) {
+      ++stats_.errors_out_of_range;
+    } else {
+      ++stats_.errors_unavailable;
+    }
+    if (nvml_error != detail::nvml::kSuccess) {
+      stats_.last_nvml_error = static_cast<int>(nvml_error);
+    }
+    last_status_ = error;
     return error;
   }
-  last_error_ = absl::OkStatus();
-  return u.gpu / 100.0;
+  stats_.available = true;
+  stats_.utilization = u.gpu / 100.0;
+  last_status_ = absl::OkStatus();
+  return stats_.utilization;
 }
 
 DEGRADE_NAMESPACE_END

@@ -3,7 +3,8 @@
 // Tests of detail/thread_shard.hpp: live threads never share a shard slot,
 // whatever threads came and went before; threads past the exclusive slots
 // get shared shards and are told so; a thread whose slot is freed counts on
-// a shared shard; and the shard count is a power of two in [8, 64].
+// a shared shard; the shard count is a power of two in [8, 64]; and
+// ShardedCounts loses no add from more threads than there are shards.
 
 #include "degrade/detail/thread_shard.hpp"
 
@@ -152,6 +153,26 @@ TEST(ShardCounterTest, SharedAddsFromManyThreadsAreNeverLost) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(counter.Load(), 80000u);
+}
+
+TEST(ShardedCountsTest, AddsFromMoreThreadsThanShardsSumExactly) {
+  // More threads than exclusive slots, so both paths run at once: owners'
+  // plain stores and the shared shards' fetch_add, on several counters.
+  detail::ShardedCounts<3> counts;
+  const std::size_t n = detail::ShardCount() + 4;
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&counts, i] {
+      for (int k = 0; k < 5000; ++k) {
+        counts.Add(0);
+        counts.Add(1 + i % 2, 2);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counts.Load(0), n * 5000);
+  EXPECT_EQ(counts.Load(1) + counts.Load(2), n * 5000 * 2);
+  EXPECT_EQ(counts.Load(1), ((n + 1) / 2) * 5000 * 2);
 }
 
 TEST(ShardArraySizeTest, IsTheExclusiveShardsPlusAQuarterShared) {

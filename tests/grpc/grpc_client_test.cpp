@@ -6,8 +6,6 @@
 // one counted, not merged); a server that refuses everything is throttled
 // locally and never opens the breaker.
 
-#include "degrade/grpc/client.hpp"
-
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -25,14 +23,17 @@
 #include "degrade/clock.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/degradation_trace.hpp"
+#include "degrade/grpc/client.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/outcome.hpp"
+#include "degrade/metrics_registry.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/throttle.hpp"
 #include "echo_server.hpp"
 #include "gtest/gtest.h"
+#include "metrics_test_util.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -65,6 +66,10 @@ class GrpcClientTest : public ::testing::Test {
 
   static degrade_test::EchoServer::Script Replying(::grpc::StatusCode code) {
     return degrade_test::Replying(code);
+  }
+
+  uint64_t Outcomes(GrpcClientOutcome o) const {
+    return counters_.stats().outcomes[static_cast<std::size_t>(o)];
   }
 
   FakeClock clock_;
@@ -129,7 +134,7 @@ TEST_F(GrpcClientTest, TheClassGoesOutAndTheServersTraceComesBack) {
   trailer = "v1;rank=exploded";  // malformed: counted, not merged
   ASSERT_TRUE(Say(*stub).ok());
   EXPECT_EQ(trace.Encode(), "v1;features=timeout;rank=open");
-  EXPECT_EQ(counters_.malformed_trailers.load(), 1u);
+  EXPECT_EQ(counters_.stats().malformed_trailers, 1u);
 }
 
 TEST_F(GrpcClientTest, ARefusingServerIsThrottledLocallyAndNeverOpensTheBreaker) {
@@ -151,6 +156,82 @@ TEST_F(GrpcClientTest, ARefusingServerIsThrottledLocallyAndNeverOpensTheBreaker)
   EXPECT_EQ(breaker_->state(), State::kClosed);  // RESOURCE_EXHAUSTED is excluded
   EXPECT_GT(throttled, 150);                       // most never left the client
   EXPECT_EQ(server.attempts(), 300 - throttled);
+  // Counted as refused here (never sent), shed by the server otherwise.
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kRefused),
+            static_cast<uint64_t>(throttled));
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kShed),
+            static_cast<uint64_t>(300 - throttled));
+}
+
+TEST_F(GrpcClientTest, EveryCallIsCountedOnceByItsOutcome) {
+  std::atomic<int> code{static_cast<int>(::grpc::StatusCode::OK)};
+  degrade_test::EchoServer::Script script;
+  script.handler = [&](::grpc::ServerContext*, const auto&, auto*) {
+    return ::grpc::Status(static_cast<::grpc::StatusCode>(code.load()),
+                          "scripted");
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  ASSERT_TRUE(Say(*stub).ok());
+  code = static_cast<int>(::grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(Say(*stub).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(
+      absl::IsDeadlineExceeded(Say(*stub, absl::ZeroDuration()).status()));
+  code = static_cast<int>(::grpc::StatusCode::UNAVAILABLE);
+  uint64_t failed = 0;
+  while (breaker_->state() != State::kOpen && failed < 20) {
+    EXPECT_TRUE(absl::IsUnavailable(Say(*stub).status()));
+    ++failed;
+  }
+  ASSERT_EQ(breaker_->state(), State::kOpen);
+  EXPECT_TRUE(IsRejected(Say(*stub).status()));
+
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kAccepted), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kShed), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kExpired), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kFailed), failed);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kRefused), 1u);
+  EXPECT_EQ(server.attempts(), static_cast<int>(2 + failed));
+}
+
+TEST_F(GrpcClientTest, TheRegistryRendersCallsByOutcomeUntilTheCountersGo) {
+  MetricsRegistry registry;
+  grpc::ClientCountersOptions co;
+  co.name = "rank";
+  co.metrics = &registry;
+  auto counters = std::make_unique<grpc::ClientCounters>(co);
+  options_.counters = counters.get();
+  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  ASSERT_TRUE(Say(*stub).ok());
+  ASSERT_TRUE(Say(*stub).ok());
+  EXPECT_FALSE(Say(*stub, absl::ZeroDuration()).ok());
+
+  std::string text = registry.RenderPrometheus();
+  ExpectSeries(
+      text,
+      {{R"(degrade_grpc_client_calls_total{grpc_client="rank",outcome="accepted"})",
+        2},
+       {R"(degrade_grpc_client_calls_total{grpc_client="rank",outcome="failed"})",
+        0},
+       {R"(degrade_grpc_client_calls_total{grpc_client="rank",outcome="shed"})",
+        0},
+       {R"(degrade_grpc_client_calls_total{grpc_client="rank",outcome="refused"})",
+        0},
+       {R"(degrade_grpc_client_calls_total{grpc_client="rank",outcome="expired"})",
+        1},
+       {R"(degrade_grpc_client_malformed_trailers_total{grpc_client="rank"})",
+        0}});
+  EXPECT_NE(text.find("# TYPE degrade_grpc_client_calls_total counter"),
+            std::string::npos);
+
+  options_.counters = nullptr;
+  counters.reset();
+  text = registry.RenderPrometheus();
+  EXPECT_TRUE(LinesStartingWith(text, "degrade_grpc_client_").empty()) << text;
 }
 
 // ---- CallAsync: the callback stub ----------------------------------------
@@ -205,6 +286,8 @@ TEST_F(GrpcCallAsyncTest, ASuccessArrivesWithItsReplyAndTrace) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r.value().text(), "hi");
   EXPECT_EQ(trace.Encode(), "v1;rank=timeout");
+  // Counted on gRPC's thread, before `done` ran.
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kAccepted), 1u);
 }
 
 TEST_F(GrpcCallAsyncTest, AnOpenBreakerAnswersOnTheCallersThreadAndSendsNothing) {
@@ -218,6 +301,8 @@ TEST_F(GrpcCallAsyncTest, AnOpenBreakerAnswersOnTheCallersThreadAndSendsNothing)
   EXPECT_TRUE(IsRejected(SayAsync(*stub, &on_caller_thread).status()));
   EXPECT_TRUE(on_caller_thread);
   EXPECT_EQ(server.attempts(), 6);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kFailed), 6u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kRefused), 1u);
 }
 
 TEST_F(GrpcCallAsyncTest, AThrowingStartIsAFailureAndReportedOnce) {

@@ -7,12 +7,12 @@
 // open it; the CallScope's class is sent (unless the context carries one)
 // and the server's trace merged into the scope's trace.
 
-#include "degrade/grpc/interceptor.hpp"
-
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <optional>
@@ -27,11 +27,13 @@
 #include "degrade/breaker_settings.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_trace.hpp"
+#include "degrade/grpc/interceptor.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/outcome.hpp"
 #include "degrade/grpc/status.hpp"
-#include "degrade/status.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/rpc_stats.hpp"
+#include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
 #include "echo_server.hpp"
 #include "gtest/gtest.h"
@@ -53,7 +55,8 @@ class GrpcInterceptorTest : public ::testing::Test {
     ::grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
     std::vector<std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>> f;
-    f.push_back(grpc::MakeBreakerInterceptor(*family_));
+    f.push_back(grpc::MakeBreakerInterceptor(
+        *family_, grpc::OutcomeTable::Default(), &counters_));
     return degrade::test::Echo::NewStub(
         ::grpc::experimental::CreateCustomChannelWithInterceptors(
             server.address(), ::grpc::InsecureChannelCredentials(), args,
@@ -78,8 +81,13 @@ class GrpcInterceptorTest : public ::testing::Test {
     return degrade_test::Replying(code);
   }
 
+  uint64_t Outcomes(GrpcClientOutcome o) const {
+    return counters_.stats().outcomes[static_cast<std::size_t>(o)];
+  }
+
   FakeClock clock_;
   std::unique_ptr<Family> family_;
+  grpc::ClientCounters counters_;
 };
 
 TEST_F(GrpcInterceptorTest, UnavailableOpensTheMethodsBreakerAndThenNothingIsSent) {
@@ -100,6 +108,37 @@ TEST_F(GrpcInterceptorTest, UnavailableOpensTheMethodsBreakerAndThenNothingIsSen
     EXPECT_EQ(*rejected_by, std::string("echo/") + kMethod);
   }
   EXPECT_EQ(server.attempts(), 6);  // the 100 rejected calls never left
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kFailed), 6u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kRefused), 100u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kAccepted), 0u);
+}
+
+TEST_F(GrpcInterceptorTest, EachCallIsCountedByItsOutcome) {
+  std::atomic<int> code{static_cast<int>(::grpc::StatusCode::OK)};
+  degrade_test::EchoServer::Script script;
+  script.handler = [&](::grpc::ServerContext*, const auto&, auto*) {
+    return ::grpc::Status(static_cast<::grpc::StatusCode>(code.load()),
+                          "scripted");
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  EXPECT_TRUE(Say(*stub).ok());
+  code = static_cast<int>(::grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(Say(*stub).error_code(), ::grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A deadline already passed: gRPC fails it, the breaker never sees it.
+  ::grpc::ClientContext late;
+  late.set_deadline(std::chrono::system_clock::now() - std::chrono::seconds(1));
+  degrade::test::EchoRequest request;
+  degrade::test::EchoReply reply;
+  EXPECT_EQ(stub->Say(&late, request, &reply).error_code(),
+            ::grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kAccepted), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kShed), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kExpired), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kFailed), 0u);
+  EXPECT_EQ(family_->Get(kMethod)->counts().requests, 2u);
 }
 
 TEST_F(GrpcInterceptorTest, ClientErrorsAndCancellationsNeverOpenIt) {

@@ -7,8 +7,6 @@
 // at the server); a malformed request class is counted and served as the
 // default class.
 
-#include "degrade/grpc/server.hpp"
-
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -25,12 +23,15 @@
 #include "degrade/degradation_manager.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/grpc/metadata.hpp"
+#include "degrade/grpc/server.hpp"
 #include "degrade/grpc/status.hpp"
+#include "degrade/metrics_registry.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
 #include "echo_server.hpp"
 #include "gtest/gtest.h"
+#include "metrics_test_util.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -74,7 +75,7 @@ class GrpcServerTest : public ::testing::Test {
       worked_.fetch_add(1);
       served_rank_ = Rank(call.request_class());
       call.trace().Add("rank", DegradeReason::kTimeout);
-      return call.Finish();
+      return call.Finish(handler_status_);
     };
     return s;
   }
@@ -133,6 +134,7 @@ class GrpcServerTest : public ::testing::Test {
   grpc::ServerCounters counters_;
   grpc::ServerOptions options_;
   std::atomic<int> worked_{0};
+  absl::Status handler_status_;  // what the handler finishes with
   std::atomic<int> served_rank_{-1};
 };
 
@@ -164,6 +166,10 @@ TEST_F(GrpcServerTest, AShedCallIsRefusedWithTheShedsRetryAfter) {
   // SHEDDABLE_PLUS still passes at level 1.
   EXPECT_TRUE(Call(*stub, Of(Criticality::kSheddablePlus)).status.ok());
   EXPECT_EQ(worked_.load(), 1);
+  const GrpcServerStats st = counters_.stats();
+  EXPECT_EQ(st.shed, 1u);
+  EXPECT_EQ(st.accepted, 1u);
+  EXPECT_EQ(st.shed_do_not_retry, 0u);  // below no_retry_from_level
 }
 
 TEST_F(GrpcServerTest, FromTheConfiguredLevelAShedSaysDoNotRetryAndGrpcObeys) {
@@ -178,7 +184,7 @@ TEST_F(GrpcServerTest, FromTheConfiguredLevelAShedSaysDoNotRetryAndGrpcObeys) {
   ASSERT_TRUE(hint.has_value());
   EXPECT_LT(*hint, absl::ZeroDuration());
   EXPECT_EQ(server.attempts(), 1);  // gRPC's 3-attempt policy made no retry
-  EXPECT_EQ(counters_.shed_do_not_retry.load(), 1u);
+  EXPECT_EQ(counters_.stats().shed_do_not_retry, 1u);
 
   // Below the level, the same policy does retry the shed: the pushback,
   // not the code, is what stops it.
@@ -202,13 +208,13 @@ TEST_F(GrpcServerTest, AMalformedClassIsCountedAndServedAsTheDefault) {
   const Answer a = Call(*stub, {}, "SHEDDABLE:999");
   EXPECT_TRUE(a.status.ok()) << a.status;
   EXPECT_EQ(served_rank_.load(), Rank(Of(Criticality::kCritical)));
-  EXPECT_EQ(counters_.malformed_metadata.load(), 1u);
+  EXPECT_EQ(counters_.stats().malformed_metadata, 1u);
 
   // A configured default applies too: SHEDDABLE is shed at level 2.
   options_.default_class = Of(Criticality::kSheddable);
   EXPECT_EQ(Call(*stub, {}, "garbage").status.code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(counters_.malformed_metadata.load(), 2u);
+  EXPECT_EQ(counters_.stats().malformed_metadata, 2u);
 }
 
 TEST_F(GrpcServerTest, WithoutAControllerEverythingIsAdmitted) {
@@ -220,6 +226,45 @@ TEST_F(GrpcServerTest, WithoutAControllerEverythingIsAdmitted) {
   const Answer a = Call(*stub, Of(Criticality::kSheddable));
   EXPECT_TRUE(a.status.ok());
   EXPECT_EQ(a.level, 2);
+}
+
+TEST_F(GrpcServerTest, TheRegistryRendersCallsByOutcomeUntilTheCountersGo) {
+  MetricsRegistry registry;
+  grpc::ServerCountersOptions co;
+  co.name = "ranker";
+  co.metrics = &registry;
+  auto counters = std::make_unique<grpc::ServerCounters>(co);
+  options_.counters = counters.get();
+  ASSERT_TRUE(manager_->ForceLevel(2, absl::Minutes(10)).ok());
+  degrade_test::EchoServer server(Service());
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+
+  EXPECT_TRUE(Call(*stub, Of(Criticality::kCritical)).status.ok());
+  EXPECT_EQ(Call(*stub, Of(Criticality::kSheddable)).status.code(),
+            absl::StatusCode::kResourceExhausted);  // shed, "do not retry"
+  EXPECT_TRUE(Call(*stub, {}, "SHEDDABLE:999").status.ok());  // malformed
+  handler_status_ = absl::InternalError("ranker broke");
+  EXPECT_EQ(Call(*stub, Of(Criticality::kCritical)).status.code(),
+            absl::StatusCode::kInternal);
+
+  std::string text = registry.RenderPrometheus();
+  ExpectSeries(
+      text,
+      {{R"(degrade_grpc_server_calls_total{grpc_server="ranker",outcome="accepted"})",
+        3},
+       {R"(degrade_grpc_server_calls_total{grpc_server="ranker",outcome="shed"})",
+        1},
+       {R"(degrade_grpc_server_shed_do_not_retry_total{grpc_server="ranker"})",
+        1},
+       {R"(degrade_grpc_server_handler_errors_total{grpc_server="ranker"})", 1},
+       {R"(degrade_grpc_server_malformed_metadata_total{grpc_server="ranker"})",
+        1}});
+
+  options_.counters = nullptr;
+  counters.reset();
+  text = registry.RenderPrometheus();
+  EXPECT_TRUE(LinesStartingWith(text, "degrade_grpc_server_").empty()) << text;
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ endif()
 file(READ "${exposition}" text)
 foreach(family degrade_breaker_state degrade_breaker_calls_total
                degrade_fallbacks_total degrade_request_degraded_stages
-               degrade_hot_list_items)
+               degrade_hot_list_items degrade_default_features_age_seconds
+               degrade_default_features_reloads_total)
   if(NOT text MATCHES "# TYPE ${family} ")
     message(FATAL_ERROR "${exposition} has no ${family} family:\n${text}")
   endif()

@@ -33,8 +33,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <thread>
 
+#include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/version.hpp"
 
@@ -169,6 +171,37 @@ class ShardCounter {
 
  private:
   std::atomic<uint64_t> value_{0};
+};
+
+// ShardedCounts<N>
+//
+// N totals written on a hot path by many threads (the gRPC adapter's call
+// counts): each thread adds to its own shard's cache line, so concurrent
+// calls never contend on a counter; Load() sums the shards. The shards are
+// allocated once, at construction: Add() never allocates nor locks.
+// Thread-safe; Load() is exact once the writers are done, as ShardCounter.
+template <std::size_t N>
+class ShardedCounts {
+ public:
+  ShardedCounts() : shards_(new Shard[ShardArraySize()]) {}
+
+  // REQUIRES: i < N.
+  DEGRADE_ALWAYS_INLINE void Add(std::size_t i, uint64_t n = 1) {
+    shards_[ThreadShardIndex()].counts[i].Add(n);
+  }
+  uint64_t Load(std::size_t i) const {
+    uint64_t sum = 0;
+    for (std::size_t s = 0; s < ShardArraySize(); ++s) {
+      sum += shards_[s].counts[i].Load();
+    }
+    return sum;
+  }
+
+ private:
+  struct alignas(kCacheLine) Shard {
+    ShardCounter counts[N];
+  };
+  const std::unique_ptr<Shard[]> shards_;
 };
 
 }  // namespace detail

@@ -34,50 +34,108 @@
 //   if (!r.ok()) { /* r.status(): IsRejected, IsShed, UNAVAILABLE, ... */ }
 //
 // Thread safety: Call() may run on many threads at once with the same
-// breaker and throttler (both thread-safe). ClientOptions' trace and
-// counters are written by the calling thread: give each request its own
-// trace, and use the counters' atomics.
+// breaker, throttler and ClientCounters (all thread-safe). ClientOptions'
+// trace is written by the calling thread: give each request its own trace.
 
 #ifndef DEGRADE_GRPC_CLIENT_HPP_
 #define DEGRADE_GRPC_CLIENT_HPP_
 
-#include <atomic>
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
+#include <grpcpp/support/status.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/client_callback.h>
-#include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
-#include "degrade/detail/invoke.hpp"
 #include "degrade/degradation_trace.hpp"
+#include "degrade/detail/invoke.hpp"
+#include "degrade/detail/thread_shard.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/status.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/rpc_stats.hpp"
+#include "degrade/stats_view.hpp"
 #include "degrade/status.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/throttle.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace grpc {
 
+// ClientCountersOptions
+struct ClientCountersOptions {
+  // Names the counters in metrics (degrade_grpc_client_*{grpc_client=...}):
+  // one per downstream, say "rank". Default "grpc_client".
+  std::string name = "grpc_client";
+  // The telemetry the counters report to (telemetry.hpp): with a
+  // MetricsRegistry, degrade_grpc_client_* under `name`. nullptr means
+  // DefaultTelemetry() (none unless SetDefaultTelemetry() was called);
+  // NoTelemetry() means none even then. REQUIRES: outlives the counters.
+  Telemetry* metrics = nullptr;
+};
+
 // ClientCounters
 //
-// What Call() counts beyond the breaker's and throttler's own series.
-// Thread-safe (relaxed atomics).
-struct ClientCounters {
-  // Replies whose degrade-trace-v1 trailer was malformed or repeated; the
-  // caller's trace was left as it was.
-  std::atomic<uint64_t> malformed_trailers{0};
+// What Call() and CallAsync() count beyond the breaker's and throttler's
+// own series: every call by outcome (rpc_stats.hpp, GrpcClientOutcome) and
+// malformed trace trailers. Share one per downstream among all the calls
+// to it, through ClientOptions::counters.
+//
+// Thread-safe: counting is a relaxed add on the calling thread's own shard
+// (no lock, no allocation); `stats()` sums the shards, from any thread.
+// Neither copyable nor movable (its telemetry holds its address).
+class ClientCounters {
+ public:
+  ClientCounters() : ClientCounters(ClientCountersOptions{}) {}
+  explicit ClientCounters(ClientCountersOptions options)
+      : name_(std::move(options.name)) {
+    // Last: the view must be complete before a telemetry may read it.
+    telemetry_ = ::degrade::detail::Attach(options.metrics,
+                                           &Telemetry::AttachComponent, view_);
+  }
+  ClientCounters(const ClientCounters&) = delete;
+  ClientCounters& operator=(const ClientCounters&) = delete;
+  // First: no scrape may read the counters while they go.
+  ~ClientCounters() { telemetry_.reset(); }
+
+  // Counts one call that ended as `outcome`.
+  void Count(GrpcClientOutcome outcome) {
+    counts_.Add(static_cast<std::size_t>(outcome));
+  }
+  // Counts one reply whose trace trailer could not be merged.
+  void CountMalformedTrailer() { counts_.Add(kMalformedSlot); }
+
+  const std::string& name() const { return name_; }
+  // Totals so far; exact once the counting threads are done.
+  GrpcClientStats stats() const {
+    GrpcClientStats st;
+    for (std::size_t i = 0; i < kNumGrpcClientOutcomes; ++i) {
+      st.outcomes[i] = counts_.Load(i);
+    }
+    st.malformed_trailers = counts_.Load(kMalformedSlot);
+    return st;
+  }
+
+ private:
+  static constexpr std::size_t kMalformedSlot = kNumGrpcClientOutcomes;
+
+  const std::string name_;
+  ::degrade::detail::ShardedCounts<kNumGrpcClientOutcomes + 1> counts_;
+  const ::degrade::detail::OwnerView<ClientCounters, GrpcClientStats> view_{
+      this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ClientOptions
@@ -91,9 +149,23 @@ struct ClientOptions {
   DegradationTrace* trace = nullptr;
   // Client-side throttling for this downstream (throttle.hpp). Optional.
   AdaptiveThrottler* throttler = nullptr;
-  // Where malformed trailers are counted. Optional.
+  // Where the call's outcome and a malformed trailer are counted.
+  // Optional; shared by the calls to one downstream.
   ClientCounters* counters = nullptr;
 };
+
+}  // namespace grpc
+namespace detail {
+namespace grpc {
+
+inline void CountCall(::degrade::grpc::ClientCounters* counters,
+                      GrpcClientOutcome outcome) {
+  if (counters != nullptr) counters->Count(outcome);
+}
+
+}  // namespace grpc
+}  // namespace detail
+namespace grpc {
 
 // Call<Reply>(breaker, options, deadline, rpc)
 //
@@ -110,11 +182,17 @@ typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
                                             const Deadline& deadline, Rpc&& rpc) {
   using Result = typename CircuitBreaker<Reply>::Result;
   if (deadline.expired()) {
+    ::degrade::detail::grpc::CountCall(options.counters,
+                                       GrpcClientOutcome::kExpired);
     return Result(absl::DeadlineExceededError(absl::StrCat(
         "gRPC call through '", breaker.name(), "': the deadline had passed")));
   }
   if (options.throttler != nullptr) {
-    if (absl::Status t = options.throttler->Admit(); !t.ok()) return Result(t);
+    if (absl::Status t = options.throttler->Admit(); !t.ok()) {
+      ::degrade::detail::grpc::CountCall(options.counters,
+                                         GrpcClientOutcome::kRefused);
+      return Result(t);
+    }
   }
   Result r = breaker.Execute([&]() -> absl::StatusOr<Reply> {
     ::grpc::ClientContext context;
@@ -124,7 +202,7 @@ typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
     const ::grpc::Status s = rpc(&context, &reply);
     if (options.trace != nullptr && !MergeTrace(context, options.trace).ok() &&
         options.counters != nullptr) {
-      options.counters->malformed_trailers.fetch_add(1, std::memory_order_relaxed);
+      options.counters->CountMalformedTrailer();
     }
     if (!s.ok()) return FromGrpcCall(s, context);
     return reply;
@@ -134,6 +212,8 @@ typename CircuitBreaker<Reply>::Result Call(CircuitBreaker<Reply>& breaker,
   if (options.throttler != nullptr && !IsRejected(r.status())) {
     options.throttler->RecordStatus(r.status());
   }
+  ::degrade::detail::grpc::CountCall(options.counters,
+                                     ClassifyClientCall(r.status()));
   return r;
 }
 
@@ -166,18 +246,24 @@ void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
                const Deadline& deadline, Start&& start, Done&& done) {
   using Result = typename CircuitBreaker<Reply>::Result;
   if (deadline.expired()) {
+    ::degrade::detail::grpc::CountCall(options.counters,
+                                       GrpcClientOutcome::kExpired);
     done(Result(absl::DeadlineExceededError(absl::StrCat(
         "gRPC call through '", breaker.name(), "': the deadline had passed"))));
     return;
   }
   if (options.throttler != nullptr) {
     if (absl::Status t = options.throttler->Admit(); !t.ok()) {
+      ::degrade::detail::grpc::CountCall(options.counters,
+                                         GrpcClientOutcome::kRefused);
       done(Result(t));
       return;
     }
   }
   absl::StatusOr<Permit> permit = breaker.Allow();
   if (!permit.ok()) {
+    ::degrade::detail::grpc::CountCall(options.counters,
+                                       GrpcClientOutcome::kRefused);
     done(Result(permit.status()));
     return;
   }
@@ -195,7 +281,7 @@ void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
       permit_.Done(status);
       if (options_.trace != nullptr && !MergeTrace(context, options_.trace).ok() &&
           options_.counters != nullptr) {
-        options_.counters->malformed_trailers.fetch_add(1, std::memory_order_relaxed);
+        options_.counters->CountMalformedTrailer();
       }
       if (options_.throttler != nullptr) options_.throttler->RecordStatus(status);
       Result result = status.ok() ? Result(std::move(reply)) : Result(status);
@@ -212,6 +298,8 @@ void CallAsync(CircuitBreaker<Reply>& breaker, const ClientOptions& options,
     // may tear down the channel and gRPC itself, and a context destroyed
     // after that aborts inside gRPC.
     void Finish(Result result) {
+      ::degrade::detail::grpc::CountCall(options_.counters,
+                                         ClassifyClientCall(result.status()));
       std::decay_t<Done> done = std::move(done_);
       delete this;
       done(std::move(result));

@@ -25,16 +25,20 @@
 //     opens on its thread (metadata.hpp has the keys). The class is sent
 //     unless the context already carries one. The server's trace is merged
 //     into the scope's trace when the status arrives.
+//   * With `ClientCounters` (client.hpp), each call is counted by outcome
+//     as Call() counts it: accepted, failed, shed, refused (the breaker
+//     hijacked it), expired (its deadline had passed before it started).
 //
 // What an interceptor cannot do: set the call's deadline. gRPC fixes it
 // when the call starts, before interceptors run. Call
 // SetDeadline(&context, deadline) first, or use Call() (client.hpp), which
 // does that and the rest for synchronous stubs.
 //
-//   degrade::BreakerFamily<std::string, degrade::grpc::Unit> breakers(settings);
-//   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> f;
-//   f.push_back(degrade::grpc::MakeBreakerInterceptor(breakers));
-//   auto channel = grpc::experimental::CreateCustomChannelWithInterceptors(
+//   degrade::BreakerFamily<std::string, degrade::grpc::Unit>
+//   breakers(settings);
+//   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+//   f; f.push_back(degrade::grpc::MakeBreakerInterceptor(breakers)); auto
+//   channel = grpc::experimental::CreateCustomChannelWithInterceptors(
 //       target, grpc::InsecureChannelCredentials(), args, std::move(f));
 //   ...
 //   degrade::grpc::CallScope scope(rc, &trace);   // on the request's thread
@@ -51,16 +55,16 @@
 #ifndef DEGRADE_GRPC_INTERCEPTOR_HPP_
 #define DEGRADE_GRPC_INTERCEPTOR_HPP_
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/client_interceptor.h>
+#include <grpcpp/support/interceptor.h>
+#include <grpcpp/support/status.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/client_interceptor.h>
-#include <grpcpp/support/interceptor.h>
-#include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -69,10 +73,12 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/grpc/client.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/outcome.hpp"
 #include "degrade/grpc/status.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/rpc_stats.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -126,14 +132,21 @@ class CallScope {
   mutable ::degrade::detail::Mutex mu_;
 };
 
+}  // namespace grpc
 namespace detail {
+namespace grpc {
 
 template <typename Family>
 class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
  public:
   BreakerInterceptor(std::shared_ptr<typename Family::Breaker> breaker,
-                     const OutcomeTable& table, ::grpc::ClientContext* context)
-      : breaker_(std::move(breaker)), table_(table), context_(context) {}
+                     const ::degrade::grpc::OutcomeTable& table,
+                     ::grpc::ClientContext* context,
+                     ::degrade::grpc::ClientCounters* counters)
+      : breaker_(std::move(breaker)),
+        table_(table),
+        context_(context),
+        counters_(counters) {}
 
   void Intercept(::grpc::experimental::InterceptorBatchMethods* m) override {
     using Hook = ::grpc::experimental::InterceptionHookPoints;
@@ -145,6 +158,7 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
       // is not counted (as Call() never starts it).
       const bool expired = context_ != nullptr &&
                            context_->deadline() <= std::chrono::system_clock::now();
+      expired_ = expired;
       if (!expired) {
         absl::StatusOr<Permit> permit = breaker_->Allow();
         if (!permit.ok()) {
@@ -170,16 +184,21 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
         // Valid until the call object goes, which outlives the caller's
         // reads of the context: the value lives in this interceptor.
         m->GetRecvTrailingMetadata()->emplace(
-            ::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()),
+            ::grpc::string_ref(::degrade::grpc::kRejectedKey.data(),
+                               ::degrade::grpc::kRejectedKey.size()),
             ::grpc::string_ref(rejection_));
+        CountCall(counters_, GrpcClientOutcome::kRefused);
       }
     } else if (m->QueryInterceptionHookPoint(Hook::POST_RECV_STATUS)) {
-      const absl::Status s = FromGrpcStatus(*m->GetRecvStatus());
+      const absl::Status s =
+          ::degrade::grpc::FromGrpcStatus(*m->GetRecvStatus());
       if (permit_.has_value()) {
         permit_->Done(s, table_.Of(s));
         permit_.reset();
       }
       if (scope_ != nullptr && context_ != nullptr) scope_->MergeFrom(*context_);
+      CountCall(counters_,
+                expired_ ? GrpcClientOutcome::kExpired : ClassifyClientCall(s));
     }
     if (hijack) {
       m->Hijack();
@@ -192,56 +211,70 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
   // Sends the calling thread's request class, unless the caller already
   // put one on the context, and remembers its scope for the trace.
   void Scope(::grpc::experimental::InterceptorBatchMethods* m) {
-    const CallScope* scope = CallScope::Innermost();
+    const ::degrade::grpc::CallScope* scope =
+        ::degrade::grpc::CallScope::Innermost();
     if (scope == nullptr) return;
     scope_ = scope;
     auto* md = m->GetSendInitialMetadata();
-    if (md != nullptr && md->count(std::string(kRequestClassKey)) == 0) {
-      md->emplace(std::string(kRequestClassKey),
+    if (md != nullptr &&
+        md->count(std::string(::degrade::grpc::kRequestClassKey)) == 0) {
+      md->emplace(std::string(::degrade::grpc::kRequestClassKey),
                   EncodeRequestClass(scope->request_class()));
     }
   }
 
   const std::shared_ptr<typename Family::Breaker> breaker_;
-  const OutcomeTable table_;
+  const ::degrade::grpc::OutcomeTable table_;
   ::grpc::ClientContext* const context_;
+  ::degrade::grpc::ClientCounters* const counters_;  // may be null
   std::optional<Permit> permit_;
-  const CallScope* scope_ = nullptr;
+  const ::degrade::grpc::CallScope* scope_ = nullptr;
   std::string rejection_;  // the degrade-rejected-v1 value, when rejected
   bool rejected_ = false;
+  bool expired_ = false;  // the deadline had passed before the call started
 };
 
 template <typename Family>
 class BreakerInterceptorFactory final
     : public ::grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  BreakerInterceptorFactory(Family& family, OutcomeTable table)
-      : family_(family), table_(table) {}
+  BreakerInterceptorFactory(Family& family, ::degrade::grpc::OutcomeTable table,
+                            ::degrade::grpc::ClientCounters* counters)
+      : family_(family), table_(table), counters_(counters) {}
 
   ::grpc::experimental::Interceptor* CreateClientInterceptor(
       ::grpc::experimental::ClientRpcInfo* info) override {
     const char* method = info->method();
     return new BreakerInterceptor<Family>(
         family_.Get(method != nullptr ? std::string(method) : std::string()),
-        table_, info->client_context());
+        table_, info->client_context(), counters_);
   }
 
  private:
   Family& family_;
-  const OutcomeTable table_;
+  const ::degrade::grpc::OutcomeTable table_;
+  ::degrade::grpc::ClientCounters* const counters_;
 };
 
+}  // namespace grpc
 }  // namespace detail
+namespace grpc {
 
-// MakeBreakerInterceptor(family[, table])
+// MakeBreakerInterceptor(family[, table[, counters]])
 //
 // The interceptor factory for a channel: one breaker per method from
-// `family`, outcomes classified by `table`. REQUIRES: `family` outlives
-// the channel. Its breakers' names are "<settings.name>/<method>".
+// `family`, outcomes classified by `table`, every call counted by outcome
+// in `counters` when given (a channel's calls are one downstream; do not
+// hand the same counters to Call() on that channel too, or each call is
+// counted twice). REQUIRES: `family` and `counters` outlive the channel.
+// Its breakers' names are "<settings.name>/<method>".
 template <typename Family>
 std::unique_ptr<::grpc::experimental::ClientInterceptorFactoryInterface>
-MakeBreakerInterceptor(Family& family, OutcomeTable table = OutcomeTable::Default()) {
-  return std::make_unique<detail::BreakerInterceptorFactory<Family>>(family, table);
+MakeBreakerInterceptor(Family& family,
+                       OutcomeTable table = OutcomeTable::Default(),
+                       ClientCounters* counters = nullptr) {
+  return std::make_unique<detail::grpc::BreakerInterceptorFactory<Family>>(
+      family, table, counters);
 }
 
 }  // namespace grpc

@@ -71,7 +71,9 @@ inline constexpr absl::string_view kRequestClassKey = "degrade-request-class-v1"
 inline constexpr absl::string_view kTraceKey = "degrade-trace-v1";
 inline constexpr absl::string_view kLevelKey = "degrade-level-v1";
 
+}  // namespace grpc
 namespace detail {
+namespace grpc {
 
 // The value of `key` among `md`, or nullopt when absent. A key sent more
 // than once is malformed (one caller, one class; one server, one trace):
@@ -96,7 +98,9 @@ inline absl::Status NamingKey(absl::string_view key, const absl::Status& status)
                       absl::StrCat("gRPC metadata '", key, "': ", status.message()));
 }
 
+}  // namespace grpc
 }  // namespace detail
+namespace grpc {
 
 // SetDeadline(context, deadline)
 //
@@ -131,11 +135,12 @@ inline void SetRequestClass(::grpc::ClientContext* context, const RequestClass& 
 // when it sent a malformed one or more than one. Touches only `context`.
 inline absl::StatusOr<std::optional<RequestClass>> ReadRequestClass(
     const ::grpc::ServerContext& context) {
-  auto value = detail::OneValue(context.client_metadata(), kRequestClassKey);
+  auto value =
+      detail::grpc::OneValue(context.client_metadata(), kRequestClassKey);
   if (!value.ok()) return value.status();
   if (!value->has_value()) return std::optional<RequestClass>();
   absl::StatusOr<RequestClass> rc = DecodeRequestClass(**value);
-  if (!rc.ok()) return detail::NamingKey(kRequestClassKey, rc.status());
+  if (!rc.ok()) return detail::grpc::NamingKey(kRequestClassKey, rc.status());
   return std::optional<RequestClass>(*rc);
 }
 
@@ -178,11 +183,12 @@ inline void AttachLevel(::grpc::ServerContext* context, int level) {
 // and `into`.
 inline absl::Status MergeTrace(const ::grpc::ClientContext& context,
                                DegradationTrace* into) {
-  auto value = detail::OneValue(context.GetServerTrailingMetadata(), kTraceKey);
+  auto value =
+      detail::grpc::OneValue(context.GetServerTrailingMetadata(), kTraceKey);
   if (!value.ok()) return value.status();
   if (!value->has_value()) return absl::OkStatus();
   absl::StatusOr<DegradationTrace> trace = DegradationTrace::Decode(**value);
-  if (!trace.ok()) return detail::NamingKey(kTraceKey, trace.status());
+  if (!trace.ok()) return detail::grpc::NamingKey(kTraceKey, trace.status());
   into->Merge(*trace);
   return absl::OkStatus();
 }
@@ -194,7 +200,8 @@ inline absl::Status MergeTrace(const ::grpc::ClientContext& context,
 // [0, 1000] or was sent twice. REQUIRES: the call has finished.
 inline absl::StatusOr<std::optional<int>> ServerLevel(
     const ::grpc::ClientContext& context) {
-  auto value = detail::OneValue(context.GetServerTrailingMetadata(), kLevelKey);
+  auto value =
+      detail::grpc::OneValue(context.GetServerTrailingMetadata(), kLevelKey);
   if (!value.ok()) return value.status();
   if (!value->has_value()) return std::optional<int>();
   int level = 0;

@@ -38,12 +38,15 @@
 #ifndef DEGRADE_GRPC_SERVER_HPP_
 #define DEGRADE_GRPC_SERVER_HPP_
 
-#include <atomic>
-#include <cstdint>
-#include <optional>
-
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -52,25 +55,88 @@
 #include "degrade/deadline.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/degradation_trace.hpp"
+#include "degrade/detail/thread_shard.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/status.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/rpc_stats.hpp"
+#include "degrade/stats_view.hpp"
 #include "degrade/status.hpp"
+#include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace grpc {
 
+// ServerCountersOptions
+struct ServerCountersOptions {
+  // Names the counters in metrics (degrade_grpc_server_*{grpc_server=...}):
+  // one per service, say "ranker". Default "grpc_server".
+  std::string name = "grpc_server";
+  // The telemetry the counters report to (telemetry.hpp): with a
+  // MetricsRegistry, degrade_grpc_server_* under `name`. nullptr means
+  // DefaultTelemetry() (none unless SetDefaultTelemetry() was called);
+  // NoTelemetry() means none even then. REQUIRES: outlives the counters.
+  Telemetry* metrics = nullptr;
+};
+
 // ServerCounters
 //
 // What the server side counts beyond the admission controller's own
-// series. Thread-safe (relaxed atomics: totals, not guards).
-struct ServerCounters {
-  // Calls whose request class metadata was malformed or repeated; they
-  // were served as the default class.
-  std::atomic<uint64_t> malformed_metadata{0};
-  // Shed replies sent with "do not retry" because of the level.
-  std::atomic<uint64_t> shed_do_not_retry{0};
+// series (rpc_stats.hpp, GrpcServerStats): calls accepted and shed, sheds
+// sent as "do not retry", handler errors, malformed request-class
+// metadata. One per service, shared by its handlers through
+// ServerOptions::counters.
+//
+// Thread-safe: counting is a relaxed add on the calling thread's own shard
+// (no lock, no allocation: totals, not guards); `stats()` sums the shards,
+// from any thread. Neither copyable nor movable (its telemetry holds its
+// address).
+class ServerCounters {
+ public:
+  // The counts kept, one slot each.
+  enum Slot : std::size_t {
+    kAccepted,
+    kShed,
+    kShedDoNotRetry,
+    kFailed,
+    kMalformedMetadata,
+    kNumSlots
+  };
+
+  ServerCounters() : ServerCounters(ServerCountersOptions{}) {}
+  explicit ServerCounters(ServerCountersOptions options)
+      : name_(std::move(options.name)) {
+    // Last: the view must be complete before a telemetry may read it.
+    telemetry_ = ::degrade::detail::Attach(options.metrics,
+                                           &Telemetry::AttachComponent, view_);
+  }
+  ServerCounters(const ServerCounters&) = delete;
+  ServerCounters& operator=(const ServerCounters&) = delete;
+  // First: no scrape may read the counters while they go.
+  ~ServerCounters() { telemetry_.reset(); }
+
+  // Counts one event. REQUIRES: slot < kNumSlots.
+  void Count(Slot slot) { counts_.Add(slot); }
+
+  const std::string& name() const { return name_; }
+  // Totals so far; exact once the counting threads are done.
+  GrpcServerStats stats() const {
+    GrpcServerStats st;
+    st.accepted = counts_.Load(kAccepted);
+    st.shed = counts_.Load(kShed);
+    st.shed_do_not_retry = counts_.Load(kShedDoNotRetry);
+    st.failed = counts_.Load(kFailed);
+    st.malformed_metadata = counts_.Load(kMalformedMetadata);
+    return st;
+  }
+
+ private:
+  const std::string name_;
+  ::degrade::detail::ShardedCounts<kNumSlots> counts_;
+  const ::degrade::detail::OwnerView<ServerCounters, GrpcServerStats> view_{
+      this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last: destroyed first
 };
 
 // ServerOptions
@@ -93,8 +159,8 @@ struct ServerOptions {
   RequestClass default_class{};
   // The clock the call's Deadline runs on. nullptr means the real clock.
   const Clock* clock = nullptr;
-  // Where malformed metadata and level-forced "do not retry" are counted.
-  // Optional.
+  // Where calls accepted and shed, handler errors, malformed metadata and
+  // level-forced "do not retry" are counted. Optional.
   ServerCounters* counters = nullptr;
 };
 
@@ -115,13 +181,12 @@ class ServerCall {
     absl::StatusOr<std::optional<RequestClass>> rc = ReadRequestClass(*context);
     if (!rc.ok()) {
       metadata_error_ = rc.status();
-      if (options.counters != nullptr) {
-        options.counters->malformed_metadata.fetch_add(1, std::memory_order_relaxed);
-      }
+      Count(ServerCounters::kMalformedMetadata);
     } else if (rc->has_value()) {
       request_class_ = **rc;
     }
     if (options.admission != nullptr) shed_ = options.admission->Admit(request_class_);
+    Count(shed_.ok() ? ServerCounters::kAccepted : ServerCounters::kShed);
   }
 
   ServerCall(const ServerCall&) = delete;
@@ -151,16 +216,19 @@ class ServerCall {
     if (!admitted() && options_.no_retry_from_level >= 0 &&
         level >= options_.no_retry_from_level) {
       reply = WithRetryAfter(std::move(reply), absl::Milliseconds(-1));
-      if (options_.counters != nullptr) {
-        options_.counters->shed_do_not_retry.fetch_add(1, std::memory_order_relaxed);
-      }
+      Count(ServerCounters::kShedDoNotRetry);
     }
+    if (admitted() && !status.ok()) Count(ServerCounters::kFailed);
     AttachTrace(context_, trace_);
     if (level >= 0) AttachLevel(context_, level);
     return ToGrpcReply(reply, context_);
   }
 
  private:
+  void Count(ServerCounters::Slot slot) const {
+    if (options_.counters != nullptr) options_.counters->Count(slot);
+  }
+
   ::grpc::ServerContext* const context_;
   const ServerOptions options_;  // a copy: a temporary may be passed
   const Deadline deadline_;

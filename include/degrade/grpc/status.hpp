@@ -91,13 +91,16 @@ inline absl::Status FromGrpcStatus(const ::grpc::Status& s) {
 // most 3 KB.
 inline constexpr std::size_t kMaxMessageBytes = 1024;
 
+}  // namespace grpc
 namespace detail {
+namespace grpc {
 
 // `message` cut to kMaxMessageBytes at a UTF-8 character boundary, saying
 // so.
 inline std::string CappedMessage(absl::string_view message) {
-  if (message.size() <= kMaxMessageBytes) return std::string(message);
-  std::size_t end = kMaxMessageBytes;
+  if (message.size() <= ::degrade::grpc::kMaxMessageBytes)
+    return std::string(message);
+  std::size_t end = ::degrade::grpc::kMaxMessageBytes;
   // Back up over continuation bytes (10xxxxxx) to a character's start.
   while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) {
     --end;
@@ -105,7 +108,9 @@ inline std::string CappedMessage(absl::string_view message) {
   return absl::StrCat(message.substr(0, end), " [truncated]");
 }
 
+}  // namespace grpc
 }  // namespace detail
+namespace grpc {
 
 // ToGrpcStatus(s)
 //
@@ -118,10 +123,10 @@ inline ::grpc::Status ToGrpcStatus(const absl::Status& s) {
   const int code = static_cast<int>(s.code());
   if (code < 0 || code > static_cast<int>(::grpc::StatusCode::UNAUTHENTICATED)) {
     return ::grpc::Status(::grpc::StatusCode::UNKNOWN,
-                          detail::CappedMessage(s.message()));
+                          detail::grpc::CappedMessage(s.message()));
   }
   return ::grpc::Status(static_cast<::grpc::StatusCode>(code),
-                        detail::CappedMessage(s.message()));
+                        detail::grpc::CappedMessage(s.message()));
 }
 
 // The longest pushback honoured as a wait: a server asking for more than
@@ -150,7 +155,9 @@ inline absl::Duration ParsePushback(absl::string_view value) {
 // make its own UNAVAILABLE pass for a local refusal by sending the key.
 inline constexpr absl::string_view kRejectedKey = "degrade-rejected-v1";
 
+}  // namespace grpc
 namespace detail {
+namespace grpc {
 
 inline const std::string& RejectionToken() {
   static const std::string token = [] {
@@ -180,7 +187,8 @@ inline std::optional<LocalRejection> LocalRejectionOf(
     const ::grpc::ClientContext& context) {
   const auto& trailers = context.GetServerTrailingMetadata();
   const auto it =
-      trailers.find(::grpc::string_ref(kRejectedKey.data(), kRejectedKey.size()));
+      trailers.find(::grpc::string_ref(::degrade::grpc::kRejectedKey.data(),
+                                       ::degrade::grpc::kRejectedKey.size()));
   if (it == trailers.end()) return std::nullopt;
   absl::string_view v(it->second.data(), it->second.size());
   const std::string& token = RejectionToken();
@@ -199,7 +207,9 @@ inline std::optional<LocalRejection> LocalRejectionOf(
   return r;
 }
 
+}  // namespace grpc
 }  // namespace detail
+namespace grpc {
 
 // RejectedByBreaker(context)
 //
@@ -207,7 +217,8 @@ inline std::optional<LocalRejection> LocalRejectionOf(
 // sending it, or nullopt when the call went to the server (or a server
 // sent the key itself). REQUIRES: the call finished.
 inline std::optional<std::string> RejectedByBreaker(const ::grpc::ClientContext& context) {
-  std::optional<detail::LocalRejection> r = detail::LocalRejectionOf(context);
+  std::optional<detail::grpc::LocalRejection> r =
+      detail::grpc::LocalRejectionOf(context);
   if (!r.has_value()) return std::nullopt;
   return std::move(r->breaker);
 }
@@ -225,7 +236,8 @@ inline absl::Status FromGrpcCall(const ::grpc::Status& s,
                                  const ::grpc::ClientContext& context) {
   absl::Status out = FromGrpcStatus(s);
   if (out.ok()) return out;
-  if (std::optional<detail::LocalRejection> r = detail::LocalRejectionOf(context)) {
+  if (std::optional<detail::grpc::LocalRejection> r =
+          detail::grpc::LocalRejectionOf(context)) {
     return ::degrade::detail::WithReason(
         std::move(out), r->too_many ? ::degrade::detail::kReasonTooMany
                                     : ::degrade::detail::kReasonOpen);

@@ -15,7 +15,11 @@
 #include "absl/strings/string_view.h"
 #include "degrade/detail/metrics/fleet_metrics.hpp"
 #include "degrade/detail/metrics/registry_attachments.hpp"
+#include "degrade/detail/metrics/rpc_metrics.hpp"
+#include "degrade/detail/metrics/source_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
+#include "degrade/rpc_stats.hpp"
+#include "degrade/source_stats.hpp"
 #include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
@@ -48,6 +52,15 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
                                   WriteFileWatcherMetrics, out);
   AttachIfStats<EtcdWatcherStats>(registry, view, "etcd_watcher",
                                   WriteEtcdWatcherMetrics, out);
+  // rpc, gpu, features
+  AttachIfStats<GrpcClientStats>(registry, view, "grpc_client",
+                                 WriteGrpcClientMetrics, out);
+  AttachIfStats<GrpcServerStats>(registry, view, "grpc_server",
+                                 WriteGrpcServerMetrics, out);
+  AttachIfStats<GpuSourceStats>(registry, view, "gpu_source",
+                                WriteGpuSourceMetrics, out);
+  AttachIfStats<DefaultFeaturesStats>(registry, view, "default_features",
+                                      WriteDefaultFeaturesMetrics, out);
   return out;
 }
 

@@ -83,15 +83,16 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_config.hpp"
-#include "degrade/detail/levels/hysteresis.hpp"
 #include "degrade/detail/invoke.hpp"
+#include "degrade/detail/levels/holds.hpp"
+#include "degrade/detail/levels/hysteresis.hpp"
 #include "degrade/detail/levels/level_compiler.hpp"
 #include "degrade/detail/levels/level_history.hpp"
 #include "degrade/detail/levels/manager_event.hpp"
 #include "degrade/detail/levels/manager_log.hpp"
+#include "degrade/detail/levels/source_monitor.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
-#include "degrade/detail/levels/source_monitor.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/level_change.hpp"
@@ -353,7 +354,9 @@ class DegradationManager {
   // feature off that the config calls critical.
   absl::Status CheckControl(const Control& control) const {
     detail::MutexLock lock(&mu_);
-    return CheckControlLocked(control, clock_->Now());
+    return detail::levels::CheckControl(who_, compiled_, control.version,
+                                        {control.level, control.until},
+                                        control.features_off, clock_->Now());
   }
   // Ends the control now (no-op without one); the level follows the
   // override or the signals as after an expiry.
@@ -388,11 +391,6 @@ class DegradationManager {
   }
 
  private:
-  struct Override {
-    int level;
-    absl::Time until;
-  };
-
   // For the listeners and, a level change, the observers.
   using Event = detail::ManagerEvent;
 
@@ -422,46 +420,35 @@ class DegradationManager {
   bool DisabledAtLocked(const std::string& feature, int level) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return detail::levels::DisabledAt(compiled_, feature, level) ||
-           ForcedOff(compiled_, control_ ? &*control_ : nullptr, feature);
+           detail::levels::ForcedOff(compiled_, FeaturesOffLocked(), feature);
   }
-  static bool ForcedOff(const detail::levels::CompiledConfig& compiled,
-                        const Control* control, const std::string& feature) {
-    return control != nullptr && compiled.critical.count(feature) == 0 &&
-           std::find(control->features_off.begin(), control->features_off.end(),
-                     feature) != control->features_off.end();
+  const std::vector<std::string>* FeaturesOffLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return control_ ? &control_->features_off : nullptr;
   }
-  absl::Status CheckControlLocked(const Control& control, absl::Time now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The analysis does not follow the lock into the lambda, which runs
     // while it is held: hand it the compiled config by pointer.
     const detail::levels::CompiledConfig* compiled = &compiled_;
-    const Control* control = control_ ? &*control_ : nullptr;
+    const std::vector<std::string>* off = FeaturesOffLocked();
     const int l = level();
     admission_threshold_.store(detail::levels::AdmitThresholdAt(*compiled, l),
                                std::memory_order_relaxed);
-    gates_.SetAll([compiled, control, l](const std::string& f) {
+    gates_.SetAll([compiled, off, l](const std::string& f) {
       return !detail::levels::DisabledAt(*compiled, f, l) &&
-             !ForcedOff(*compiled, control, f);
+             !detail::levels::ForcedOff(*compiled, off, f);
     });
   }
-  // The control's floor under the level; 0 without one.
-  int FloorLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return control_ && control_->level ? *control_->level : 0;
-  }
-  // The level the holds put the manager at, if they decide it: with an
-  // override, the higher of its level and the floor; without, the floor
-  // when the level is below it; otherwise nullopt (the signals decide).
-  std::optional<int> HeldLevelLocked() const
+  // The control as the pure functions of detail/levels/holds.hpp take it.
+  std::optional<detail::levels::ControlHold> ControlHoldLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const int floor = FloorLocked();
-    if (override_) return std::max(override_->level, floor);
-    if (level() < floor) return floor;
-    return std::nullopt;
+    if (!control_) return std::nullopt;
+    return detail::levels::ControlHold{control_->level, control_->until};
   }
-  // Moves the level to HeldLevelLocked(), if any and different: a kOverride
-  // change noting the control when the floor is what moved it.
-  void ApplyHoldLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the level where the holds put it, if anywhere: a kOverride change
+  // noting the control when the floor is what moved it.
+  void ApplyHoldLocked(absl::Time now, std::optional<detail::levels::Held> h)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -509,7 +496,7 @@ class DegradationManager {
   std::vector<std::optional<double>> values_ ABSL_GUARDED_BY(mu_);
   detail::levels::HysteresisState hysteresis_ ABSL_GUARDED_BY(mu_);
   detail::levels::LevelHistory history_ ABSL_GUARDED_BY(mu_);
-  std::optional<Override> override_ ABSL_GUARDED_BY(mu_);
+  std::optional<detail::levels::OverrideHold> override_ ABSL_GUARDED_BY(mu_);
   std::optional<Control> control_ ABSL_GUARDED_BY(mu_);
   detail::GateTable gates_ ABSL_GUARDED_BY(mu_);
   std::vector<Observer> observers_ ABSL_GUARDED_BY(mu_);

@@ -146,23 +146,22 @@ inline absl::Status DegradationManager::ForceLevel(int level,
                    ", ", absl::FormatDuration(ttl), "): the ttl must be > 0");
     }
     const absl::Time now = clock_->Now();
-    override_ =
-        Override{level, ttl == absl::InfiniteDuration() ? absl::InfiniteFuture()
-                                                        : now + ttl};
-    ApplyHoldLocked(now);
+    override_ = detail::levels::OverrideHold{
+        level,
+        ttl == absl::InfiniteDuration() ? absl::InfiniteFuture() : now + ttl};
+    ApplyHoldLocked(now, detail::levels::HeldLevel(
+                             override_, ControlHoldLocked(), this->level()));
     hysteresis_.recover_since.reset();
   }
   Dispatch();
   return absl::OkStatus();
 }
 
-inline void DegradationManager::ApplyHoldLocked(absl::Time now) {
-  const std::optional<int> held = HeldLevelLocked();
-  if (!held || *held == level()) return;
-  LevelChange c = MakeChange(now, *held, LevelChangeReason::kOverride);
-  const bool by_control =
-      FloorLocked() == *held && !(override_ && override_->level == *held);
-  if (by_control) {
+inline void DegradationManager::ApplyHoldLocked(
+    absl::Time now, std::optional<detail::levels::Held> h) {
+  if (!h) return;
+  LevelChange c = MakeChange(now, h->level, LevelChangeReason::kOverride);
+  if (h->by_control) {
     c.until = control_->until;
     c.note = control_->note;
   } else {
@@ -185,38 +184,14 @@ inline bool DegradationManager::KnowsFeature(absl::string_view name) const {
   return false;
 }
 
-inline absl::Status DegradationManager::CheckControlLocked(
-    const Control& control, absl::Time now) const {
-  const int n = static_cast<int>(compiled_.levels.size());
-  if (control.version == 0) {
-    return Error(absl::StatusCode::kInvalidArgument,
-                 "control: the version must be >= 1");
-  }
-  if (control.level && (*control.level < 1 || *control.level > n)) {
-    return Error(absl::StatusCode::kInvalidArgument, "control v",
-                 control.version, ": level ", *control.level,
-                 " is outside [1, ", n, "]");
-  }
-  if (!(control.until > now)) {
-    return Error(absl::StatusCode::kInvalidArgument, "control v",
-                 control.version, ": until ", absl::FormatTime(control.until),
-                 " is not after now (", absl::FormatTime(now), ")");
-  }
-  for (const std::string& f : control.features_off) {
-    if (compiled_.critical.count(f) != 0) {
-      return Error(absl::StatusCode::kInvalidArgument, "control v",
-                   control.version, ": feature '", detail::Printable(f),
-                   "' is critical in the config and cannot be switched off");
-    }
-  }
-  return absl::OkStatus();
-}
-
 inline absl::Status DegradationManager::SetControl(Control control) {
   {
     detail::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    if (absl::Status s = CheckControlLocked(control, now); !s.ok()) return s;
+    absl::Status s = detail::levels::CheckControl(
+        who_, compiled_, control.version, {control.level, control.until},
+        control.features_off, now);
+    if (!s.ok()) return s;
     // A recovery in progress keeps its timer: a newer document (an
     // extension) must not restart the hold of every manager it names.
     control_ = std::move(control);
@@ -264,12 +239,14 @@ inline void DegradationManager::InstallLocked(DegradationConfig config,
 inline void DegradationManager::EvaluateLocked(absl::Time now) {
   const std::vector<detail::levels::CompiledLevel>& levels = compiled_.levels;
   if (levels.empty()) return;
-  if (override_ && !(now < override_->until)) {
+  const detail::levels::HoldDecision h =
+      detail::levels::DecideHolds(now, override_, ControlHoldLocked(), level());
+  if (h.override_ended) {
     PushLocked(Event::OverrideExpired(name_, now, override_->level));
     override_.reset();
     hysteresis_.recover_since.reset();
   }
-  if (control_ && !(now < control_->until)) {
+  if (h.control_ended) {
     Event e = Event::OverrideExpired(name_, now, control_->level.value_or(-1));
     e.expired.note = control_->note;
     PushLocked(std::move(e));
@@ -277,29 +254,19 @@ inline void DegradationManager::EvaluateLocked(absl::Time now) {
     control_.reset();
     RecomputeGatesLocked();
   }
-  if (override_) {
+  detail::levels::Decision d;
+  if (h.pinned) {
     // The level is pinned, but each level's trigger is still tracked, so
     // that `enter_after` measures real persistence.
     (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
-    // One of two holds ended and the other holds another level.
-    ApplyHoldLocked(now);
-    return;
-  }
-  const int floor = FloorLocked();
-  std::optional<detail::levels::HysteresisState> before;
-  if (floor > 0) before = hysteresis_;
-  const detail::levels::Decision d = detail::levels::Step(
-      levels, values_, hysteresis_, now, config_->cooldown);
-  if (before && d.changed() && d.to < floor) {
-    // The floor holds: the step down waits for the control to end, and
-    // the recovery hold restarts then.
-    hysteresis_ = *std::move(before);
-    (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
-    ApplyHoldLocked(now);
-    return;
+  } else {
+    d = detail::levels::StepAbove(h.floor, levels, values_, hysteresis_, now,
+                                  config_->cooldown);
   }
   if (!d.changed()) {
-    ApplyHoldLocked(now);  // a floor just set above the level
+    // A hold ended with another holding elsewhere, or a floor was set above
+    // the level.
+    ApplyHoldLocked(now, h.held);
     return;
   }
   LevelChange c = MakeChange(now, d.to, d.reason);

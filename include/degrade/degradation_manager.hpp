@@ -338,7 +338,7 @@ class DegradationManager {
   // can lower what the other raised. `note` ("control v42: INC-1234 ...")
   // is carried by every log line the control causes. The control ends at
   // the first evaluation at or after `until`: an Observe(), a poll of the
-  // manager's sources (Start()), Evaluate(), control() or ForcedLevel().
+  // manager's sources (Start()), Evaluate(), CurrentControl() or ForcedLevel().
   struct Control {
     std::optional<int> level;
     std::vector<std::string> features_off;
@@ -365,11 +365,14 @@ class DegradationManager {
   // for it or its config names it. Takes the lock.
   bool KnowsFeature(absl::string_view name) const;
   // The control in force, if any; evaluates first (see ForcedLevel).
-  std::optional<Control> control() {
+  std::optional<Control> CurrentControl() {
     Evaluate();
     detail::MutexLock lock(&mu_);
     return control_;
   }
+  // Deprecated: the accessor spelling hides that it evaluates and may call
+  // observers; use CurrentControl(). Same behaviour.
+  std::optional<Control> control() { return CurrentControl(); }
 
   // ---- Observation ----
 

@@ -89,10 +89,9 @@
 #include "degrade/detail/levels/level_compiler.hpp"
 #include "degrade/detail/levels/level_history.hpp"
 #include "degrade/detail/levels/manager_event.hpp"
-#include "degrade/detail/levels/manager_log.hpp"
+#include "degrade/detail/levels/manager_notifier.hpp"
 #include "degrade/detail/levels/source_monitor.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/level_change.hpp"
@@ -378,8 +377,7 @@ class DegradationManager {
 
   // Called once per level change, in order, outside the lock.
   void AddObserver(Observer observer) {
-    detail::MutexLock lock(&mu_);
-    observers_.push_back(std::move(observer));
+    notifier_.AddObserver(std::move(observer));
   }
 
   // Level changes since construction.
@@ -466,11 +464,12 @@ class DegradationManager {
   // The one place the level moves, whatever moved it.
   void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Under the lock, so that the queue's order is the transitions'.
   void PushLocked(Event e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    events_.Push(std::move(e));
+    notifier_.Push(std::move(e));
   }
   void LogPollError(const absl::Status& s);
-  void Dispatch();
+  void Dispatch() { notifier_.Dispatch(); }
   ManagerStats Stats() const;
 
   // An error of `code` whose message starts with who_.
@@ -502,18 +501,13 @@ class DegradationManager {
   std::optional<detail::levels::OverrideHold> override_ ABSL_GUARDED_BY(mu_);
   std::optional<Control> control_ ABSL_GUARDED_BY(mu_);
   detail::GateTable gates_ ABSL_GUARDED_BY(mu_);
-  std::vector<Observer> observers_ ABSL_GUARDED_BY(mu_);
   uint64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rejected_reloads_ ABSL_GUARDED_BY(mu_) = 0;
-  detail::SerialDispatcher<Event> events_;
 
   const View view_{this};
-  // The manager's own lines (log_sink, or stderr without a telemetry).
-  std::unique_ptr<EventLog> own_log_;
-  std::unique_ptr<ManagerListener> own_lines_;
-  // What the telemetry attached; destroyed after the monitor stops and
-  // before anything its view reads.
-  std::unique_ptr<ManagerListener> listener_;
+  // Attaches view_, so after it and everything it reads; destroyed, and
+  // the telemetry detached, after the monitor stops and before those.
+  detail::levels::ManagerNotifier notifier_;
   // The sources and the monitor thread polling them. Last, so that it stops
   // before anything its polls touch is destroyed.
   detail::SourceMonitor monitor_{"degradation manager", name_};

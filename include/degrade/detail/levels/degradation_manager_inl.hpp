@@ -31,25 +31,9 @@ inline DegradationManager::DegradationManager(Options options)
       who_(absl::StrCat("degradation manager '", name_, "'")),
       clock_(options.clock != nullptr ? options.clock : &RealClock::Instance()),
       has_own_log_(static_cast<bool>(options.log_sink)),
-      history_(clock_->Now()) {
-  // Last: the view must be complete before a telemetry may read it.
-  listener_ = detail::Attach(options.metrics, &Telemetry::AttachManager, view_);
-  // Every level change is a log line (the seed asks for it): to the sink
-  // the options name, else to the telemetry's log when it writes lines,
-  // else to stderr.
-  const bool telemetry_writes =
-      listener_ != nullptr &&
-      detail::SafePredicate([this] { return listener_->writes_lines(); },
-                            false);
-  if (has_own_log_ || !telemetry_writes) {
-    EventLogOptions o;
-    o.sink = std::move(options.log_sink);  // empty: stderr
-    o.clock = clock_;
-    o.max_lines_per_key = options.max_log_lines_per_second;
-    own_log_ = std::make_unique<EventLog>(std::move(o));
-    own_lines_ = std::make_unique<detail::ManagerLog>(own_log_.get(), name_);
-  }
-}
+      history_(clock_->Now()),
+      notifier_(options.metrics, view_, name_, std::move(options.log_sink),
+                clock_, options.max_log_lines_per_second) {}
 
 inline absl::Status DegradationManager::Reload(DegradationConfig config) {
   absl::Status valid = ValidateDegradationConfig(config);
@@ -287,7 +271,7 @@ inline void DegradationManager::ChangeLevelLocked(LevelChange c) {
   level_.store(c.to, std::memory_order_relaxed);
   transitions_.fetch_add(1, std::memory_order_relaxed);
   RecomputeGatesLocked();
-  events_.Push(Event(std::move(c)));
+  PushLocked(Event(std::move(c)));
 }
 
 inline void DegradationManager::LogPollError(const absl::Status& s) {
@@ -296,25 +280,6 @@ inline void DegradationManager::LogPollError(const absl::Status& s) {
     PushLocked(Event::PollError(name_, clock_->Now(), s));
   }
   Dispatch();
-}
-
-// Delivers queued events outside `mu_`, in order: to the manager's own log
-// lines, to the telemetry's listener, then (level changes) to the
-// observers. Each on its own: one that throws silences no other.
-inline void DegradationManager::Dispatch() {
-  events_.Drain([this](const Event& e) {
-    for (ManagerListener* l : {own_lines_.get(), listener_.get()}) {
-      if (l != nullptr)
-        detail::CallQuietly([l, &e] { detail::Deliver(*l, e); });
-    }
-    if (e.kind != Event::Kind::kLevelChange) return;
-    std::vector<Observer> observers;
-    {
-      detail::MutexLock lock(&mu_);
-      observers = observers_;
-    }
-    for (const Observer& o : observers) detail::CallQuietly(o, e.change);
-  });
 }
 
 inline ManagerStats DegradationManager::Stats() const {

@@ -47,8 +47,11 @@
 //
 // Where the pieces live: `FeatureGate` and `WhenEnabled` in feature_gate.hpp,
 // the ready-made sources `LatencyTracker` and `InFlightGauge` in signals.hpp
-// (both included here), `LevelChange` in level_change.hpp, and the level
-// decision itself, a pure function, in detail/levels/hysteresis.hpp.
+// (both included here), `LevelChange` in level_change.hpp. The class keeps
+// the state and the lock; the rules are pure functions in detail/levels/:
+// the level decision in hysteresis.hpp, the override and control holds in
+// holds.hpp, the config's tables in level_compiler.hpp; the event fan-out
+// is manager_notifier.hpp.
 //
 // Thread safety: every member of DegradationManager is thread-safe.
 // `level()`, `FeatureGate::enabled()` and `When` wrappers take no lock and
@@ -142,7 +145,16 @@ class DegradationManager {
 
   // Starts with no configuration: level 0, every feature enabled, every
   // signal unknown. `Reload()` installs one.
-  explicit DegradationManager(Options options = {});
+  explicit DegradationManager(Options options = {})
+      : name_(options.name.empty() ? std::string(kDefaultManagerName)
+                                   : std::move(options.name)),
+        who_(absl::StrCat("degradation manager '", name_, "'")),
+        clock_(options.clock != nullptr ? options.clock
+                                        : &RealClock::Instance()),
+        has_own_log_(static_cast<bool>(options.log_sink)),
+        history_(clock_->Now()),
+        notifier_(options.metrics, view_, name_, std::move(options.log_sink),
+                  clock_, options.max_log_lines_per_second) {}
 
   // A manager with `config` installed, or the config's validation error.
   static absl::StatusOr<std::unique_ptr<DegradationManager>> Create(
@@ -170,11 +182,34 @@ class DegradationManager {
   // config centre that re-pushes the same config every few seconds must not
   // keep restarting the holds). On error the old config keeps serving, the
   // rejection is counted and logged, and the error is returned.
-  absl::Status Reload(DegradationConfig config);
+  absl::Status Reload(DegradationConfig config) {
+    absl::Status valid = ValidateDegradationConfig(config);
+    if (!valid.ok()) return RejectReload(std::move(valid));
+    {
+      detail::MutexLock lock(&mu_);
+      if (config_ != nullptr && *config_ == config) return absl::OkStatus();
+      const absl::Time now = clock_->Now();
+      InstallLocked(std::move(config), now);
+      ++reloads_;
+      PushLocked(Event::Reloaded(
+          name_, now, static_cast<int>(compiled_.levels.size()), level()));
+      EvaluateLocked(now);
+    }
+    Dispatch();
+    return absl::OkStatus();
+  }
 
   // Records a reload that failed before reaching `Reload()` (a file that
   // could not be read or parsed): counts it, logs it, returns `error`.
-  absl::Status RejectReload(absl::Status error);
+  absl::Status RejectReload(absl::Status error) {
+    {
+      detail::MutexLock lock(&mu_);
+      ++rejected_reloads_;
+      PushLocked(Event::Rejected(name_, clock_->Now(), error));
+    }
+    Dispatch();
+    return error;
+  }
 
   // The installed config; nullptr before the first successful Reload().
   std::shared_ptr<const DegradationConfig> config() const {
@@ -202,7 +237,21 @@ class DegradationManager {
   // Records several samples, all or nothing: if any is rejected, none is
   // recorded. Then re-evaluates once.
   absl::Status ObserveBatch(
-      const std::vector<std::pair<std::string, double>>& samples);
+      const std::vector<std::pair<std::string, double>>& samples) {
+    {
+      detail::MutexLock lock(&mu_);
+      if (config_ == nullptr) {
+        return Error(absl::StatusCode::kFailedPrecondition,
+                     "no config installed yet");
+      }
+      absl::Status s = detail::levels::RecordSamples(compiled_, who_, samples,
+                                                     true, values_);
+      if (!s.ok()) return s;
+      EvaluateLocked(clock_->Now());
+    }
+    Dispatch();
+    return absl::OkStatus();
+  }
 
   // Re-evaluates with the clock's current time: a hold can complete, or an
   // override expire, without a new sample. The monitor calls it every poll.
@@ -238,7 +287,30 @@ class DegradationManager {
   // values), and re-evaluates. Returns the first error. From inside one of
   // this manager's sources, FAILED_PRECONDITION (it would call that source
   // again); from an observer or log sink it works.
-  absl::Status PollOnce();
+  absl::Status PollOnce() {
+    if (monitor_.InSource()) {
+      return Error(absl::StatusCode::kFailedPrecondition,
+                   "PollOnce() called from one of its own sources (it would "
+                   "call that source again, without end)");
+    }
+    // The sources run outside the lock.
+    auto [samples, first_error] = monitor_.CallAll();
+    {
+      detail::MutexLock lock(&mu_);
+      if (config_ == nullptr && !samples.empty() && first_error.ok()) {
+        first_error = Error(absl::StatusCode::kFailedPrecondition,
+                            "no config installed yet; source values dropped");
+      }
+      if (config_ != nullptr) {
+        absl::Status s = detail::levels::RecordSamples(compiled_, who_, samples,
+                                                       false, values_);
+        if (first_error.ok()) first_error = std::move(s);
+      }
+      EvaluateLocked(clock_->Now());
+    }
+    Dispatch();
+    return first_error;
+  }
 
   // Starts a background thread that calls `PollOnce()` every `period` (real
   // time, whatever the clock). FAILED_PRECONDITION if already running;
@@ -280,7 +352,10 @@ class DegradationManager {
 
   // The gate of feature `name`, registered on first use. Call it once and
   // keep the gate; this call takes the lock.
-  FeatureGate Feature(absl::string_view name);
+  FeatureGate Feature(absl::string_view name) {
+    detail::MutexLock lock(&mu_);
+    return gates_.Get(name, !DisabledAtLocked(std::string(name), level()));
+  }
 
   // Whether feature `name` is enabled at the current level. Takes the lock:
   // prefer a FeatureGate on hot paths. Like a gate's answer, it may be stale
@@ -297,7 +372,23 @@ class DegradationManager {
   // ends, the signals take over again from the forced level: a higher
   // wanted level applies at once, lower levels through staged recovery.
   // INVALID_ARGUMENT for a level outside [0, num_levels()] or ttl <= 0.
-  absl::Status ForceLevel(int level, absl::Duration ttl);
+  absl::Status ForceLevel(int level, absl::Duration ttl) {
+    {
+      detail::MutexLock lock(&mu_);
+      const absl::Time now = clock_->Now();
+      absl::StatusOr<detail::levels::OverrideHold> o =
+          detail::levels::MakeOverride(
+              who_, static_cast<int>(compiled_.levels.size()), level, ttl, now);
+      if (!o.ok()) return o.status();
+      override_ = *o;
+      // Only the evaluation ends holds (and says so); this applies them.
+      ApplyHoldLocked(now, detail::levels::HeldLevel(
+                               override_, ControlHoldLocked(), this->level()));
+      hysteresis_.recover_since.reset();
+    }
+    Dispatch();
+    return absl::OkStatus();
+  }
 
   // Ends an override now; the signals take over (see ForceLevel).
   void ClearOverride() {
@@ -347,22 +438,53 @@ class DegradationManager {
   };
   // Puts `control` in force, replacing any previous one. INVALID_ARGUMENT
   // (and no change) when CheckControl() refuses it.
-  absl::Status SetControl(Control control);
+  absl::Status SetControl(Control control) {
+    {
+      detail::MutexLock lock(&mu_);
+      const absl::Time now = clock_->Now();
+      if (absl::Status s = CheckControlLocked(control, now); !s.ok()) return s;
+      // A recovery in progress keeps its timer: a newer document (an
+      // extension) must not restart the hold of every manager it names.
+      control_ = std::move(control);
+      RecomputeGatesLocked();
+      EvaluateLocked(now);
+    }
+    Dispatch();
+    return absl::OkStatus();
+  }
   // What SetControl would refuse, changing nothing: a version of 0, a level
   // outside [1, num_levels()], `until` not after the clock's now, or a
   // feature off that the config calls critical.
   absl::Status CheckControl(const Control& control) const {
     detail::MutexLock lock(&mu_);
-    return detail::levels::CheckControl(who_, compiled_, control.version,
-                                        {control.level, control.until},
-                                        control.features_off, clock_->Now());
+    return CheckControlLocked(control, clock_->Now());
   }
   // Ends the control now (no-op without one); the level follows the
   // override or the signals as after an expiry.
-  void ClearControl();
+  void ClearControl() {
+    {
+      detail::MutexLock lock(&mu_);
+      if (!control_) return;
+      EndControlLocked();
+      EvaluateLocked(clock_->Now());
+    }
+    Dispatch();
+  }
   // Whether this manager has heard of feature `name`: a gate was issued
   // for it or its config names it. Takes the lock.
-  bool KnowsFeature(absl::string_view name) const;
+  bool KnowsFeature(absl::string_view name) const {
+    const std::string f(name);
+    detail::MutexLock lock(&mu_);
+    if (compiled_.critical.count(f) != 0) return true;
+    if (!compiled_.levels.empty() &&
+        compiled_.levels.back().disabled.count(f) != 0) {
+      return true;
+    }
+    for (const auto& [gate, on] : gates_.Snapshot()) {
+      if (gate == f) return true;
+    }
+    return false;
+  }
   // The control in force, if any; evaluates first (see ForcedLevel).
   std::optional<Control> CurrentControl() {
     Evaluate();
@@ -406,17 +528,70 @@ class DegradationManager {
     bool has_own_log() const override { return owner()->has_own_log_; }
   };
 
-  absl::Status CheckSampleLocked(const std::string& signal, double value) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return detail::levels::CheckSample(compiled_, who_, signal, value);
-  }
-  void RecordLocked(const std::string& signal, double value)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    values_[compiled_.signal_index.find(signal)->second] = value;
-  }
   void InstallLocked(DegradationConfig config, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EvaluateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    detail::levels::CompiledConfig compiled = detail::levels::Compile(config);
+    // Keep the last value of every signal the new config still uses.
+    values_ = detail::levels::CarryOver(compiled_, values_, compiled);
+    compiled_ = std::move(compiled);
+    config_ = std::make_shared<const DegradationConfig>(std::move(config));
+    const int n = static_cast<int>(compiled_.levels.size());
+    detail::levels::RestartTimers(hysteresis_, compiled_.levels.size());
+    if (override_ && override_->level > n) override_->level = n;
+    if (control_ && control_->level && *control_->level > n) {
+      control_->level = n;
+    }
+    if (level() > n) {
+      ChangeLevelLocked(MakeChange(now, n, LevelChangeReason::kReload));
+    } else {
+      RecomputeGatesLocked();
+    }
+  }
+
+  // The holds first (detail/levels/holds.hpp), then, unless an override
+  // pins the level, the signals (hysteresis.hpp) above the control's floor.
+  void EvaluateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const std::vector<detail::levels::CompiledLevel>& levels = compiled_.levels;
+    if (levels.empty()) return;
+    const detail::levels::HoldDecision h = detail::levels::DecideHolds(
+        now, override_, ControlHoldLocked(), level());
+    if (h.override_ended) {
+      PushLocked(Event::OverrideExpired(name_, now, override_->level));
+      override_.reset();
+      hysteresis_.recover_since.reset();
+    }
+    if (h.control_ended) {
+      Event e =
+          Event::OverrideExpired(name_, now, control_->level.value_or(-1));
+      e.expired.note = control_->note;
+      PushLocked(std::move(e));
+      EndControlLocked();
+    }
+    detail::levels::Decision d;
+    if (h.pinned) {
+      // The level is pinned, but each level's trigger is still tracked, so
+      // that `enter_after` measures real persistence.
+      (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
+    } else {
+      d = detail::levels::StepAbove(h.floor, levels, values_, hysteresis_, now,
+                                    config_->cooldown);
+    }
+    if (!d.changed()) {
+      // A hold ended with another holding elsewhere, or a floor was set
+      // above the level.
+      ApplyHoldLocked(now, h.held);
+      return;
+    }
+    LevelChange c = MakeChange(now, d.to, d.reason);
+    if (d.reason == LevelChangeReason::kSignal) {
+      c.signal = compiled_.signal_names[d.signal];
+      c.value = d.value;
+      c.threshold = d.threshold;
+    } else {
+      c.hold = d.hold;
+    }
+    ChangeLevelLocked(std::move(c));
+  }
 
   bool DisabledAtLocked(const std::string& feature, int level) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -446,10 +621,33 @@ class DegradationManager {
     if (!control_) return std::nullopt;
     return detail::levels::ControlHold{control_->level, control_->until};
   }
+  absl::Status CheckControlLocked(const Control& c, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return detail::levels::CheckControl(
+        who_, compiled_, c.version, {c.level, c.until}, c.features_off, now);
+  }
+  // However the control ends. A floor's end starts the recovery hold
+  // afresh, as an override's does; a features-only control never touched
+  // the level's timers.
+  void EndControlLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (control_->level) hysteresis_.recover_since.reset();
+    control_.reset();
+    RecomputeGatesLocked();
+  }
   // Moves the level where the holds put it, if anywhere: a kOverride change
   // noting the control when the floor is what moved it.
   void ApplyHoldLocked(absl::Time now, std::optional<detail::levels::Held> h)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!h) return;
+    LevelChange c = MakeChange(now, h->level, LevelChangeReason::kOverride);
+    if (h->by_control) {
+      c.until = control_->until;
+      c.note = control_->note;
+    } else {
+      c.until = override_->until;
+    }
+    ChangeLevelLocked(std::move(c));
+  }
 
   LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -462,15 +660,47 @@ class DegradationManager {
     return c;
   }
   // The one place the level moves, whatever moved it.
-  void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    history_.Record(c.from, c.to, c.time);
+    hysteresis_.level = c.to;  // already so when Step moved it
+    hysteresis_.last_change = c.time;
+    level_.store(c.to, std::memory_order_relaxed);
+    transitions_.fetch_add(1, std::memory_order_relaxed);
+    RecomputeGatesLocked();
+    PushLocked(Event(std::move(c)));
+  }
 
   // Under the lock, so that the queue's order is the transitions'.
   void PushLocked(Event e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     notifier_.Push(std::move(e));
   }
-  void LogPollError(const absl::Status& s);
+  void LogPollError(const absl::Status& s) {
+    {
+      detail::MutexLock lock(&mu_);
+      PushLocked(Event::PollError(name_, clock_->Now(), s));
+    }
+    Dispatch();
+  }
   void Dispatch() { notifier_.Dispatch(); }
-  ManagerStats Stats() const;
+
+  ManagerStats Stats() const {
+    detail::MutexLock lock(&mu_);
+    ManagerStats st;
+    st.now = clock_->Now();
+    st.level = level();
+    st.num_levels = static_cast<int>(compiled_.levels.size());
+    history_.Report(st.now, st);
+    st.features = gates_.Snapshot();
+    st.reloads = reloads_;
+    // Until an evaluation ends it, a control is reported as in force, as its
+    // gates still are.
+    if (control_) {
+      st.control_version = control_->version;
+      st.control_until = control_->until;
+    }
+    st.rejected_reloads = rejected_reloads_;
+    return st;
+  }
 
   // An error of `code` whose message starts with who_.
   template <typename... Parts>
@@ -535,10 +765,5 @@ auto When(const DegradationManager& manager, int k, F f) {
 }
 
 DEGRADE_NAMESPACE_END
-
-// ---- Implementation details ----
-// The out-of-line member definitions, apart so that this header reads as
-// the manager's contract.
-#include "degrade/detail/levels/degradation_manager_inl.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADATION_MANAGER_HPP_

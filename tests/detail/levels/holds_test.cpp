@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "degrade/detail/levels/hysteresis.hpp"
 #include "degrade/detail/levels/level_compiler.hpp"
@@ -127,6 +128,40 @@ TEST(HeldLevelTest, IgnoresDeadlinesForHoldsTheCallerJustSet) {
   ASSERT_TRUE(h.has_value());
   EXPECT_EQ(h->level, 3);
   EXPECT_TRUE(h->by_control);
+}
+
+TEST(MakeOverrideTest, ByTable) {
+  struct {
+    int level;
+    absl::Duration ttl;
+    absl::Time until;   // when accepted
+    std::string error;  // empty: accepted
+  } rows[] = {
+      {0, absl::Seconds(5), kT + absl::Seconds(5), ""},
+      {3, kNs, kT + kNs, ""},
+      {2, absl::InfiniteDuration(), kFuture, ""},
+      {-1,
+       absl::Seconds(5),
+       {},
+       "m: ForceLevel(-1): the level must be in [0, 3]"},
+      {4,
+       absl::Seconds(5),
+       {},
+       "m: ForceLevel(4): the level must be in [0, 3]"},
+      {1, absl::ZeroDuration(), {}, "m: ForceLevel(1, 0): the ttl must be > 0"},
+      {1, -kNs, {}, "m: ForceLevel(1, -1ns): the ttl must be > 0"},
+  };
+  for (const auto& r : rows) {
+    const absl::StatusOr<OverrideHold> o =
+        MakeOverride("m", 3, r.level, r.ttl, kT);
+    if (r.error.empty()) {
+      ASSERT_TRUE(o.ok()) << o.status();
+      EXPECT_EQ(o->level, r.level);
+      EXPECT_EQ(o->until, r.until);
+    } else {
+      EXPECT_EQ(o.status(), absl::InvalidArgumentError(r.error));
+    }
+  }
 }
 
 CompiledConfig Config(int levels, std::vector<std::string> critical) {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -143,6 +144,28 @@ inline Decision StepAbove(int floor, const std::vector<CompiledLevel>& levels,
     d.to = d.from;
   }
   return d;
+}
+
+// The override ForceLevel(level, ttl) puts in force at `now`, or why not
+// (INVALID_ARGUMENT, after `who`): a level outside [0, num_levels], or a
+// ttl not above zero. An infinite ttl holds until cleared.
+inline absl::StatusOr<OverrideHold> MakeOverride(absl::string_view who,
+                                                 int num_levels, int level,
+                                                 absl::Duration ttl,
+                                                 absl::Time now) {
+  if (level < 0 || level > num_levels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": ForceLevel(", level,
+                     "): the level must be in [0, ", num_levels, "]"));
+  }
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": ForceLevel(", level, ", ",
+                     absl::FormatDuration(ttl), "): the ttl must be > 0"));
+  }
+  return OverrideHold{level, ttl == absl::InfiniteDuration()
+                                 ? absl::InfiniteFuture()
+                                 : now + ttl};
 }
 
 // Rule 4. `features_off` is the control's list; nullptr without a control.

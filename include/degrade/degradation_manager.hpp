@@ -47,10 +47,11 @@
 //
 // Where the pieces live: `FeatureGate` and `WhenEnabled` in feature_gate.hpp,
 // the ready-made sources `LatencyTracker` and `InFlightGauge` in signals.hpp
-// (both included here), `LevelChange` in level_change.hpp. The class keeps
-// the state and the lock; the rules are pure functions in detail/levels/:
-// the level decision in hysteresis.hpp, the override and control holds in
-// holds.hpp, the config's tables in level_compiler.hpp; the event fan-out
+// (both included here), `LevelChange` in level_change.hpp. This class is
+// the contract and polls the sources; the lock and the state under it are
+// detail/levels/level_machine.hpp, which applies pure rules kept beside it:
+// the level decision (hysteresis.hpp), the override and control holds
+// (holds.hpp), the config's tables (level_compiler.hpp); the event fan-out
 // is manager_notifier.hpp.
 //
 // Thread safety: every member of DegradationManager is thread-safe.
@@ -66,19 +67,14 @@
 #ifndef DEGRADE_DEGRADATION_MANAGER_HPP_
 #define DEGRADE_DEGRADATION_MANAGER_HPP_
 
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -86,19 +82,14 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_config.hpp"
-#include "degrade/detail/invoke.hpp"
-#include "degrade/detail/levels/holds.hpp"
-#include "degrade/detail/levels/hysteresis.hpp"
-#include "degrade/detail/levels/level_compiler.hpp"
-#include "degrade/detail/levels/level_history.hpp"
-#include "degrade/detail/levels/manager_event.hpp"
-#include "degrade/detail/levels/manager_notifier.hpp"
+#include "degrade/detail/levels/level_machine.hpp"
 #include "degrade/detail/levels/source_monitor.hpp"
-#include "degrade/detail/mutex.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/level_change.hpp"
+#include "degrade/manager_listener.hpp"
 #include "degrade/signals.hpp"
+#include "degrade/stats_view.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
@@ -146,15 +137,15 @@ class DegradationManager {
   // Starts with no configuration: level 0, every feature enabled, every
   // signal unknown. `Reload()` installs one.
   explicit DegradationManager(Options options = {})
-      : name_(options.name.empty() ? std::string(kDefaultManagerName)
-                                   : std::move(options.name)),
-        who_(absl::StrCat("degradation manager '", name_, "'")),
-        clock_(options.clock != nullptr ? options.clock
-                                        : &RealClock::Instance()),
-        has_own_log_(static_cast<bool>(options.log_sink)),
-        history_(clock_->Now()),
-        notifier_(options.metrics, view_, name_, std::move(options.log_sink),
-                  clock_, options.max_log_lines_per_second) {}
+      : has_own_log_(static_cast<bool>(options.log_sink)),
+        machine_(
+            options.name.empty() ? std::string(kDefaultManagerName)
+                                 : std::move(options.name),
+            options.clock != nullptr ? options.clock : &RealClock::Instance()) {
+    // Last: the view must be complete before a telemetry may read it.
+    machine_.Open(options.metrics, view_, std::move(options.log_sink),
+                  options.max_log_lines_per_second);
+  }
 
   // A manager with `config` installed, or the config's validation error.
   static absl::StatusOr<std::unique_ptr<DegradationManager>> Create(
@@ -171,7 +162,7 @@ class DegradationManager {
   // Stops the monitor thread, if running.
   ~DegradationManager() { Stop(); }
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return machine_.name(); }
 
   // ---- Configuration ----
 
@@ -183,47 +174,21 @@ class DegradationManager {
   // keep restarting the holds). On error the old config keeps serving, the
   // rejection is counted and logged, and the error is returned.
   absl::Status Reload(DegradationConfig config) {
-    absl::Status valid = ValidateDegradationConfig(config);
-    if (!valid.ok()) return RejectReload(std::move(valid));
-    {
-      detail::MutexLock lock(&mu_);
-      if (config_ != nullptr && *config_ == config) return absl::OkStatus();
-      const absl::Time now = clock_->Now();
-      InstallLocked(std::move(config), now);
-      ++reloads_;
-      PushLocked(Event::Reloaded(
-          name_, now, static_cast<int>(compiled_.levels.size()), level()));
-      EvaluateLocked(now);
-    }
-    Dispatch();
-    return absl::OkStatus();
+    return machine_.Reload(std::move(config));
   }
 
   // Records a reload that failed before reaching `Reload()` (a file that
   // could not be read or parsed): counts it, logs it, returns `error`.
   absl::Status RejectReload(absl::Status error) {
-    {
-      detail::MutexLock lock(&mu_);
-      ++rejected_reloads_;
-      PushLocked(Event::Rejected(name_, clock_->Now(), error));
-    }
-    Dispatch();
-    return error;
+    return machine_.RejectReload(std::move(error));
   }
 
   // The installed config; nullptr before the first successful Reload().
   std::shared_ptr<const DegradationConfig> config() const {
-    detail::MutexLock lock(&mu_);
-    return config_;
+    return machine_.config();
   }
-  uint64_t reloads() const {
-    detail::MutexLock lock(&mu_);
-    return reloads_;
-  }
-  uint64_t rejected_reloads() const {
-    detail::MutexLock lock(&mu_);
-    return rejected_reloads_;
-  }
+  uint64_t reloads() const { return machine_.reloads(); }
+  uint64_t rejected_reloads() const { return machine_.rejected_reloads(); }
 
   // ---- Signals ----
 
@@ -238,37 +203,16 @@ class DegradationManager {
   // recorded. Then re-evaluates once.
   absl::Status ObserveBatch(
       const std::vector<std::pair<std::string, double>>& samples) {
-    {
-      detail::MutexLock lock(&mu_);
-      if (config_ == nullptr) {
-        return Error(absl::StatusCode::kFailedPrecondition,
-                     "no config installed yet");
-      }
-      absl::Status s = detail::levels::RecordSamples(compiled_, who_, samples,
-                                                     true, values_);
-      if (!s.ok()) return s;
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-    return absl::OkStatus();
+    return machine_.Record(samples, /*all_or_nothing=*/true);
   }
 
   // Re-evaluates with the clock's current time: a hold can complete, or an
   // override expire, without a new sample. The monitor calls it every poll.
-  void Evaluate() {
-    {
-      detail::MutexLock lock(&mu_);
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-  }
+  void Evaluate() { machine_.Evaluate(); }
 
   // The last recorded value of `signal`, if any.
   std::optional<double> signal_value(absl::string_view signal) const {
-    detail::MutexLock lock(&mu_);
-    const auto it = compiled_.signal_index.find(std::string(signal));
-    if (it == compiled_.signal_index.end()) return std::nullopt;
-    return values_[it->second];
+    return machine_.signal_value(signal);
   }
 
   // Registers a source polled by the monitor (or `PollOnce()`): `source()`
@@ -289,27 +233,15 @@ class DegradationManager {
   // again); from an observer or log sink it works.
   absl::Status PollOnce() {
     if (monitor_.InSource()) {
-      return Error(absl::StatusCode::kFailedPrecondition,
-                   "PollOnce() called from one of its own sources (it would "
-                   "call that source again, without end)");
+      return absl::FailedPreconditionError(absl::StrCat(
+          machine_.who(),
+          ": PollOnce() called from one of its own sources (it would call "
+          "that source again, without end)"));
     }
     // The sources run outside the lock.
     auto [samples, first_error] = monitor_.CallAll();
-    {
-      detail::MutexLock lock(&mu_);
-      if (config_ == nullptr && !samples.empty() && first_error.ok()) {
-        first_error = Error(absl::StatusCode::kFailedPrecondition,
-                            "no config installed yet; source values dropped");
-      }
-      if (config_ != nullptr) {
-        absl::Status s = detail::levels::RecordSamples(compiled_, who_, samples,
-                                                       false, values_);
-        if (first_error.ok()) first_error = std::move(s);
-      }
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-    return first_error;
+    absl::Status s = machine_.Record(samples, /*all_or_nothing=*/false);
+    return first_error.ok() ? s : first_error;
   }
 
   // Starts a background thread that calls `PollOnce()` every `period` (real
@@ -321,7 +253,7 @@ class DegradationManager {
   absl::Status Start(absl::Duration period) {
     return monitor_.Start(
         period, [this] { return PollOnce(); },
-        [this](const absl::Status& s) { LogPollError(s); });
+        [this](const absl::Status& s) { machine_.LogPollError(s); });
   }
 
   // Stops the monitor and waits for it; a no-op when it isn't running.
@@ -334,36 +266,25 @@ class DegradationManager {
 
   // The current level, 0 (normal) to num_levels(). One atomic load; the
   // level may change the moment it returns.
-  int level() const { return level_.load(std::memory_order_relaxed); }
+  int level() const { return machine_.level(); }
 
   // The admission threshold of the current level (request_class.hpp: ranks
   // below it are admitted), from the config's `admit` floors; kAdmitAllRank
   // at level 0 or when no level names a floor. One relaxed atomic load, for
   // an AdmissionController (admission.hpp) to read on every request. Follows
   // the level (staged recovery loosens it one level at a time) and reloads.
-  int admission_threshold() const {
-    return admission_threshold_.load(std::memory_order_relaxed);
-  }
+  int admission_threshold() const { return machine_.admission_threshold(); }
 
-  int num_levels() const {
-    detail::MutexLock lock(&mu_);
-    return static_cast<int>(compiled_.levels.size());
-  }
+  int num_levels() const { return machine_.num_levels(); }
 
   // The gate of feature `name`, registered on first use. Call it once and
   // keep the gate; this call takes the lock.
-  FeatureGate Feature(absl::string_view name) {
-    detail::MutexLock lock(&mu_);
-    return gates_.Get(name, !DisabledAtLocked(std::string(name), level()));
-  }
+  FeatureGate Feature(absl::string_view name) { return machine_.Feature(name); }
 
   // Whether feature `name` is enabled at the current level. Takes the lock:
   // prefer a FeatureGate on hot paths. Like a gate's answer, it may be stale
   // the moment it returns.
-  bool Enabled(absl::string_view name) const {
-    detail::MutexLock lock(&mu_);
-    return !DisabledAtLocked(std::string(name), level());
-  }
+  bool Enabled(absl::string_view name) const { return machine_.Enabled(name); }
 
   // ---- Manual override ----
 
@@ -373,45 +294,17 @@ class DegradationManager {
   // wanted level applies at once, lower levels through staged recovery.
   // INVALID_ARGUMENT for a level outside [0, num_levels()] or ttl <= 0.
   absl::Status ForceLevel(int level, absl::Duration ttl) {
-    {
-      detail::MutexLock lock(&mu_);
-      const absl::Time now = clock_->Now();
-      absl::StatusOr<detail::levels::OverrideHold> o =
-          detail::levels::MakeOverride(
-              who_, static_cast<int>(compiled_.levels.size()), level, ttl, now);
-      if (!o.ok()) return o.status();
-      override_ = *o;
-      // Only the evaluation ends holds (and says so); this applies them.
-      ApplyHoldLocked(now, detail::levels::HeldLevel(
-                               override_, ControlHoldLocked(), this->level()));
-      hysteresis_.recover_since.reset();
-    }
-    Dispatch();
-    return absl::OkStatus();
+    return machine_.ForceLevel(level, ttl);
   }
 
   // Ends an override now; the signals take over (see ForceLevel).
-  void ClearOverride() {
-    {
-      detail::MutexLock lock(&mu_);
-      if (!override_) return;
-      override_.reset();
-      hysteresis_.recover_since.reset();
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-  }
+  void ClearOverride() { machine_.ClearOverride(); }
 
   // The forced level while an override is in force, else nullopt. Not a
   // plain read: it first evaluates at the clock's current time, so that an
   // override whose ttl has passed ends (and its expiry, and any level
   // change that follows, is reported to observers) before the answer.
-  std::optional<int> ForcedLevel() {
-    Evaluate();
-    detail::MutexLock lock(&mu_);
-    if (!override_) return std::nullopt;
-    return override_->level;
-  }
+  std::optional<int> ForcedLevel() { return machine_.ForcedLevel(); }
   // Deprecated: the accessor spelling hides that it evaluates and may call
   // observers; use ForcedLevel(). Same behaviour.
   std::optional<int> forced_level() { return ForcedLevel(); }
@@ -439,57 +332,28 @@ class DegradationManager {
   // Puts `control` in force, replacing any previous one. INVALID_ARGUMENT
   // (and no change) when CheckControl() refuses it.
   absl::Status SetControl(Control control) {
-    {
-      detail::MutexLock lock(&mu_);
-      const absl::Time now = clock_->Now();
-      if (absl::Status s = CheckControlLocked(control, now); !s.ok()) return s;
-      // A recovery in progress keeps its timer: a newer document (an
-      // extension) must not restart the hold of every manager it names.
-      control_ = std::move(control);
-      RecomputeGatesLocked();
-      EvaluateLocked(now);
-    }
-    Dispatch();
-    return absl::OkStatus();
+    return machine_.SetControl(State(std::move(control)));
   }
   // What SetControl would refuse, changing nothing: a version of 0, a level
   // outside [1, num_levels()], `until` not after the clock's now, or a
   // feature off that the config calls critical.
   absl::Status CheckControl(const Control& control) const {
-    detail::MutexLock lock(&mu_);
-    return CheckControlLocked(control, clock_->Now());
+    return machine_.CheckControl(State(control));
   }
   // Ends the control now (no-op without one); the level follows the
   // override or the signals as after an expiry.
-  void ClearControl() {
-    {
-      detail::MutexLock lock(&mu_);
-      if (!control_) return;
-      EndControlLocked();
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-  }
+  void ClearControl() { machine_.ClearControl(); }
   // Whether this manager has heard of feature `name`: a gate was issued
   // for it or its config names it. Takes the lock.
   bool KnowsFeature(absl::string_view name) const {
-    const std::string f(name);
-    detail::MutexLock lock(&mu_);
-    if (compiled_.critical.count(f) != 0) return true;
-    if (!compiled_.levels.empty() &&
-        compiled_.levels.back().disabled.count(f) != 0) {
-      return true;
-    }
-    for (const auto& [gate, on] : gates_.Snapshot()) {
-      if (gate == f) return true;
-    }
-    return false;
+    return machine_.KnowsFeature(name);
   }
   // The control in force, if any; evaluates first (see ForcedLevel).
   std::optional<Control> CurrentControl() {
-    Evaluate();
-    detail::MutexLock lock(&mu_);
-    return control_;
+    std::optional<detail::levels::ControlState> s = machine_.CurrentControl();
+    if (!s) return std::nullopt;
+    return Control{s->hold.floor, std::move(s->features_off), s->hold.until,
+                   s->version, std::move(s->note)};
   }
   // Deprecated: the accessor spelling hides that it evaluates and may call
   // observers; use CurrentControl(). Same behaviour.
@@ -499,24 +363,18 @@ class DegradationManager {
 
   // Called once per level change, in order, outside the lock.
   void AddObserver(Observer observer) {
-    notifier_.AddObserver(std::move(observer));
+    machine_.AddObserver(std::move(observer));
   }
 
   // Level changes since construction.
-  uint64_t transitions() const {
-    return transitions_.load(std::memory_order_relaxed);
-  }
+  uint64_t transitions() const { return machine_.transitions(); }
 
   // Total time spent at `level` so far, including the current stay.
   absl::Duration time_at_level(int level) const {
-    detail::MutexLock lock(&mu_);
-    return history_.TimeAt(level, this->level(), clock_->Now());
+    return machine_.time_at_level(level);
   }
 
  private:
-  // For the listeners and, a level change, the observers.
-  using Event = detail::ManagerEvent;
-
   // What the telemetry reads: a member rather than a base class, so the
   // manager itself has no virtual functions.
   // name() and stats() come from OwnerView; the manager adds one flag.
@@ -528,219 +386,22 @@ class DegradationManager {
     bool has_own_log() const override { return owner()->has_own_log_; }
   };
 
-  void InstallLocked(DegradationConfig config, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    detail::levels::CompiledConfig compiled = detail::levels::Compile(config);
-    // Keep the last value of every signal the new config still uses.
-    values_ = detail::levels::CarryOver(compiled_, values_, compiled);
-    compiled_ = std::move(compiled);
-    config_ = std::make_shared<const DegradationConfig>(std::move(config));
-    const int n = static_cast<int>(compiled_.levels.size());
-    detail::levels::RestartTimers(hysteresis_, compiled_.levels.size());
-    if (override_ && override_->level > n) override_->level = n;
-    if (control_ && control_->level && *control_->level > n) {
-      control_->level = n;
-    }
-    if (level() > n) {
-      ChangeLevelLocked(MakeChange(now, n, LevelChangeReason::kReload));
-    } else {
-      RecomputeGatesLocked();
-    }
+  static detail::levels::ControlState State(Control c) {
+    return {{c.level, c.until},
+            std::move(c.features_off),
+            c.version,
+            std::move(c.note)};
   }
+  ManagerStats Stats() const { return machine_.Stats(); }
 
-  // The holds first (detail/levels/holds.hpp), then, unless an override
-  // pins the level, the signals (hysteresis.hpp) above the control's floor.
-  void EvaluateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const std::vector<detail::levels::CompiledLevel>& levels = compiled_.levels;
-    if (levels.empty()) return;
-    const detail::levels::HoldDecision h = detail::levels::DecideHolds(
-        now, override_, ControlHoldLocked(), level());
-    if (h.override_ended) {
-      PushLocked(Event::OverrideExpired(name_, now, override_->level));
-      override_.reset();
-      hysteresis_.recover_since.reset();
-    }
-    if (h.control_ended) {
-      Event e =
-          Event::OverrideExpired(name_, now, control_->level.value_or(-1));
-      e.expired.note = control_->note;
-      PushLocked(std::move(e));
-      EndControlLocked();
-    }
-    detail::levels::Decision d;
-    if (h.pinned) {
-      // The level is pinned, but each level's trigger is still tracked, so
-      // that `enter_after` measures real persistence.
-      (void)detail::levels::TrackTriggers(levels, values_, hysteresis_, now);
-    } else {
-      d = detail::levels::StepAbove(h.floor, levels, values_, hysteresis_, now,
-                                    config_->cooldown);
-    }
-    if (!d.changed()) {
-      // A hold ended with another holding elsewhere, or a floor was set
-      // above the level.
-      ApplyHoldLocked(now, h.held);
-      return;
-    }
-    LevelChange c = MakeChange(now, d.to, d.reason);
-    if (d.reason == LevelChangeReason::kSignal) {
-      c.signal = compiled_.signal_names[d.signal];
-      c.value = d.value;
-      c.threshold = d.threshold;
-    } else {
-      c.hold = d.hold;
-    }
-    ChangeLevelLocked(std::move(c));
-  }
-
-  bool DisabledAtLocked(const std::string& feature, int level) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return detail::levels::DisabledAt(compiled_, feature, level) ||
-           detail::levels::ForcedOff(compiled_, FeaturesOffLocked(), feature);
-  }
-  const std::vector<std::string>* FeaturesOffLocked() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return control_ ? &control_->features_off : nullptr;
-  }
-  void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // The analysis does not follow the lock into the lambda, which runs
-    // while it is held: hand it the compiled config by pointer.
-    const detail::levels::CompiledConfig* compiled = &compiled_;
-    const std::vector<std::string>* off = FeaturesOffLocked();
-    const int l = level();
-    admission_threshold_.store(detail::levels::AdmitThresholdAt(*compiled, l),
-                               std::memory_order_relaxed);
-    gates_.SetAll([compiled, off, l](const std::string& f) {
-      return !detail::levels::DisabledAt(*compiled, f, l) &&
-             !detail::levels::ForcedOff(*compiled, off, f);
-    });
-  }
-  // The control as the pure functions of detail/levels/holds.hpp take it.
-  std::optional<detail::levels::ControlHold> ControlHoldLocked() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!control_) return std::nullopt;
-    return detail::levels::ControlHold{control_->level, control_->until};
-  }
-  absl::Status CheckControlLocked(const Control& c, absl::Time now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return detail::levels::CheckControl(
-        who_, compiled_, c.version, {c.level, c.until}, c.features_off, now);
-  }
-  // However the control ends. A floor's end starts the recovery hold
-  // afresh, as an override's does; a features-only control never touched
-  // the level's timers.
-  void EndControlLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (control_->level) hysteresis_.recover_since.reset();
-    control_.reset();
-    RecomputeGatesLocked();
-  }
-  // Moves the level where the holds put it, if anywhere: a kOverride change
-  // noting the control when the floor is what moved it.
-  void ApplyHoldLocked(absl::Time now, std::optional<detail::levels::Held> h)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!h) return;
-    LevelChange c = MakeChange(now, h->level, LevelChangeReason::kOverride);
-    if (h->by_control) {
-      c.until = control_->until;
-      c.note = control_->note;
-    } else {
-      c.until = override_->until;
-    }
-    ChangeLevelLocked(std::move(c));
-  }
-
-  LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    LevelChange c;
-    c.time = now;
-    c.manager = name_;
-    c.from = level();
-    c.to = to;
-    c.reason = reason;
-    return c;
-  }
-  // The one place the level moves, whatever moved it.
-  void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    history_.Record(c.from, c.to, c.time);
-    hysteresis_.level = c.to;  // already so when Step moved it
-    hysteresis_.last_change = c.time;
-    level_.store(c.to, std::memory_order_relaxed);
-    transitions_.fetch_add(1, std::memory_order_relaxed);
-    RecomputeGatesLocked();
-    PushLocked(Event(std::move(c)));
-  }
-
-  // Under the lock, so that the queue's order is the transitions'.
-  void PushLocked(Event e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    notifier_.Push(std::move(e));
-  }
-  void LogPollError(const absl::Status& s) {
-    {
-      detail::MutexLock lock(&mu_);
-      PushLocked(Event::PollError(name_, clock_->Now(), s));
-    }
-    Dispatch();
-  }
-  void Dispatch() { notifier_.Dispatch(); }
-
-  ManagerStats Stats() const {
-    detail::MutexLock lock(&mu_);
-    ManagerStats st;
-    st.now = clock_->Now();
-    st.level = level();
-    st.num_levels = static_cast<int>(compiled_.levels.size());
-    history_.Report(st.now, st);
-    st.features = gates_.Snapshot();
-    st.reloads = reloads_;
-    // Until an evaluation ends it, a control is reported as in force, as its
-    // gates still are.
-    if (control_) {
-      st.control_version = control_->version;
-      st.control_until = control_->until;
-    }
-    st.rejected_reloads = rejected_reloads_;
-    return st;
-  }
-
-  // An error of `code` whose message starts with who_.
-  template <typename... Parts>
-  absl::Status Error(absl::StatusCode code, const Parts&... parts) const {
-    return absl::Status(code, absl::StrCat(who_, ": ", parts...));
-  }
-
-  const std::string name_;
-  const std::string who_;  // "degradation manager 'name'", for messages
-  const Clock* const clock_;
   const bool has_own_log_;
-
-  // Read on every gate check and level() call; equal to hysteresis_.level
-  // whenever mu_ is free.
-  std::atomic<int> level_{0};
-  // AdmitThresholdAt(compiled_, level_), republished with every gate
-  // recomputation (level changes and reloads).
-  std::atomic<int> admission_threshold_{kAdmitAllRank};
-  std::atomic<uint64_t> transitions_{0};
-
-  mutable detail::Mutex mu_;
-  std::shared_ptr<const DegradationConfig> config_ ABSL_GUARDED_BY(mu_);
-  detail::levels::CompiledConfig compiled_ ABSL_GUARDED_BY(mu_);
-  // The last value of each signal, by compiled_.signal_index.
-  std::vector<std::optional<double>> values_ ABSL_GUARDED_BY(mu_);
-  detail::levels::HysteresisState hysteresis_ ABSL_GUARDED_BY(mu_);
-  detail::levels::LevelHistory history_ ABSL_GUARDED_BY(mu_);
-  std::optional<detail::levels::OverrideHold> override_ ABSL_GUARDED_BY(mu_);
-  std::optional<Control> control_ ABSL_GUARDED_BY(mu_);
-  detail::GateTable gates_ ABSL_GUARDED_BY(mu_);
-  uint64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t rejected_reloads_ ABSL_GUARDED_BY(mu_) = 0;
-
   const View view_{this};
-  // Attaches view_, so after it and everything it reads; destroyed, and
-  // the telemetry detached, after the monitor stops and before those.
-  detail::levels::ManagerNotifier notifier_;
+  // The lock, the state under it and the events: destroyed (its telemetry
+  // detached first) after the monitor stops and before the view goes.
+  detail::levels::LevelMachine machine_;
   // The sources and the monitor thread polling them. Last, so that it stops
   // before anything its polls touch is destroyed.
-  detail::SourceMonitor monitor_{"degradation manager", name_};
+  detail::SourceMonitor monitor_{"degradation manager", machine_.name()};
 };
 
 // When(manager, k, f, fallback)

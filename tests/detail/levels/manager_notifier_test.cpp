@@ -6,9 +6,11 @@
 
 #include "degrade/detail/levels/manager_notifier.hpp"
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -82,18 +84,17 @@ ManagerEvent Change(int to) {
 }
 
 struct Fixture {
-  explicit Fixture(Telemetry* metrics, bool with_sink = true)
-      : notifier(metrics, view, "m",
-                 with_sink ? std::function<void(absl::string_view)>(
-                                 [this](absl::string_view line) {
-                                   heard.push_back(absl::StrCat(
-                                       "line ",
-                                       absl::StrContains(line, "level_change")
-                                           ? "level_change"
-                                           : "other"));
-                                 })
-                           : nullptr,
-                 &clock, 5) {}
+  explicit Fixture(Telemetry* metrics, bool with_sink = true) {
+    std::function<void(absl::string_view)> sink;
+    if (with_sink) {
+      sink = [this](absl::string_view line) {
+        heard.push_back(absl::StrCat(
+            "line ", absl::StrContains(line, "level_change") ? "level_change"
+                                                             : "other"));
+      };
+    }
+    notifier.Open(metrics, view, "m", std::move(sink), &clock, 5);
+  }
   std::vector<std::string> heard;
   FakeClock clock{kT};
   StubView view;

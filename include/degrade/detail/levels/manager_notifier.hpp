@@ -46,14 +46,18 @@ class ManagerNotifier {
  public:
   using Observer = std::function<void(const LevelChange&)>;
 
+  ManagerNotifier() = default;
+
   // Offers `view` to `metrics` (resolved as detail::Attach does) and opens
   // the own log of manager `name` where it is needed, `max_lines_per_second`
-  // by `clock` for the rate-limited kinds. REQUIRES: `view` is complete;
-  // `view` and `clock` outlive this.
-  ManagerNotifier(Telemetry* metrics, const ManagerView& view,
-                  const std::string& name,
-                  std::function<void(absl::string_view)> log_sink,
-                  const Clock* clock, uint32_t max_lines_per_second) {
+  // by `clock` for the rate-limited kinds. Once, before any event: apart
+  // from construction so that the owner can call it last in its own, when
+  // everything `view` reads exists. REQUIRES: `view` and `clock` outlive
+  // this.
+  void Open(Telemetry* metrics, const ManagerView& view,
+            const std::string& name,
+            std::function<void(absl::string_view)> log_sink, const Clock* clock,
+            uint32_t max_lines_per_second) {
     const bool own_sink = static_cast<bool>(log_sink);
     listener_ = Attach(metrics, &Telemetry::AttachManager, view);
     const bool telemetry_writes =

@@ -140,7 +140,7 @@ TEST_F(FleetControlTest, EverythingEndsAtExpiresAtWithNobodyWatching) {
   EXPECT_TRUE(control_->in_force().has_value());
   clock_.Advance(absl::Nanoseconds(1));  // exactly expires_at: over
   EXPECT_FALSE(control_->in_force().has_value());
-  EXPECT_FALSE(manager_->control().has_value());  // evaluates
+  EXPECT_FALSE(manager_->CurrentControl().has_value());  // evaluates
   EXPECT_TRUE(cache.enabled());
   // With no signal above level 0, recovery is staged as after any hold:
   // one level per 60 s hold.
@@ -242,7 +242,7 @@ TEST_F(FleetControlTest, ANewerDocumentReleasesWhatItNoLongerNames) {
   EXPECT_TRUE(cache.enabled());
   EXPECT_FALSE(rank_->forced_open());
   EXPECT_TRUE(rerank_->forced_open());
-  EXPECT_FALSE(manager_->control().has_value());
+  EXPECT_FALSE(manager_->CurrentControl().has_value());
   // A breaker forced by hand meanwhile is not the control's to release.
   ASSERT_TRUE(rerank_->ForceOpenUntil(clock_.Now() + absl::Hours(2)).ok());
   ASSERT_TRUE(Apply(Doc(3, absl::Minutes(30), "")).ok());
@@ -255,7 +255,7 @@ TEST_F(FleetControlTest, LiftEndsTheDocumentButKeepsTheFloor) {
   ASSERT_TRUE(control_->Lift("etcd: /svc/control deleted").ok());
   EXPECT_FALSE(control_->in_force().has_value());
   EXPECT_FALSE(rank_->forced_open());
-  EXPECT_FALSE(manager_->control().has_value());
+  EXPECT_FALSE(manager_->CurrentControl().has_value());
   EXPECT_THAT(control_lines_.back(), HasSubstr("control_lifted"));
   EXPECT_THAT(control_lines_.back(), HasSubstr("INC-1234"));
   const absl::Status s = Apply(Doc(9, absl::Minutes(30), kLevel2CacheOff));
@@ -499,8 +499,8 @@ TEST_F(FleetControlTest, ConcurrentAppliesKeepTheFloorAndTheLastDocument) {
   EXPECT_EQ(control_->applied() + control_->refused(), top);
   ASSERT_TRUE(control_->in_force().has_value());
   EXPECT_EQ(control_->in_force()->version, top);
-  ASSERT_TRUE(manager_->control().has_value());
-  EXPECT_EQ(manager_->control()->version, top);
+  ASSERT_TRUE(manager_->CurrentControl().has_value());
+  EXPECT_EQ(manager_->control()->version, top);  // the deprecated spelling
   EXPECT_EQ(manager_->level(), static_cast<int>(top % 3 + 1));
   EXPECT_TRUE(rank_->forced_open());  // top is even
 }

@@ -47,8 +47,12 @@
 //
 // Where the pieces live: `FeatureGate` and `WhenEnabled` in feature_gate.hpp,
 // the ready-made sources `LatencyTracker` and `InFlightGauge` in signals.hpp
-// (both included here), `LevelChange` in level_change.hpp, and the level
-// decision itself, a pure function, in detail/levels/hysteresis.hpp.
+// (both included here), `LevelChange` in level_change.hpp. This class is
+// the contract and polls the sources; the lock and the state under it are
+// detail/levels/level_machine.hpp, which applies pure rules kept beside it:
+// the level decision (hysteresis.hpp), the override and control holds
+// (holds.hpp), the config's tables (level_compiler.hpp); the event fan-out
+// is manager_notifier.hpp.
 //
 // Thread safety: every member of DegradationManager is thread-safe.
 // `level()`, `FeatureGate::enabled()` and `When` wrappers take no lock and
@@ -63,19 +67,14 @@
 #ifndef DEGRADE_DEGRADATION_MANAGER_HPP_
 #define DEGRADE_DEGRADATION_MANAGER_HPP_
 
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -83,19 +82,14 @@
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/degradation_config.hpp"
-#include "degrade/detail/levels/hysteresis.hpp"
-#include "degrade/detail/invoke.hpp"
-#include "degrade/detail/levels/level_compiler.hpp"
-#include "degrade/detail/levels/level_history.hpp"
-#include "degrade/detail/levels/manager_event.hpp"
-#include "degrade/detail/levels/manager_log.hpp"
-#include "degrade/detail/mutex.hpp"
-#include "degrade/detail/serial_dispatcher.hpp"
+#include "degrade/detail/levels/level_machine.hpp"
 #include "degrade/detail/levels/source_monitor.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/level_change.hpp"
+#include "degrade/manager_listener.hpp"
 #include "degrade/signals.hpp"
+#include "degrade/stats_view.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
@@ -142,7 +136,16 @@ class DegradationManager {
 
   // Starts with no configuration: level 0, every feature enabled, every
   // signal unknown. `Reload()` installs one.
-  explicit DegradationManager(Options options = {});
+  explicit DegradationManager(Options options = {})
+      : has_own_log_(static_cast<bool>(options.log_sink)),
+        machine_(
+            options.name.empty() ? std::string(kDefaultManagerName)
+                                 : std::move(options.name),
+            options.clock != nullptr ? options.clock : &RealClock::Instance()) {
+    // Last: the view must be complete before a telemetry may read it.
+    machine_.Open(options.metrics, view_, std::move(options.log_sink),
+                  options.max_log_lines_per_second);
+  }
 
   // A manager with `config` installed, or the config's validation error.
   static absl::StatusOr<std::unique_ptr<DegradationManager>> Create(
@@ -159,7 +162,7 @@ class DegradationManager {
   // Stops the monitor thread, if running.
   ~DegradationManager() { Stop(); }
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return machine_.name(); }
 
   // ---- Configuration ----
 
@@ -170,25 +173,22 @@ class DegradationManager {
   // config centre that re-pushes the same config every few seconds must not
   // keep restarting the holds). On error the old config keeps serving, the
   // rejection is counted and logged, and the error is returned.
-  absl::Status Reload(DegradationConfig config);
+  absl::Status Reload(DegradationConfig config) {
+    return machine_.Reload(std::move(config));
+  }
 
   // Records a reload that failed before reaching `Reload()` (a file that
   // could not be read or parsed): counts it, logs it, returns `error`.
-  absl::Status RejectReload(absl::Status error);
+  absl::Status RejectReload(absl::Status error) {
+    return machine_.RejectReload(std::move(error));
+  }
 
   // The installed config; nullptr before the first successful Reload().
   std::shared_ptr<const DegradationConfig> config() const {
-    detail::MutexLock lock(&mu_);
-    return config_;
+    return machine_.config();
   }
-  uint64_t reloads() const {
-    detail::MutexLock lock(&mu_);
-    return reloads_;
-  }
-  uint64_t rejected_reloads() const {
-    detail::MutexLock lock(&mu_);
-    return rejected_reloads_;
-  }
+  uint64_t reloads() const { return machine_.reloads(); }
+  uint64_t rejected_reloads() const { return machine_.rejected_reloads(); }
 
   // ---- Signals ----
 
@@ -202,24 +202,17 @@ class DegradationManager {
   // Records several samples, all or nothing: if any is rejected, none is
   // recorded. Then re-evaluates once.
   absl::Status ObserveBatch(
-      const std::vector<std::pair<std::string, double>>& samples);
+      const std::vector<std::pair<std::string, double>>& samples) {
+    return machine_.Record(samples, /*all_or_nothing=*/true);
+  }
 
   // Re-evaluates with the clock's current time: a hold can complete, or an
   // override expire, without a new sample. The monitor calls it every poll.
-  void Evaluate() {
-    {
-      detail::MutexLock lock(&mu_);
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-  }
+  void Evaluate() { machine_.Evaluate(); }
 
   // The last recorded value of `signal`, if any.
   std::optional<double> signal_value(absl::string_view signal) const {
-    detail::MutexLock lock(&mu_);
-    const auto it = compiled_.signal_index.find(std::string(signal));
-    if (it == compiled_.signal_index.end()) return std::nullopt;
-    return values_[it->second];
+    return machine_.signal_value(signal);
   }
 
   // Registers a source polled by the monitor (or `PollOnce()`): `source()`
@@ -238,7 +231,18 @@ class DegradationManager {
   // values), and re-evaluates. Returns the first error. From inside one of
   // this manager's sources, FAILED_PRECONDITION (it would call that source
   // again); from an observer or log sink it works.
-  absl::Status PollOnce();
+  absl::Status PollOnce() {
+    if (monitor_.InSource()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          machine_.who(),
+          ": PollOnce() called from one of its own sources (it would call "
+          "that source again, without end)"));
+    }
+    // The sources run outside the lock.
+    auto [samples, first_error] = monitor_.CallAll();
+    absl::Status s = machine_.Record(samples, /*all_or_nothing=*/false);
+    return first_error.ok() ? s : first_error;
+  }
 
   // Starts a background thread that calls `PollOnce()` every `period` (real
   // time, whatever the clock). FAILED_PRECONDITION if already running;
@@ -249,7 +253,7 @@ class DegradationManager {
   absl::Status Start(absl::Duration period) {
     return monitor_.Start(
         period, [this] { return PollOnce(); },
-        [this](const absl::Status& s) { LogPollError(s); });
+        [this](const absl::Status& s) { machine_.LogPollError(s); });
   }
 
   // Stops the monitor and waits for it; a no-op when it isn't running.
@@ -262,33 +266,25 @@ class DegradationManager {
 
   // The current level, 0 (normal) to num_levels(). One atomic load; the
   // level may change the moment it returns.
-  int level() const { return level_.load(std::memory_order_relaxed); }
+  int level() const { return machine_.level(); }
 
   // The admission threshold of the current level (request_class.hpp: ranks
   // below it are admitted), from the config's `admit` floors; kAdmitAllRank
   // at level 0 or when no level names a floor. One relaxed atomic load, for
   // an AdmissionController (admission.hpp) to read on every request. Follows
   // the level (staged recovery loosens it one level at a time) and reloads.
-  int admission_threshold() const {
-    return admission_threshold_.load(std::memory_order_relaxed);
-  }
+  int admission_threshold() const { return machine_.admission_threshold(); }
 
-  int num_levels() const {
-    detail::MutexLock lock(&mu_);
-    return static_cast<int>(compiled_.levels.size());
-  }
+  int num_levels() const { return machine_.num_levels(); }
 
   // The gate of feature `name`, registered on first use. Call it once and
   // keep the gate; this call takes the lock.
-  FeatureGate Feature(absl::string_view name);
+  FeatureGate Feature(absl::string_view name) { return machine_.Feature(name); }
 
   // Whether feature `name` is enabled at the current level. Takes the lock:
   // prefer a FeatureGate on hot paths. Like a gate's answer, it may be stale
   // the moment it returns.
-  bool Enabled(absl::string_view name) const {
-    detail::MutexLock lock(&mu_);
-    return !DisabledAtLocked(std::string(name), level());
-  }
+  bool Enabled(absl::string_view name) const { return machine_.Enabled(name); }
 
   // ---- Manual override ----
 
@@ -297,30 +293,18 @@ class DegradationManager {
   // ends, the signals take over again from the forced level: a higher
   // wanted level applies at once, lower levels through staged recovery.
   // INVALID_ARGUMENT for a level outside [0, num_levels()] or ttl <= 0.
-  absl::Status ForceLevel(int level, absl::Duration ttl);
+  absl::Status ForceLevel(int level, absl::Duration ttl) {
+    return machine_.ForceLevel(level, ttl);
+  }
 
   // Ends an override now; the signals take over (see ForceLevel).
-  void ClearOverride() {
-    {
-      detail::MutexLock lock(&mu_);
-      if (!override_) return;
-      override_.reset();
-      hysteresis_.recover_since.reset();
-      EvaluateLocked(clock_->Now());
-    }
-    Dispatch();
-  }
+  void ClearOverride() { machine_.ClearOverride(); }
 
   // The forced level while an override is in force, else nullopt. Not a
   // plain read: it first evaluates at the clock's current time, so that an
   // override whose ttl has passed ends (and its expiry, and any level
   // change that follows, is reported to observers) before the answer.
-  std::optional<int> ForcedLevel() {
-    Evaluate();
-    detail::MutexLock lock(&mu_);
-    if (!override_) return std::nullopt;
-    return override_->level;
-  }
+  std::optional<int> ForcedLevel() { return machine_.ForcedLevel(); }
   // Deprecated: the accessor spelling hides that it evaluates and may call
   // observers; use ForcedLevel(). Same behaviour.
   std::optional<int> forced_level() { return ForcedLevel(); }
@@ -337,7 +321,7 @@ class DegradationManager {
   // can lower what the other raised. `note` ("control v42: INC-1234 ...")
   // is carried by every log line the control causes. The control ends at
   // the first evaluation at or after `until`: an Observe(), a poll of the
-  // manager's sources (Start()), Evaluate(), control() or ForcedLevel().
+  // manager's sources (Start()), Evaluate(), CurrentControl() or ForcedLevel().
   struct Control {
     std::optional<int> level;
     std::vector<std::string> features_off;
@@ -347,55 +331,50 @@ class DegradationManager {
   };
   // Puts `control` in force, replacing any previous one. INVALID_ARGUMENT
   // (and no change) when CheckControl() refuses it.
-  absl::Status SetControl(Control control);
+  absl::Status SetControl(Control control) {
+    return machine_.SetControl(State(std::move(control)));
+  }
   // What SetControl would refuse, changing nothing: a version of 0, a level
   // outside [1, num_levels()], `until` not after the clock's now, or a
   // feature off that the config calls critical.
   absl::Status CheckControl(const Control& control) const {
-    detail::MutexLock lock(&mu_);
-    return CheckControlLocked(control, clock_->Now());
+    return machine_.CheckControl(State(control));
   }
   // Ends the control now (no-op without one); the level follows the
   // override or the signals as after an expiry.
-  void ClearControl();
+  void ClearControl() { machine_.ClearControl(); }
   // Whether this manager has heard of feature `name`: a gate was issued
   // for it or its config names it. Takes the lock.
-  bool KnowsFeature(absl::string_view name) const;
-  // The control in force, if any; evaluates first (see ForcedLevel).
-  std::optional<Control> control() {
-    Evaluate();
-    detail::MutexLock lock(&mu_);
-    return control_;
+  bool KnowsFeature(absl::string_view name) const {
+    return machine_.KnowsFeature(name);
   }
+  // The control in force, if any; evaluates first (see ForcedLevel).
+  std::optional<Control> CurrentControl() {
+    std::optional<detail::levels::ControlState> s = machine_.CurrentControl();
+    if (!s) return std::nullopt;
+    return Control{s->hold.floor, std::move(s->features_off), s->hold.until,
+                   s->version, std::move(s->note)};
+  }
+  // Deprecated: the accessor spelling hides that it evaluates and may call
+  // observers; use CurrentControl(). Same behaviour.
+  std::optional<Control> control() { return CurrentControl(); }
 
   // ---- Observation ----
 
   // Called once per level change, in order, outside the lock.
   void AddObserver(Observer observer) {
-    detail::MutexLock lock(&mu_);
-    observers_.push_back(std::move(observer));
+    machine_.AddObserver(std::move(observer));
   }
 
   // Level changes since construction.
-  uint64_t transitions() const {
-    return transitions_.load(std::memory_order_relaxed);
-  }
+  uint64_t transitions() const { return machine_.transitions(); }
 
   // Total time spent at `level` so far, including the current stay.
   absl::Duration time_at_level(int level) const {
-    detail::MutexLock lock(&mu_);
-    return history_.TimeAt(level, this->level(), clock_->Now());
+    return machine_.time_at_level(level);
   }
 
  private:
-  struct Override {
-    int level;
-    absl::Time until;
-  };
-
-  // For the listeners and, a level change, the observers.
-  using Event = detail::ManagerEvent;
-
   // What the telemetry reads: a member rather than a base class, so the
   // manager itself has no virtual functions.
   // name() and stats() come from OwnerView; the manager adds one flag.
@@ -407,126 +386,22 @@ class DegradationManager {
     bool has_own_log() const override { return owner()->has_own_log_; }
   };
 
-  absl::Status CheckSampleLocked(const std::string& signal, double value) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return detail::levels::CheckSample(compiled_, who_, signal, value);
+  static detail::levels::ControlState State(Control c) {
+    return {{c.level, c.until},
+            std::move(c.features_off),
+            c.version,
+            std::move(c.note)};
   }
-  void RecordLocked(const std::string& signal, double value)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    values_[compiled_.signal_index.find(signal)->second] = value;
-  }
-  void InstallLocked(DegradationConfig config, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EvaluateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ManagerStats Stats() const { return machine_.Stats(); }
 
-  bool DisabledAtLocked(const std::string& feature, int level) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return detail::levels::DisabledAt(compiled_, feature, level) ||
-           ForcedOff(compiled_, control_ ? &*control_ : nullptr, feature);
-  }
-  static bool ForcedOff(const detail::levels::CompiledConfig& compiled,
-                        const Control* control, const std::string& feature) {
-    return control != nullptr && compiled.critical.count(feature) == 0 &&
-           std::find(control->features_off.begin(), control->features_off.end(),
-                     feature) != control->features_off.end();
-  }
-  absl::Status CheckControlLocked(const Control& control, absl::Time now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecomputeGatesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // The analysis does not follow the lock into the lambda, which runs
-    // while it is held: hand it the compiled config by pointer.
-    const detail::levels::CompiledConfig* compiled = &compiled_;
-    const Control* control = control_ ? &*control_ : nullptr;
-    const int l = level();
-    admission_threshold_.store(detail::levels::AdmitThresholdAt(*compiled, l),
-                               std::memory_order_relaxed);
-    gates_.SetAll([compiled, control, l](const std::string& f) {
-      return !detail::levels::DisabledAt(*compiled, f, l) &&
-             !ForcedOff(*compiled, control, f);
-    });
-  }
-  // The control's floor under the level; 0 without one.
-  int FloorLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return control_ && control_->level ? *control_->level : 0;
-  }
-  // The level the holds put the manager at, if they decide it: with an
-  // override, the higher of its level and the floor; without, the floor
-  // when the level is below it; otherwise nullopt (the signals decide).
-  std::optional<int> HeldLevelLocked() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const int floor = FloorLocked();
-    if (override_) return std::max(override_->level, floor);
-    if (level() < floor) return floor;
-    return std::nullopt;
-  }
-  // Moves the level to HeldLevelLocked(), if any and different: a kOverride
-  // change noting the control when the floor is what moved it.
-  void ApplyHoldLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  LevelChange MakeChange(absl::Time now, int to, LevelChangeReason reason) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    LevelChange c;
-    c.time = now;
-    c.manager = name_;
-    c.from = level();
-    c.to = to;
-    c.reason = reason;
-    return c;
-  }
-  // The one place the level moves, whatever moved it.
-  void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  void PushLocked(Event e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    events_.Push(std::move(e));
-  }
-  void LogPollError(const absl::Status& s);
-  void Dispatch();
-  ManagerStats Stats() const;
-
-  // An error of `code` whose message starts with who_.
-  template <typename... Parts>
-  absl::Status Error(absl::StatusCode code, const Parts&... parts) const {
-    return absl::Status(code, absl::StrCat(who_, ": ", parts...));
-  }
-
-  const std::string name_;
-  const std::string who_;  // "degradation manager 'name'", for messages
-  const Clock* const clock_;
   const bool has_own_log_;
-
-  // Read on every gate check and level() call; equal to hysteresis_.level
-  // whenever mu_ is free.
-  std::atomic<int> level_{0};
-  // AdmitThresholdAt(compiled_, level_), republished with every gate
-  // recomputation (level changes and reloads).
-  std::atomic<int> admission_threshold_{kAdmitAllRank};
-  std::atomic<uint64_t> transitions_{0};
-
-  mutable detail::Mutex mu_;
-  std::shared_ptr<const DegradationConfig> config_ ABSL_GUARDED_BY(mu_);
-  detail::levels::CompiledConfig compiled_ ABSL_GUARDED_BY(mu_);
-  // The last value of each signal, by compiled_.signal_index.
-  std::vector<std::optional<double>> values_ ABSL_GUARDED_BY(mu_);
-  detail::levels::HysteresisState hysteresis_ ABSL_GUARDED_BY(mu_);
-  detail::levels::LevelHistory history_ ABSL_GUARDED_BY(mu_);
-  std::optional<Override> override_ ABSL_GUARDED_BY(mu_);
-  std::optional<Control> control_ ABSL_GUARDED_BY(mu_);
-  detail::GateTable gates_ ABSL_GUARDED_BY(mu_);
-  std::vector<Observer> observers_ ABSL_GUARDED_BY(mu_);
-  uint64_t reloads_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t rejected_reloads_ ABSL_GUARDED_BY(mu_) = 0;
-  detail::SerialDispatcher<Event> events_;
-
   const View view_{this};
-  // The manager's own lines (log_sink, or stderr without a telemetry).
-  std::unique_ptr<EventLog> own_log_;
-  std::unique_ptr<ManagerListener> own_lines_;
-  // What the telemetry attached; destroyed after the monitor stops and
-  // before anything its view reads.
-  std::unique_ptr<ManagerListener> listener_;
+  // The lock, the state under it and the events: destroyed (its telemetry
+  // detached first) after the monitor stops and before the view goes.
+  detail::levels::LevelMachine machine_;
   // The sources and the monitor thread polling them. Last, so that it stops
   // before anything its polls touch is destroyed.
-  detail::SourceMonitor monitor_{"degradation manager", name_};
+  detail::SourceMonitor monitor_{"degradation manager", machine_.name()};
 };
 
 // When(manager, k, f, fallback)
@@ -551,10 +426,5 @@ auto When(const DegradationManager& manager, int k, F f) {
 }
 
 DEGRADE_NAMESPACE_END
-
-// ---- Implementation details ----
-// The out-of-line member definitions, apart so that this header reads as
-// the manager's contract.
-#include "degrade/detail/levels/degradation_manager_inl.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_DEGRADATION_MANAGER_HPP_

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -156,6 +157,22 @@ TEST(LevelCompilerTest, CheckSampleNamesTheSignalAndTheRule) {
   EXPECT_EQ(nan.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(nan.message(), HasSubstr("signal 'queue'"));
   EXPECT_THAT(nan.message(), HasSubstr("values must be finite"));
+}
+
+TEST(LevelCompilerTest, RecordSamplesAllOrNothingOrEachValidOne) {
+  const CompiledConfig c = Compile(Config());
+  ASSERT_THAT(c.signal_names, ElementsAre("gpu", "queue"));
+  const std::vector<std::pair<std::string, double>> mixed = {
+      {"gpu", 75.0}, {"disk", 1.0}, {"queue", std::nan("")}, {"queue", 9.0}};
+  std::vector<std::optional<double>> values(2);
+  const absl::Status all = RecordSamples(c, "m", mixed, true, values);
+  EXPECT_THAT(all.message(), HasSubstr("unknown signal 'disk'"));
+  EXPECT_THAT(values, ElementsAre(std::nullopt, std::nullopt));
+  const absl::Status each = RecordSamples(c, "m", mixed, false, values);
+  EXPECT_THAT(each.message(), HasSubstr("unknown signal 'disk'"));  // first
+  EXPECT_THAT(values, ElementsAre(75.0, 9.0));
+  EXPECT_TRUE(RecordSamples(c, "m", {{"gpu", 1.0}}, true, values).ok());
+  EXPECT_THAT(values, ElementsAre(1.0, 9.0));
 }
 
 TEST(LevelCompilerTest, CarryOverKeepsValuesBySignalName) {

@@ -93,6 +93,21 @@ TEST(LevelHistoryTest, AClockSteppedBackNeverGivesNegativeTime) {
   }
 }
 
+TEST(LevelHistoryTest, ReportFillsTheStatsUpToTheHigherOfLevelAndLevels) {
+  LevelHistory h(At(0));
+  h.Record(0, 3, At(10));
+  ManagerStats st;
+  st.level = 3;
+  st.num_levels = 2;  // a reload shrank the config; the level not yet
+  h.Report(At(15), st);
+  EXPECT_EQ(st.transitions.size(), 1u);
+  ASSERT_EQ(st.time_at_level.size(), 4u);
+  EXPECT_EQ(st.time_at_level[0], absl::Seconds(10));
+  EXPECT_EQ(st.time_at_level[3], absl::Seconds(5));
+  ASSERT_EQ(st.at_or_above_since.size(), 3u);
+  EXPECT_EQ(st.at_or_above_since[2], At(10));
+}
+
 }  // namespace
 }  // namespace levels
 }  // namespace detail

@@ -95,6 +95,15 @@ int AdmitThresholdAt(const CompiledConfig& c, int level);
 absl::Status CheckSample(const CompiledConfig& c, absl::string_view who,
                          const std::string& signal, double value);
 
+// Records `samples` in `values` (indexed by c's signals) and returns the
+// first CheckSample error. With `all_or_nothing` an error records none of
+// them (one Observe call is one request); without, each valid one is
+// recorded (a poll's sources fail one by one).
+absl::Status RecordSamples(
+    const CompiledConfig& c, absl::string_view who,
+    const std::vector<std::pair<std::string, double>>& samples,
+    bool all_or_nothing, std::vector<std::optional<double>>& values);
+
 // The values of `to`'s signals, carried over by name from `values` (indexed
 // by `from`'s signals); signals new in `to` have none.
 std::vector<std::optional<double>> CarryOver(
@@ -178,6 +187,30 @@ inline absl::Status CheckSample(const CompiledConfig& c, absl::string_view who,
         ExactNumber(value), ": values must be finite"));
   }
   return absl::OkStatus();
+}
+
+inline absl::Status RecordSamples(
+    const CompiledConfig& c, absl::string_view who,
+    const std::vector<std::pair<std::string, double>>& samples,
+    bool all_or_nothing, std::vector<std::optional<double>>& values) {
+  const auto record = [&c, &values](const std::string& signal, double v) {
+    values[c.signal_index.find(signal)->second] = v;
+  };
+  absl::Status first;
+  for (const auto& [signal, value] : samples) {
+    absl::Status s = CheckSample(c, who, signal, value);
+    if (s.ok()) {
+      if (!all_or_nothing) record(signal, value);
+    } else if (all_or_nothing) {
+      return s;
+    } else if (first.ok()) {
+      first = std::move(s);
+    }
+  }
+  if (all_or_nothing) {
+    for (const auto& [signal, value] : samples) record(signal, value);
+  }
+  return first;
 }
 
 inline std::vector<std::optional<double>> CarryOver(

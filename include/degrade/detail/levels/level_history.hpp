@@ -16,6 +16,7 @@
 #ifndef DEGRADE_DETAIL_LEVELS_LEVEL_HISTORY_HPP_
 #define DEGRADE_DETAIL_LEVELS_LEVEL_HISTORY_HPP_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "absl/time/time.h"
 #include "degrade/degradation_config.hpp"
 #include "degrade/detail/saturating.hpp"
+#include "degrade/manager_listener.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -71,6 +73,19 @@ class LevelHistory {
   // (from, to) -> how many times, for the pairs that happened.
   const std::map<std::pair<int, int>, uint64_t>& transitions() const {
     return transitions_;
+  }
+
+  // The history's part of a manager's stats at `now`, the level being
+  // `st.level` out of `st.num_levels`: transitions, time at every level up
+  // to the higher of the two, and the start of each level's episode.
+  void Report(absl::Time now, ManagerStats& st) const {
+    st.transitions.assign(transitions_.begin(), transitions_.end());
+    for (int k = 0; k <= std::max(st.num_levels, st.level); ++k) {
+      st.time_at_level.push_back(TimeAt(k, st.level, now));
+    }
+    for (int k = 1; k <= st.level; ++k) {
+      st.at_or_above_since.push_back(AtOrAboveSince(k));
+    }
   }
 
  private:

@@ -23,7 +23,7 @@
 #include "support/process_defaults.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(FleetStatsTest, DefaultsSayNothingHappened) {
   const FleetControlStats f;

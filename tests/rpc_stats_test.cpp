@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(RpcStatsTest, DefaultsAreZero) {
   const GrpcClientStats c;

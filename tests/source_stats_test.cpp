@@ -24,7 +24,7 @@
 #include "support/temp_files.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 TEST(SourceStatsTest, DefaultsSayNothingYet) {
   const GpuSourceStats g;

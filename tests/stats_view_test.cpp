@@ -14,6 +14,7 @@
 #include <string>
 #include <type_traits>
 
+#include "absl/strings/match.h"
 #include "degrade/hedge_stats.hpp"
 #include "degrade/hot_list_stats.hpp"
 #include "degrade/manager_listener.hpp"
@@ -43,6 +44,10 @@ static_assert(!std::is_destructible_v<ManagerView>);
 static_assert(std::has_virtual_destructor_v<TelemetryAttachment>);
 
 struct CounterStats {
+  uint64_t hits = 0;
+};
+
+struct OtherStats {
   uint64_t hits = 0;
 };
 
@@ -122,10 +127,6 @@ TEST(StatsViewTest, AnAttachmentIsDestroyedThroughItsBase) {
   EXPECT_TRUE(destroyed);
 }
 
-struct OtherStats {
-  uint64_t hits = 0;
-};
-
 TEST(StatsViewTest, AComponentViewNarrowsToItsOwnStatsTypeOnly) {
   Counter c("front");
   c.Hit();
@@ -138,6 +139,28 @@ TEST(StatsViewTest, AComponentViewNarrowsToItsOwnStatsTypeOnly) {
   EXPECT_EQ(any.As<OtherStats>(), nullptr);
   EXPECT_EQ(any.As<HedgeStats>(), nullptr);
   EXPECT_EQ(any.name(), "front");
+}
+
+// Shared objects built with -fvisibility=hidden each have their own copy of
+// StatsKey<S>(): its text must still match, except for types with internal
+// linkage, which two files may spell alike.
+TEST(StatsViewTest, StatsKeysMatchByTextAcrossCopiesExceptInternalTypes) {
+  const char* key = detail::StatsKey<HedgeStats>();
+  EXPECT_EQ(key, detail::StatsKey<HedgeStats>());
+  const std::string copy = key;  // as another shared object's copy would be
+  EXPECT_TRUE(detail::SameStatsKey(key, copy.c_str()));
+  EXPECT_FALSE(detail::SameStatsKey(key, detail::StatsKey<QueueStats>()));
+  const char* internal = detail::StatsKey<OtherStats>();
+  const std::string internal_copy = internal;
+  EXPECT_TRUE(detail::SameStatsKey(internal, internal));
+  // OtherStats is in this file's own namespace: anonymous outside a unity
+  // build, where it is matched by address only.
+  if (absl::StrContains(internal, "anonymous")) {
+    EXPECT_FALSE(detail::SameStatsKey(internal, internal_copy.c_str()));
+  }
+  struct Local {};
+  const std::string local = detail::StatsKey<Local>();
+  EXPECT_FALSE(detail::SameStatsKey(detail::StatsKey<Local>(), local.c_str()));
 }
 
 // A telemetry that knows one stats type, as a service's own bridge would.

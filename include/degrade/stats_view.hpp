@@ -52,6 +52,9 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -72,14 +75,31 @@ class StatsView;
 
 namespace detail {
 
-// One address per stats type: what `ComponentView::As` compares, so that a
-// telemetry can tell views apart without RTTI (services build with
-// -fno-rtti too). A function-local static of an inline template is one
-// object across translation units and shared objects.
+// What `ComponentView::As` compares to tell stats types apart without RTTI
+// (services build with -fno-rtti too): the compiler's own spelling of this
+// function, which names `S`. Not the address of a static per type: a
+// service built with -fvisibility=hidden has one copy of every inline
+// static per shared object, so a component made in one and a registry in
+// another would never match. Within one shared object the pointers are
+// equal (one instantiation), and the text is compared only across them. A
+// type with internal linkage (an anonymous namespace, a local class) is
+// never matched by text: two such types may be spelled alike in two files.
 template <class S>
-const void* StatsKey() {
-  static const char key = 0;
-  return &key;
+const char* StatsKey() {
+#if defined(_MSC_VER) && !defined(__clang__)
+  return __FUNCSIG__;
+#else
+  return __PRETTY_FUNCTION__;
+#endif
+}
+
+inline bool SameStatsKey(const char* a, const char* b) {
+  if (a == b) return true;
+  const absl::string_view x(a);
+  if (x != absl::string_view(b)) return false;
+  // GCC spells it "{anonymous}", Clang and MSVC "anonymous namespace"; a
+  // local class is "f()::Local".
+  return !absl::StrContains(x, "anonymous") && !absl::StrContains(x, ")::");
 }
 
 }  // namespace detail
@@ -103,7 +123,9 @@ class ComponentView {
   // type.
   template <class S>
   const StatsView<S>* As() const {
-    if (stats_key() != detail::StatsKey<S>()) return nullptr;
+    if (!detail::SameStatsKey(stats_key(), detail::StatsKey<S>())) {
+      return nullptr;
+    }
     return static_cast<const StatsView<S>*>(this);
   }
 
@@ -114,7 +136,7 @@ class ComponentView {
   template <class>
   friend class StatsView;
   ComponentView() = default;
-  virtual const void* stats_key() const = 0;
+  virtual const char* stats_key() const = 0;
 };
 
 // StatsView<S>
@@ -140,7 +162,7 @@ class StatsView : public ComponentView {
   ~StatsView() = default;
 
  private:
-  const void* stats_key() const final { return detail::StatsKey<S>(); }
+  const char* stats_key() const final { return detail::StatsKey<S>(); }
 };
 
 namespace detail {

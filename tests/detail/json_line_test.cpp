@@ -19,7 +19,7 @@
 
 namespace degrade {
 namespace detail {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 const absl::Time kT = absl::FromUnixMillis(1764921065991);  // 2025-12-05
 

@@ -24,7 +24,7 @@
 namespace degrade {
 namespace detail {
 namespace levels {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 constexpr absl::Duration kNs = absl::Nanoseconds(1);
 const absl::Time kT = absl::FromUnixSeconds(1700000000);

@@ -28,7 +28,7 @@
 namespace degrade {
 namespace detail {
 namespace levels {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 class StubView final : public ManagerView {
  public:

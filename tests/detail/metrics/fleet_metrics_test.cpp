@@ -28,7 +28,7 @@
 #include "support/temp_files.hpp"
 
 namespace degrade {
-namespace {
+namespace DEGRADE_TEST_UNIT {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;

@@ -628,7 +628,16 @@ INSTANTIATE_TEST_SUITE_P(
                   R"({"error":{"grpc_code":1,"http_code":408,"message":"grpc: the client connection is closing"}})",
                   absl::StatusCode::kUnavailable, "connection is closing"},
         BadStream{"WatchNeverCreated", kEmptyRange, "",
-                  absl::StatusCode::kInternal, "before the watch was created"}),
+                  absl::StatusCode::kInternal, "before the watch was created"},
+        // A gateway forging the store revision: the watch would start at
+        // revision + 1, past int64 (undefined; in practice a negative
+        // start_revision), or before the first revision.
+        BadStream{"RangeRevisionMax",
+                  R"({"header":{"revision":"9223372036854775807"}})", "",
+                  absl::StatusCode::kDataLoss,
+                  "header.revision = 9223372036854775807"},
+        BadStream{"RangeRevisionNegative", R"({"header":{"revision":"-5"}})",
+                  "", absl::StatusCode::kDataLoss, "header.revision = -5"}),
     [](const ::testing::TestParamInfo<BadStream>& i) { return i.param.name; });
 
 // ---- Gateways whose every stream ends at once without an event ----

@@ -80,6 +80,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -368,6 +369,13 @@ inline void EtcdPrefixWatcher::Run() {
     }
     absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
     if (stopping()) break;
+    if (r.ok() && (r->revision < 0 ||
+                   r->revision == std::numeric_limits<int64_t>::max())) {
+      // Nonsense from the gateway: the watch starts at revision + 1.
+      r = absl::DataLossError(
+          absl::StrCat(Where(), ": Range: header.revision = ", r->revision,
+                       ": not a revision a watch can follow"));
+    }
     if (!r.ok()) {
       Failure(r.status());
       failures = std::min(failures + 1, 62);

@@ -694,6 +694,36 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
   EXPECT_EQ(w.stats().outages, 1u);
 }
 
+// A gateway that replays an old event on every watch stream (a proxy
+// serving a stale buffer): the key's value must not roll back to it, nor
+// flap between the snapshot's value and the replayed one at each resync.
+TEST(EtcdWatcherLyingGatewayTest,
+     AnEventOlderThanTheDeliveredValueIsNotDelivered) {
+  FakeGateway fake;
+  // /cfg/a = "new" at revision 10; the stream replays /cfg/a = "old" at 5,
+  // then deletes it at 7.
+  fake.Reply(
+      "/v3/kv/range", 200,
+      R"({"header":{"revision":"10"},"kvs":[{"key":"L2NmZy9h","value":"bmV3","mod_revision":"10"}]})");
+  fake.Reply(
+      "/v3/watch", 200,
+      R"({"result":{"created":true}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy9h","value":"b2xk","mod_revision":"5"}}]}})"
+      R"({"result":{"events":[{"type":"DELETE","kv":{"key":"L2NmZy9h","mod_revision":"7"}}]}})");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(5);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(fake.WaitForCount("/v3/watch", 4));
+  w.Stop();
+  EXPECT_EQ(rec.events(), std::vector<std::string>{"put /cfg/a=new"});
+  EXPECT_EQ(rec.view(),
+            (std::map<std::string, std::string>{{"/cfg/a", "new"}}));
+  EXPECT_EQ(w.stats().last_revision, 10);
+}
+
 // A gateway that creates every watch and fails it at once with
 // UNAVAILABLE: one outage, one status, not an UNAVAILABLE / OK pair per
 // retry.

@@ -26,7 +26,9 @@
 //   * Read, then watch from the next revision. A Range of the prefix at
 //     store revision R delivers every key as on_put; the watch then starts
 //     at R + 1, so a change made between the read and the watch is never
-//     missed. Events are delivered in revision order.
+//     missed. Events are delivered in revision order; a stream event
+//     older than the revision its key was delivered (or refused) at is a
+//     replay and is dropped, so a key never rolls back.
 //   * Reconnect with backoff. When the stream ends or fails, the watcher
 //     waits a full-jitter backoff (uniform in [0, min(max, initial * 2^n)])
 //     and reads the prefix again: on_put for each key whose mod_revision
@@ -217,6 +219,14 @@ class EtcdPrefixWatcher {
                      absl::Status* status);
   void Put(const std::string& key, const std::string& value, int64_t rev);
   void Erase(const std::string& key, int64_t revision);
+  // Whether a stream event at `rev` is older than what `key` last had
+  // (delivered or refused): a replay, never a change, in one cluster.
+  bool OlderThanKnown(const std::string& key, int64_t rev) const {
+    const auto d = delivered_.find(key);
+    if (d != delivered_.end() && rev < d->second.rev) return true;
+    const auto r = refused_.find(key);
+    return r != refused_.end() && rev < r->second;
+  }
   void Failure(const absl::Status& s);
   void Recovered();
   void Report(const absl::Status& s);

@@ -136,6 +136,9 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
     ++stream_events_;
     seen_revision_ = std::max(seen_revision_, ev.mod_revision);
     PublishRevision();
+    if (OlderThanKnown(ev.key, ev.mod_revision)) {
+      continue;  // a replay: delivering it would roll the key back
+    }
     if (ev.is_delete) {
       Erase(ev.key, ev.mod_revision);
     } else if (auto it = delivered_.find(ev.key);

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -27,6 +28,7 @@
 #include "degrade/control_watcher.hpp"
 #include "degrade/fleet_control.hpp"
 #include "degrade/metrics_registry.hpp"
+#include "degrade/telemetry.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/temp_files.hpp"
@@ -35,6 +37,7 @@ namespace degrade {
 namespace DEGRADE_TEST_UNIT {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string AttackDoc(uint64_t version, absl::Time expires) {
   return absl::StrCat(
@@ -204,6 +207,50 @@ TEST(AttackFleetTest, ASinkThatThrowsLosesOnlyItsLine) {
   // The last line says how many refusals were not written.
   EXPECT_TRUE(nlohmann::json::parse(lines.back()).contains("suppressed"))
       << lines.back();
+}
+
+// A telemetry that reads the view and scrapes the registry it forwards to
+// from inside AttachComponent, or that throws.
+class ReenteringTelemetry : public Telemetry {
+ public:
+  explicit ReenteringTelemetry(MetricsRegistry* registry, bool fail)
+      : registry_(registry), fail_(fail) {}
+  std::unique_ptr<TelemetryAttachment> AttachComponent(
+      const ComponentView& view) override {
+    if (fail_) throw std::runtime_error("attach failed");
+    if (const FleetControlView* f = view.As<FleetControlStats>()) {
+      seen_version = f->stats().version;
+    }
+    scraped = registry_->RenderPrometheus();
+    return registry_->AttachComponent(view);
+  }
+  uint64_t seen_version = 99;
+  std::string scraped;
+
+ private:
+  MetricsRegistry* const registry_;
+  const bool fail_;
+};
+
+TEST(AttackFleetTest, ATelemetryThatReentersOrThrowsWhileAttaching) {
+  MetricsRegistry registry;
+  ReenteringTelemetry reentering(&registry, /*fail=*/false);
+  ReenteringTelemetry throwing(&registry, /*fail=*/true);
+  FleetControl::Options o;
+  o.log_sink = [](absl::string_view) {};
+  o.name = "reentered";
+  o.metrics = &reentering;
+  FleetControl a(o);
+  EXPECT_EQ(reentering.seen_version, 0u);
+  o.name = "thrown";
+  o.metrics = &throwing;
+  FleetControl b(o);  // built unobserved
+  EXPECT_FALSE(b.Apply("{", "t").ok());
+  EXPECT_EQ(b.stats().refused_malformed, 1u);
+  const std::string prom = registry.RenderPrometheus();
+  EXPECT_THAT(prom,
+              HasSubstr(R"(degrade_fleet_version{fleet_control="reentered"})"));
+  EXPECT_THAT(prom, Not(HasSubstr(R"(fleet_control="thrown")")));
 }
 
 }  // namespace DEGRADE_TEST_UNIT

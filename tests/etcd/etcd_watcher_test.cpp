@@ -640,7 +640,14 @@ INSTANTIATE_TEST_SUITE_P(
                   absl::StatusCode::kDataLoss,
                   "header.revision = 9223372036854775807"},
         BadStream{"RangeRevisionNegative", R"({"header":{"revision":"-5"}})",
-                  "", absl::StatusCode::kDataLoss, "header.revision = -5"}),
+                  "", absl::StatusCode::kDataLoss, "header.revision = -5"},
+        // A key changed after the read it came in: a later event for it
+        // would look like a replay.
+        BadStream{
+            "RangeModRevisionAhead",
+            R"({"header":{"revision":"10"},"kvs":[{"key":"L2NmZy9h","value":"bmV3","mod_revision":"9223372036854775807"}]})",
+            "", absl::StatusCode::kDataLoss,
+            "kvs[0].mod_revision = 9223372036854775807"}),
     [](const ::testing::TestParamInfo<BadStream>& i) { return i.param.name; });
 
 // ---- Gateways whose every stream ends at once without an event ----

@@ -219,6 +219,8 @@ class EtcdPrefixWatcher {
                      absl::Status* status);
   void Put(const std::string& key, const std::string& value, int64_t rev);
   void Erase(const std::string& key, int64_t revision);
+  // DATA_LOSS for a read no etcd gives: revisions out of range.
+  absl::Status CheckRange(const RangeResult& r) const;
   // Whether a stream event at `rev` is older than what `key` last had
   // (delivered or refused): a replay, never a change, in one cluster.
   bool OlderThanKnown(const std::string& key, int64_t rev) const {
@@ -379,12 +381,8 @@ inline void EtcdPrefixWatcher::Run() {
     }
     absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
     if (stopping()) break;
-    if (r.ok() && (r->revision < 0 ||
-                   r->revision == std::numeric_limits<int64_t>::max())) {
-      // Nonsense from the gateway: the watch starts at revision + 1.
-      r = absl::DataLossError(
-          absl::StrCat(Where(), ": Range: header.revision = ", r->revision,
-                       ": not a revision a watch can follow"));
+    if (r.ok()) {
+      if (absl::Status bad = CheckRange(*r); !bad.ok()) r = std::move(bad);
     }
     if (!r.ok()) {
       Failure(r.status());
@@ -457,6 +455,26 @@ inline bool EtcdPrefixWatcher::CountEmptyEnd(StreamEnd end, bool quick) {
   if (!stream_created_ && end != StreamEnd::kCompacted) return false;
   empty_ends_ = stream_events_ == 0 && quick ? empty_ends_ + 1 : 0;
   return empty_ends_ >= kEmptyEndsAnOutage;
+}
+
+inline absl::Status EtcdPrefixWatcher::CheckRange(const RangeResult& r) const {
+  // The watch starts at revision + 1.
+  if (r.revision < 0 || r.revision == std::numeric_limits<int64_t>::max()) {
+    return absl::DataLossError(
+        absl::StrCat(Where(), ": Range: header.revision = ", r.revision,
+                     ": not a revision a watch can follow"));
+  }
+  // A key changed after the read it is part of: a later event for it would
+  // look older than it, and be dropped as a replay.
+  for (std::size_t i = 0; i < r.kvs.size(); ++i) {
+    const int64_t rev = r.kvs[i].mod_revision;
+    if (rev < 0 || rev > r.revision) {
+      return absl::DataLossError(
+          absl::StrCat(Where(), ": Range: kvs[", i, "].mod_revision = ", rev,
+                       ": not within the read's header.revision ", r.revision));
+    }
+  }
+  return absl::OkStatus();
 }
 
 inline void EtcdPrefixWatcher::NoticeCluster(const RangeResult& r) {

@@ -731,6 +731,31 @@ TEST(EtcdWatcherLyingGatewayTest,
   EXPECT_EQ(w.stats().last_revision, 10);
 }
 
+// The same replay of a key the read did not have (deleted before it): it
+// must not come back.
+TEST(EtcdWatcherLyingGatewayTest,
+     AnEventFromBeforeTheWatchStartIsNotDelivered) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, kEmptyRange);  // revision 7, no keys
+  fake.Reply(
+      "/v3/watch", 200,
+      R"({"result":{"created":true}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy9h","value":"b2xk","mod_revision":"3"}}]}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy9i","value":"bmV3","mod_revision":"8"}}]}})");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(5);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForEvents(1));
+  w.Stop();
+  const std::vector<std::string> events = rec.events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0], "put /cfg/b=new");
+  EXPECT_EQ(rec.view().count("/cfg/a"), 0u);
+}
+
 // A gateway that creates every watch and fails it at once with
 // UNAVAILABLE: one outage, one status, not an UNAVAILABLE / OK pair per
 // retry.

@@ -27,8 +27,9 @@
 //     store revision R delivers every key as on_put; the watch then starts
 //     at R + 1, so a change made between the read and the watch is never
 //     missed. Events are delivered in revision order; a stream event
-//     older than the revision its key was delivered (or refused) at is a
-//     replay and is dropped, so a key never rolls back.
+//     from before the watch's start, or older than the revision its key
+//     was delivered (or refused) at, is a replay and is dropped, so a key
+//     never rolls back nor comes back.
 //   * Reconnect with backoff. When the stream ends or fails, the watcher
 //     waits a full-jitter backoff (uniform in [0, min(max, initial * 2^n)])
 //     and reads the prefix again: on_put for each key whose mod_revision
@@ -268,6 +269,7 @@ class EtcdPrefixWatcher {
   int empty_ends_ = 0;           // quick empty stream ends in a row
   uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
   int64_t seen_revision_ = 0;    // the highest revision seen
+  int64_t watch_start_ = 0;      // the start_revision of the last watch
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
       events_{0}, refused_count_{0}, callback_errors_{0}, outages_{0};

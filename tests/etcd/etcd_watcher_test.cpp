@@ -613,22 +613,41 @@ INSTANTIATE_TEST_SUITE_P(
         BadStream{"WatchTruncated", kEmptyRange,
                   R"({"result":{"created":true}}{"result":{"events":[)",
                   absl::StatusCode::kInternal, "truncated"},
-        BadStream{"WatchBadBase64", kEmptyRange,
-                  R"({"result":{"created":true}}{"result":{"events":[{"kv":{"key":"@@"}}]}})",
-                  absl::StatusCode::kDataLoss, "events[0].kv.key"},
-        BadStream{"WatchBadType", kEmptyRange,
-                  R"({"result":{"created":true}}{"result":{"events":[{"type":"X","kv":{"key":"YQ=="}}]}})",
-                  absl::StatusCode::kInternal, "events[0].type"},
+        BadStream{
+            "WatchBadBase64", kEmptyRange,
+            R"({"result":{"created":true}}{"result":{"events":[{"kv":{"key":"@@"}}]}})",
+            absl::StatusCode::kDataLoss, "events[0].kv.key"},
+        BadStream{
+            "WatchBadType", kEmptyRange,
+            R"({"result":{"created":true}}{"result":{"events":[{"type":"X","kv":{"key":"YQ=="}}]}})",
+            absl::StatusCode::kInternal, "events[0].type"},
         BadStream{"WatchNoResult", kEmptyRange, R"({"nothing":1})",
                   absl::StatusCode::kInternal, "without a result"},
         BadStream{"WatchErrorMessage", kEmptyRange,
                   R"({"error":{"code":14,"message":"going away"}})",
                   absl::StatusCode::kUnavailable, "going away"},
-        BadStream{"WatchGrpcCodeCancelled", kEmptyRange,
-                  R"({"error":{"grpc_code":1,"http_code":408,"message":"grpc: the client connection is closing"}})",
-                  absl::StatusCode::kUnavailable, "connection is closing"},
+        BadStream{
+            "WatchGrpcCodeCancelled", kEmptyRange,
+            R"({"error":{"grpc_code":1,"http_code":408,"message":"grpc: the client connection is closing"}})",
+            absl::StatusCode::kUnavailable, "connection is closing"},
         BadStream{"WatchNeverCreated", kEmptyRange, "",
-                  absl::StatusCode::kInternal, "before the watch was created"}),
+                  absl::StatusCode::kInternal, "before the watch was created"},
+        // A gateway forging the store revision: the watch would start at
+        // revision + 1, past int64 (undefined; in practice a negative
+        // start_revision), or before the first revision.
+        BadStream{"RangeRevisionMax",
+                  R"({"header":{"revision":"9223372036854775807"}})", "",
+                  absl::StatusCode::kDataLoss,
+                  "header.revision = 9223372036854775807"},
+        BadStream{"RangeRevisionNegative", R"({"header":{"revision":"-5"}})",
+                  "", absl::StatusCode::kDataLoss, "header.revision = -5"},
+        // A key changed after the read it came in: a later event for it
+        // would look like a replay.
+        BadStream{
+            "RangeModRevisionAhead",
+            R"({"header":{"revision":"10"},"kvs":[{"key":"L2NmZy9h","value":"bmV3","mod_revision":"9223372036854775807"}]})",
+            "", absl::StatusCode::kDataLoss,
+            "kvs[0].mod_revision = 9223372036854775807"}),
     [](const ::testing::TestParamInfo<BadStream>& i) { return i.param.name; });
 
 // ---- Gateways whose every stream ends at once without an event ----
@@ -680,6 +699,61 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
   // Still the one outage (the gateway's streams end after their event, so
   // the state and revision move on: not asserted here).
   EXPECT_EQ(w.stats().outages, 1u);
+}
+
+// A gateway that replays an old event on every watch stream (a proxy
+// serving a stale buffer): the key's value must not roll back to it, nor
+// flap between the snapshot's value and the replayed one at each resync.
+TEST(EtcdWatcherLyingGatewayTest,
+     AnEventOlderThanTheDeliveredValueIsNotDelivered) {
+  FakeGateway fake;
+  // /cfg/a = "new" at revision 10; the stream replays /cfg/a = "old" at 5,
+  // then deletes it at 7.
+  fake.Reply(
+      "/v3/kv/range", 200,
+      R"({"header":{"revision":"10"},"kvs":[{"key":"L2NmZy9h","value":"bmV3","mod_revision":"10"}]})");
+  fake.Reply(
+      "/v3/watch", 200,
+      R"({"result":{"created":true}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy9h","value":"b2xk","mod_revision":"5"}}]}})"
+      R"({"result":{"events":[{"type":"DELETE","kv":{"key":"L2NmZy9h","mod_revision":"7"}}]}})");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(5);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(fake.WaitForCount("/v3/watch", 4));
+  w.Stop();
+  EXPECT_EQ(rec.events(), std::vector<std::string>{"put /cfg/a=new"});
+  EXPECT_EQ(rec.view(),
+            (std::map<std::string, std::string>{{"/cfg/a", "new"}}));
+  EXPECT_EQ(w.stats().last_revision, 10);
+}
+
+// The same replay of a key the read did not have (deleted before it): it
+// must not come back.
+TEST(EtcdWatcherLyingGatewayTest,
+     AnEventFromBeforeTheWatchStartIsNotDelivered) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, kEmptyRange);  // revision 7, no keys
+  fake.Reply(
+      "/v3/watch", 200,
+      R"({"result":{"created":true}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy9h","value":"b2xk","mod_revision":"3"}}]}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy9i","value":"bmV3","mod_revision":"8"}}]}})");
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(5);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForEvents(1));
+  w.Stop();
+  const std::vector<std::string> events = rec.events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0], "put /cfg/b=new");
+  EXPECT_EQ(rec.view().count("/cfg/a"), 0u);
 }
 
 // A gateway that creates every watch and fails it at once with

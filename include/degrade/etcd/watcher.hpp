@@ -26,7 +26,10 @@
 //   * Read, then watch from the next revision. A Range of the prefix at
 //     store revision R delivers every key as on_put; the watch then starts
 //     at R + 1, so a change made between the read and the watch is never
-//     missed. Events are delivered in revision order.
+//     missed. Events are delivered in revision order; a stream event
+//     from before the watch's start, or older than the revision its key
+//     was delivered (or refused) at, is a replay and is dropped, so a key
+//     never rolls back nor comes back.
 //   * Reconnect with backoff. When the stream ends or fails, the watcher
 //     waits a full-jitter backoff (uniform in [0, min(max, initial * 2^n)])
 //     and reads the prefix again: on_put for each key whose mod_revision
@@ -80,6 +83,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -216,6 +220,16 @@ class EtcdPrefixWatcher {
                      absl::Status* status);
   void Put(const std::string& key, const std::string& value, int64_t rev);
   void Erase(const std::string& key, int64_t revision);
+  // DATA_LOSS for a read no etcd gives: revisions out of range.
+  absl::Status CheckRange(const RangeResult& r) const;
+  // Whether a stream event at `rev` is older than what `key` last had
+  // (delivered or refused): a replay, never a change, in one cluster.
+  bool OlderThanKnown(const std::string& key, int64_t rev) const {
+    const auto d = delivered_.find(key);
+    if (d != delivered_.end() && rev < d->second.rev) return true;
+    const auto r = refused_.find(key);
+    return r != refused_.end() && rev < r->second;
+  }
   void Failure(const absl::Status& s);
   void Recovered();
   void Report(const absl::Status& s);
@@ -255,6 +269,7 @@ class EtcdPrefixWatcher {
   int empty_ends_ = 0;           // quick empty stream ends in a row
   uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
   int64_t seen_revision_ = 0;    // the highest revision seen
+  int64_t watch_start_ = 0;      // the start_revision of the last watch
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
       events_{0}, refused_count_{0}, callback_errors_{0}, outages_{0};
@@ -368,6 +383,9 @@ inline void EtcdPrefixWatcher::Run() {
     }
     absl::StatusOr<RangeResult> r = client_.Range(options_.prefix);
     if (stopping()) break;
+    if (r.ok()) {
+      if (absl::Status bad = CheckRange(*r); !bad.ok()) r = std::move(bad);
+    }
     if (!r.ok()) {
       Failure(r.status());
       failures = std::min(failures + 1, 62);
@@ -439,6 +457,26 @@ inline bool EtcdPrefixWatcher::CountEmptyEnd(StreamEnd end, bool quick) {
   if (!stream_created_ && end != StreamEnd::kCompacted) return false;
   empty_ends_ = stream_events_ == 0 && quick ? empty_ends_ + 1 : 0;
   return empty_ends_ >= kEmptyEndsAnOutage;
+}
+
+inline absl::Status EtcdPrefixWatcher::CheckRange(const RangeResult& r) const {
+  // The watch starts at revision + 1.
+  if (r.revision < 0 || r.revision == std::numeric_limits<int64_t>::max()) {
+    return absl::DataLossError(
+        absl::StrCat(Where(), ": Range: header.revision = ", r.revision,
+                     ": not a revision a watch can follow"));
+  }
+  // A key changed after the read it is part of: a later event for it would
+  // look older than it, and be dropped as a replay.
+  for (std::size_t i = 0; i < r.kvs.size(); ++i) {
+    const int64_t rev = r.kvs[i].mod_revision;
+    if (rev < 0 || rev > r.revision) {
+      return absl::DataLossError(
+          absl::StrCat(Where(), ": Range: kvs[", i, "].mod_revision = ", rev,
+                       ": not within the read's header.revision ", r.revision));
+    }
+  }
+  return absl::OkStatus();
 }
 
 inline void EtcdPrefixWatcher::NoticeCluster(const RangeResult& r) {

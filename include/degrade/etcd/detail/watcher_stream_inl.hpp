@@ -36,6 +36,7 @@ namespace etcd {
 inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     int64_t start_revision, absl::Status* status) {
   const std::string where = Where();
+  watch_start_ = start_revision;
   std::string host;
   int port = 0;
   (void)detail::etcd::SplitEndpoint(options_.endpoint, &host, &port);
@@ -136,6 +137,12 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
     ++stream_events_;
     seen_revision_ = std::max(seen_revision_, ev.mod_revision);
     PublishRevision();
+    if (ev.mod_revision < watch_start_ ||
+        OlderThanKnown(ev.key, ev.mod_revision)) {
+      // A replay: delivering it would roll the key back, or bring back a
+      // key deleted before the read.
+      continue;
+    }
     if (ev.is_delete) {
       Erase(ev.key, ev.mod_revision);
     } else if (auto it = delivered_.find(ev.key);

@@ -50,6 +50,7 @@
 #ifndef DEGRADE_STATS_VIEW_HPP_
 #define DEGRADE_STATS_VIEW_HPP_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -97,9 +98,18 @@ inline bool SameStatsKey(const char* a, const char* b) {
   if (a == b) return true;
   const absl::string_view x(a);
   if (x != absl::string_view(b)) return false;
-  // GCC spells it "{anonymous}", Clang and MSVC "anonymous namespace"; a
-  // local class is "f()::Local".
-  return !absl::StrContains(x, "anonymous") && !absl::StrContains(x, ")::");
+  // GCC: "... [with S = ns::T]", Clang: "... [S = ns::T]". Another
+  // spelling is matched by address only.
+  const std::size_t at = x.find("S = ");
+  if (at == absl::string_view::npos) return false;
+  const absl::string_view type = x.substr(at + 4);
+  // Only a type named with its namespace: Clang spells a local class by its
+  // bare name. Never one with internal linkage: GCC writes "{anonymous}",
+  // Clang "(anonymous namespace)", and a local class "f()::Local".
+  return absl::StrContains(type, "::") &&
+         !absl::StrContains(type, "{anonymous}") &&
+         !absl::StrContains(type, "anonymous namespace") &&
+         !absl::StrContains(type, ")::");
 }
 
 }  // namespace detail

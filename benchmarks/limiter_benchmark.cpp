@@ -38,10 +38,10 @@
 
 #include "absl/time/time.h"
 #include "alloc_counter.hpp"
-#include "multi_threaded.hpp"
 #include "degrade/concurrency_limiter.hpp"
 #include "degrade/detail/overload/limit_algorithms.hpp"
 #include "degrade/telemetry.hpp"
+#include "multi_threaded.hpp"
 
 namespace {
 

@@ -126,5 +126,5 @@ TEST(AdmissionConcurrencyTest, CountsAddUpExactlyWhileTheThresholdMoves) {
   EXPECT_GT(shed_total, 0u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -188,5 +188,5 @@ TEST_F(ManagerFloorsTest, OverridesAndReloadsRepublishTheFloor) {
   EXPECT_EQ(m->admission_threshold(), kAdmitAllRank);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -324,5 +324,5 @@ TEST(AdmissionQueueConcurrencyTest, NoLostWakeupWithSeveralInfiniteWaiters) {
   EXPECT_EQ(got.load(), kItems);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

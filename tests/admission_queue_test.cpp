@@ -918,5 +918,5 @@ TEST(AdmissionQueueTest, AFullQueueDropsAnExpiredItemBeforeRefusing) {
   EXPECT_THAT(f.Pop(4), ElementsAre(1, 3));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

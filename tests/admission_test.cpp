@@ -1039,5 +1039,5 @@ TEST(AdmissionControllerTest, OneCriticalPlusRefusalDoesNotShedAllCriticalForMin
   EXPECT_LE(critical_shed, 980u * 5 / 100) << "in all 300 windows";
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

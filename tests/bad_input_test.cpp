@@ -343,5 +343,5 @@ TEST(ZeroPeriodAndSizeTest, AreClampedToSafeValues) {
   EXPECT_EQ(manager.config(), nullptr);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

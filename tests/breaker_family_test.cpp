@@ -242,5 +242,5 @@ TEST(BreakerFamilyConcurrencyTest, ConcurrentGetsAgreeAndStayBounded) {
   EXPECT_EQ(family.created() - family.evicted(), family.size());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -137,5 +137,5 @@ TEST(BreakerListenerTest, ATripArrivesWithItsCauseCountsAndRule) {
   EXPECT_EQ(recorder.names[0], "recall");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -682,5 +682,5 @@ TEST(SettingsFallbackTest, HugeOrUnknownWindowsAreRefusedAndRepaired) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -173,5 +173,5 @@ TEST(BreakerTotalsTest, StartsAtZero) {
             0u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -136,7 +136,7 @@ long ResidentKiB() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -1261,5 +1261,5 @@ TEST(ChaosSoakTest, EveryRequestServedAndTracedThroughFaultsAndReloads) {
   soak.Run();
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -396,5 +396,5 @@ TEST(HalfOpenMaxWaitTest, TheOldestOutstandingTrialDecides) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -414,5 +414,5 @@ TEST(CircuitBreakerConcurrencyTest, ManualControlRacesWithTraffic) {
   EXPECT_FALSE(cb.disabled());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

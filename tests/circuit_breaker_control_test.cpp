@@ -499,5 +499,5 @@ TEST(ManualControlTest, OnStateChangeMayDriveItsOwnBreaker) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -1000,5 +1000,5 @@ TEST(RollingCountsTest, AnAbandonedPermitIsNotARequest) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -657,5 +657,5 @@ TEST(StateNameTest, NamesEveryState) {
   EXPECT_EQ(StateName(State::kOpen), "open");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -402,5 +402,5 @@ TEST(SlowCallTest, ZeroThresholdTracksNoSlowCalls) {
   EXPECT_EQ(b.state(), State::kClosed);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

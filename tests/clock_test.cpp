@@ -115,5 +115,5 @@ TEST(RealClockTest, InstanceIsShared) {
   EXPECT_EQ(&RealClock::Instance(), &RealClock::Instance());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

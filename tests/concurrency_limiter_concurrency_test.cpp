@@ -217,5 +217,5 @@ TEST(ConcurrencyLimiterConcurrencyTest,
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

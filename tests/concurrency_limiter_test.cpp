@@ -843,5 +843,5 @@ TEST(ConcurrencyLimiterTest, LatenciesAtTheExtremesNeitherCrashNorBreakTheLimit)
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -734,5 +734,5 @@ TEST(ParseDegradationConfigTest, HugeTokensAndKeysMakeShortMessages) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

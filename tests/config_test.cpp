@@ -44,5 +44,5 @@ TEST(ConfigHeaderTest, TheUmbrellaGivesTheParserAndTheWatcher) {
   EXPECT_EQ(manager.num_levels(), 1);  // the last good config keeps serving
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -804,5 +804,5 @@ TEST(ConfigFileWatcherConcurrencyTest, GatesAlwaysAgreeWithAGoodConfig) {
   EXPECT_EQ(manager.rejected_reloads(), want_errors);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

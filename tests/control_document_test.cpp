@@ -134,5 +134,5 @@ TEST_F(ControlDocumentTest, EveryBadInputIsRefusedWithPathValueAndRule) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

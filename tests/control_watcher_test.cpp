@@ -201,5 +201,5 @@ TEST_F(ControlWatcherTest, StatsCountReloadsErrorsAndAMissingFileAsSuccess) {
   EXPECT_EQ(control_->stats().version_in_force, 3u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

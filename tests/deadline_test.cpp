@@ -390,5 +390,5 @@ TEST(ExecuteWithTimeoutTest, SuccessInTimeIsASuccess) {
   EXPECT_EQ(breaker.counts().total_successes, 1u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

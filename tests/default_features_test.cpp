@@ -379,5 +379,5 @@ TEST(ParseDefaultFeaturesTest, DocumentErrorsSayFeatureFile) {
   EXPECT_THAT(*ok, ElementsAre(0.5f, -1.0f));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

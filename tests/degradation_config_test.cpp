@@ -314,5 +314,5 @@ TEST(ValidateDegradationConfigTest, AHugeNameMakesAShortMessage) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("(500000 bytes)"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

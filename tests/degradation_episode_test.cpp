@@ -28,5 +28,5 @@ TEST(EpisodeKindTest, NamesComparisonsAndPrinting) {
   EXPECT_EQ(DegradationEpisode{}.level, 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

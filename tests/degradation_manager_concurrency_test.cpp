@@ -356,5 +356,5 @@ TEST(DegradationManagerConcurrencyTest, OverridesSignalsAndReentrantObservers) {
   ExpectQuiescentInvariants(m, recorder, gates);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

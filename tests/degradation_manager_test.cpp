@@ -1558,5 +1558,5 @@ TEST_F(DegradationManagerTest, DestructorStopsARunningMonitor) {
   EXPECT_GE(polls.load(), 1);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -219,5 +219,5 @@ TEST(StageNameTest, RejectsWithTheCause) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

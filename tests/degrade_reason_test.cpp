@@ -148,5 +148,5 @@ TEST_F(ReasonFromStatusTest, OtherErrorsAreErrorEvenIfTheyLookLikeRejections) {
             R::kException);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

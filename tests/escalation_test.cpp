@@ -211,5 +211,5 @@ TEST(EscalationTest, AProbeCallingCheckDoesNotDeadlock) {
   EXPECT_EQ(nested, 0) << "the probe's own episode is left out of it";
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

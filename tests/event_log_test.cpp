@@ -225,5 +225,5 @@ TEST(EventLogTest, ASinkMayEmitOrReplaceItself) {
   EXPECT_THAT(second, ElementsAre(R"({"n":3})"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

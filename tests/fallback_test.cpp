@@ -57,5 +57,5 @@ TEST(FallbackHeaderTest, TheUmbrellaGivesEveryPlanB) {
   EXPECT_GT(kMaxHotListBytes, 0u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

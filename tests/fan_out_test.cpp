@@ -455,5 +455,5 @@ TEST_F(FanOutRecallTest, AHedgedRouteNeedsAnExecutor) {
   EXPECT_THAT(s.message(), HasSubstr("executor is null"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -205,5 +205,5 @@ TEST_F(WhenEnabledTest, FollowsTheGate) {
   EXPECT_EQ(always(1), 2);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

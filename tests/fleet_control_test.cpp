@@ -571,5 +571,5 @@ TEST_F(FleetControlTest, StatsCountEachRefusalReasonAndTheDocumentInForce) {
   EXPECT_EQ(s.version, 9u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -161,5 +161,5 @@ TEST(FleetStatsTest, NullIsTheDefaultAndNoTelemetryIsNone) {
   EXPECT_NE(spy.view, nullptr);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -499,5 +499,5 @@ TEST_F(NvmlGpuSourceTest, ALibraryNameWithANulIsRefused) {
   EXPECT_EQ(nvml_.init_calls(), 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -183,5 +183,5 @@ TEST(HedgeConcurrencyTest, DroppingCallsWhileTheirAttemptsRunIsSafe) {
   ExpectEveryAttemptReported(breaker);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

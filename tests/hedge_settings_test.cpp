@@ -148,5 +148,5 @@ TEST(HedgeSettingsTest, CopiesOfTheTokensOutliveTheCallAndStayCancelled) {
   EXPECT_EQ(winner->attempt(), 1);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

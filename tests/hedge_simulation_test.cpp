@@ -216,5 +216,5 @@ TEST(HedgeSimulationTest, HedgingCutsTheFanOutP99ByFortyPercentForFivePercentMor
   EXPECT_LE(hedged.p50, plain.p50);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -75,5 +75,5 @@ TEST(HedgeStatsTest, NoTelemetryAttachesNothing) {
   EXPECT_NE(spy.view, nullptr);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -433,5 +433,5 @@ TEST_F(HedgeTest, AVoidCallHedgesToo) {
   EXPECT_THAT(call.Take(), IsOk());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

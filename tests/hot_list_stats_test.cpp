@@ -93,5 +93,5 @@ TEST(HotListStatsTest, NoTelemetryAttachesNothingAndTheDefaultDoes) {
   EXPECT_NE(spy.view, nullptr);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

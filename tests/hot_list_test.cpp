@@ -448,5 +448,5 @@ TEST_F(HotListTest, BaselineFileErrorsSayHotListFile) {
   EXPECT_EQ(hot.failures(), 7u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

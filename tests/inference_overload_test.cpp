@@ -374,4 +374,4 @@ TEST(InferenceOverloadReportTest, OneSvgChartPerClass) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

@@ -492,4 +492,4 @@ TEST(InferenceChartTest, TextIsEscaped) {
   EXPECT_EQ(polylines, 3u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

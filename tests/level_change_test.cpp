@@ -44,5 +44,5 @@ TEST(LevelChangeTest, DefaultsSayNothingHappened) {
   EXPECT_EQ(c.until, absl::InfiniteFuture());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

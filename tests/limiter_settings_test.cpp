@@ -141,5 +141,5 @@ TEST(LimiterSettingsTest, TheHeadersExampleSaysWhatValidationSays) {
                 "is invalid: must be in [0.5, 1)"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -101,5 +101,5 @@ TEST(ManagerListenerTest, WithoutASinkTheViewSaysSo) {
   EXPECT_EQ(recorder.view->name(), "quiet");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

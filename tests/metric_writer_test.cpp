@@ -230,5 +230,5 @@ TEST(ExpositionTest, ALabelSetInAnotherOrderIsTheSameSet) {
   EXPECT_EQ(SampleValue(text, "degrade_metrics_dropped_samples_total"), 1);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

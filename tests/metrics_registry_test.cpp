@@ -535,5 +535,5 @@ TEST(RegistryTest, NamesStayUniqueUnderChurnAndTheLowestFreedSuffixComesBack) {
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

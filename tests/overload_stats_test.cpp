@@ -32,5 +32,5 @@ TEST(OverloadStatsTest, SojournBucketsIncreaseAndStatsStartEmpty) {
   EXPECT_EQ(AdmissionStats().threshold, kAdmitAllRank);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

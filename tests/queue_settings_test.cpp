@@ -119,5 +119,5 @@ TEST(QueueSettingsTest, TheHeadersExampleSaysWhatValidationSays) {
                 "invalid: must be > 0 and < codel_interval (100ms)"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

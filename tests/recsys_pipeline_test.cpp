@@ -313,4 +313,4 @@ TEST(RecsysPipelineTest, Deterministic) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

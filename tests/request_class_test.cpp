@@ -184,5 +184,5 @@ TEST(RequestClassTest, RotationRefusesNonPositivePeriodsAndSurvivesExtremes) {
   EXPECT_GT(hour.PeriodIndex(absl::InfiniteFuture()), 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -217,5 +217,5 @@ TEST(ResourceExhaustionTest, EscalationWatchSurvivesAFailedThreadStart) {
   watch.Stop();
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -197,5 +197,5 @@ TEST(RetryBudgetConcurrencyTest, ThreadsRacingForTheLastRetriesNeverOverdraw) {
   EXPECT_GE(granted.load(), kThreads * kRequests / 5 - kThreads);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

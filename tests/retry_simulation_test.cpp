@@ -220,5 +220,5 @@ TEST(RetrySimulationTest, ThrottlingSendsAboutKTimesWhatIsAcceptedAndRecovers) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -31,5 +31,5 @@ TEST(RetryStatsTest, StatsStartEmpty) {
   EXPECT_EQ(ThrottleStats{}.rejection_probability, 0.0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -390,7 +390,8 @@ TEST_F(RetryTest, RefusesBadPoliciesNamingSettingAndValue) {
        "'max_backoff' = -inf"},
       {[](RetrySettings& p) { p.max_backoff = absl::Milliseconds(10); },
        "'max_backoff' = 10ms"},
-      {[](RetrySettings& p) { p.multiplier = std::nan(""); }, "'multiplier' = nan"},
+      {[](RetrySettings& p) { p.multiplier = std::nan(""); },
+       "'multiplier' = nan"},
       {[](RetrySettings& p) { p.multiplier = 0.5; }, "'multiplier' = 0.5"},
       {[](RetrySettings& p) { p.budget = nullptr; }, "'budget' = null"},
       {[](RetrySettings& p) { p.name = ""; }, "'name'"},
@@ -566,5 +567,5 @@ TEST(RetryConcurrencyTest, ThreadsShareOneRetrierAndBudget) {
             static_cast<uint64_t>(attempts.load() - kThreads * kCalls));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -65,5 +65,5 @@ TEST(RpcStatsTest, ClassifyClientCallSortsStatusesByWhoSaidNo) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

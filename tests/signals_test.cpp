@@ -286,5 +286,5 @@ TEST_F(InFlightGaugeTest, TokensBalanceAcrossThreads) {
   EXPECT_EQ(negative.load(), 0);
   EXPECT_EQ(gauge.current(), 0);
 }
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

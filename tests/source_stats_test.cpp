@@ -173,5 +173,5 @@ TEST_F(DefaultFeaturesStatsTest, TheRegistryRendersItsSeriesUntilItIsGone) {
       << text;
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

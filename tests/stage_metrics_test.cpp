@@ -292,5 +292,5 @@ TEST(StageMetricsTest, ATelemetryWrappingARegistryIsFollowed) {
   EXPECT_FALSE(elsewhere.exported());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -3,7 +3,8 @@
 // StageResult<T>: its factories and accessors, the tag it carries from stage
 // to stage, and that a result of a trivially copyable value is itself one.
 // The trace's own rules are in degradation_trace_test.cpp, the reasons in
-// degrade_reason_test.cpp and the text encoding in detail/trace/trace_codec_test.cpp.
+// degrade_reason_test.cpp and the text encoding in
+// detail/trace/trace_codec_test.cpp.
 
 #include "degrade/stage_result.hpp"
 
@@ -226,5 +227,5 @@ TEST(StageResultTest, UpstreamTraceRefersToTheTraceOrTheResultsTrace) {
   static_assert(!std::is_convertible_v<std::string, UpstreamTrace>);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -217,11 +217,11 @@ TEST(StatsViewTest, AComponentReachesATelemetryThroughTheGenericEntry) {
   EXPECT_EQ(spy.offered, 2);
 
   // NoTelemetry() offers it to nobody.
-  EXPECT_EQ(detail::Attach(NoTelemetry(), &Telemetry::AttachComponent,
-                           counter_view),
-            nullptr);
+  EXPECT_EQ(
+      detail::Attach(NoTelemetry(), &Telemetry::AttachComponent, counter_view),
+      nullptr);
   EXPECT_EQ(spy.offered, 2);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -117,7 +117,7 @@ TEST(StatusTest, RewordedLeavesOkAlone) {
   EXPECT_EQ(s.message(), "");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade
 
 namespace degrade {
@@ -200,5 +200,5 @@ TEST(StatusTest, WithRetryAfterGivesAnyFailureAHintAndKeepsTheRest) {
             std::nullopt);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

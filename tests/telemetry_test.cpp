@@ -802,5 +802,5 @@ TEST(TelemetryTest, OnlyARegistryAnswersAsOne) {
   EXPECT_EQ(NoTelemetry()->AsMetricsRegistry(), nullptr);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -226,5 +226,5 @@ TEST(AdaptiveThrottlerConcurrencyTest, ThreadsAdmittingAndRecordingKeepExactCoun
   EXPECT_GT(st.throttled, 0u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -570,5 +570,5 @@ TEST(TripRuleTest, RatesExceededTable) {
   EXPECT_EQ(trip::Rule().RatesExceeded(streak), 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

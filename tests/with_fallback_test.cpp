@@ -434,5 +434,5 @@ TEST_F(RerankOrFallbackTest, FullChainAccumulatesEveryDegradedStage) {
       "v1;rank=timeout;rank2=error");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -65,11 +65,11 @@
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/detail/overload/codel.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/saturating.hpp"
+#include "degrade/detail/overload/codel.hpp"
 #include "degrade/detail/overload/slot_ring.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/queue_settings.hpp"  // IWYU pragma: export
 #include "degrade/request_class.hpp"
@@ -323,6 +323,5 @@ DEGRADE_NAMESPACE_END
 // ---- Implementation details ----
 // The out-of-line members, apart so that this header reads as the contract.
 #include "degrade/detail/overload/admission_queue_inl.hpp"  // IWYU pragma: export
-
 
 #endif  // DEGRADE_ADMISSION_QUEUE_HPP_

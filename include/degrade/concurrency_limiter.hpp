@@ -12,9 +12,9 @@
 // limit is capacity x latency (Little's law), which nobody knows and which
 // changes when a GPU slows down, so the limiter finds it from the latencies
 // its permits report: Netflix concurrency-limits' AIMD, Gradient2 and Vegas
-// (detail/overload/limit_algorithms.hpp says where ours differ), with the guards
-// against the drift their users reported, mandatory bounds (brpc #1334: an
-// unbounded limit ran out of memory; brpc #1006: a limit computed below 1
+// (detail/overload/limit_algorithms.hpp says where ours differ), with the
+// guards against the drift their users reported, mandatory bounds (brpc #1334:
+// an unbounded limit ran out of memory; brpc #1006: a limit computed below 1
 // admitted nothing, ever), and partitions by criticality whose guaranteed
 // shares apply only when the global limit is reached.
 //
@@ -69,8 +69,8 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
-#include "degrade/detail/overload/limit_algorithms.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/overload/limit_algorithms.hpp"
 #include "degrade/detail/overload/sample_window.hpp"
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/limiter_settings.hpp"  // IWYU pragma: export

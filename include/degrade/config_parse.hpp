@@ -74,10 +74,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "degrade/degradation_config.hpp"
-#include "degrade/detail/levels/degradation_json.hpp"
 #include "degrade/detail/file_io.hpp"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/json_text.hpp"
+#include "degrade/detail/levels/degradation_json.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN

@@ -38,8 +38,8 @@
 // at once, and every other attempt's `CancelToken` turns cancelled. A
 // failure while another attempt is running waits for that one; a failure
 // with none left running is the answer (hedging is not retrying: put a
-// retry policy around `Hedge()` for errors). See detail/retry/hedge_race.hpp for
-// the rules and how outcomes reach the breaker.
+// retry policy around `Hedge()` for errors). See detail/retry/hedge_race.hpp
+// for the rules and how outcomes reach the breaker.
 //
 // The attempts outlive the caller. A loser keeps running on the executor
 // after `Hedge()` has returned, so the call must own what it uses (capture
@@ -78,11 +78,11 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/detail/invoke.hpp"
 #include "degrade/detail/retry/hedge_book.hpp"
 #include "degrade/detail/retry/hedge_race.hpp"
-#include "degrade/detail/invoke.hpp"
 #include "degrade/hedge_settings.hpp"  // IWYU pragma: export
-#include "degrade/hedge_stats.hpp"  // IWYU pragma: export
+#include "degrade/hedge_stats.hpp"     // IWYU pragma: export
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 

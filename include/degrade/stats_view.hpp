@@ -55,7 +55,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
-
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN

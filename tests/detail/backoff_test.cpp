@@ -202,5 +202,5 @@ TEST(OpenBackoffTest, AnInfiniteBaseStaysInfinite) {
   EXPECT_EQ(b.current(), absl::InfiniteDuration());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

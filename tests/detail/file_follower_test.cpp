@@ -246,6 +246,6 @@ TEST_F(FileFollowerTest, TheBackgroundThreadPollsAtOnceAndFollowsARename) {
   EXPECT_THAT(script_.calls, ElementsAre("apply:a", "apply:b"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

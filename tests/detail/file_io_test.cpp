@@ -104,5 +104,5 @@ TEST(ReadFileCappedTest, ThePathIsEscapedInMessages) {
                         "\xef\xbf\xbd.json'"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -193,6 +193,6 @@ TEST(InvokeCatchingTest, ANonStdThrowSaysSo) {
   EXPECT_THAT(s.message(), HasSubstr(std::string(kNotStd)));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

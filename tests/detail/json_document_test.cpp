@@ -402,5 +402,5 @@ TEST(JsonPathTest, ValuesAreShownShortAndContainersSummarised) {
             "src: k = (missing): needed");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

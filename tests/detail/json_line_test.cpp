@@ -113,6 +113,6 @@ TEST(JsonLineTest, KeysComeOutInCallOrderEvenWhenRepeated) {
             R"({"b":1,"a":2,"b":3})");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -243,6 +243,6 @@ TEST(JsonEscapeTest, EscapesForAJsonStringLiteral) {
   EXPECT_EQ(parsed.get<std::string>(), "a\b\f\x7f\xef\xbf\xbd");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -190,6 +190,6 @@ TEST(SharedMutexTest, AWriterIsAlone) {
   EXPECT_EQ(value, 2 * 5000);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -358,6 +358,6 @@ TEST(PeriodicWorkerTest, TicksCallingTheirWorkerRaceOutsideStartsAndStops) {
   EXPECT_EQ(n.load(), at_stop);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -196,6 +196,6 @@ TEST(SaturatingTest, MulDurationBecomesInfiniteBeyondTheRange) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

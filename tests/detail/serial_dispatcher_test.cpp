@@ -128,6 +128,6 @@ TEST(SerialDispatcherTest, ConcurrentPushersNeverDeliverConcurrently) {
   EXPECT_THAT(rest, IsEmpty());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -65,5 +65,5 @@ TEST(ScopedSigpipeBlockTest, AnAlreadyBlockedSigpipeStaysBlocked) {
   ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -115,6 +115,6 @@ TEST(StableHashTest, KnownValues) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -182,5 +182,5 @@ TEST(ShardArraySizeTest, IsTheExclusiveShardsPlusAQuarterShared) {
             detail::ShardCount() + detail::SharedShardCount());
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

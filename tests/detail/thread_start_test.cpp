@@ -67,6 +67,6 @@ TEST(ThreadStartTest, AnyThrowFromTheStartIsCaught) {
               HasSubstr("not derived from std::exception"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -289,6 +289,6 @@ TEST(TickWindowTest, ConditionalAddsRacingAcrossTicksNeverOverdraw) {
   EXPECT_EQ(w.Sum(kRounds)[1], w.Sum(kRounds)[0]);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -181,4 +181,4 @@ TEST(EtcdClientTest, AMissingFieldIsItsDefault) {
   EXPECT_EQ(r->kvs[0].value, "");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

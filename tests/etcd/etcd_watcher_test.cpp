@@ -814,4 +814,4 @@ INSTANTIATE_TEST_SUITE_P(
       return i.param.name;
     });
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

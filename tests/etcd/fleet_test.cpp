@@ -555,4 +555,4 @@ TEST_F(FleetTest, BadDocumentsChangeNothingAndADocumentEndsByItself) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

@@ -75,5 +75,5 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.corpus);
     });
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade_fuzz

@@ -315,5 +315,5 @@ TEST_F(GrpcCallAsyncTest, AThrowingStartIsAFailureAndReportedOnce) {
   EXPECT_EQ(server.attempts(), 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

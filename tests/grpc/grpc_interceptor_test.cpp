@@ -283,5 +283,5 @@ TEST_F(GrpcInterceptorTest, AFanOutUnderOneScopeMergesEveryTrace) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

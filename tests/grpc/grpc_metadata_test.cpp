@@ -326,5 +326,5 @@ TEST(GrpcMetadataTest, ADeadlineSetAtTheFrontExpiresAtTheThirdHop) {
   EXPECT_LE(budget_at_bottom_ms.load(), 300 + absl::ToInt64Milliseconds(kWireRounding));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

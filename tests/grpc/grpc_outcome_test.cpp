@@ -128,5 +128,5 @@ TEST_F(GrpcOutcomeBreakerTest, UnavailableOpensItAndThenNothingReachesTheServer)
   EXPECT_EQ(down.attempts(), 6);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -198,4 +198,4 @@ TEST(GrpcRecsysTest, PortNeverReportedTimesOutAndTheChildIsKilled) {
   ExpectNoChildren();  // killed and reaped, not left sleeping
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

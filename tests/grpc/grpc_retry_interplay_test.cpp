@@ -197,5 +197,5 @@ TEST_F(GrpcRetryInterplayTest, ThePushbackIsTheLeastTheRetrierWaits) {
   for (const absl::Duration d : slept_) EXPECT_GE(d, absl::Milliseconds(250));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

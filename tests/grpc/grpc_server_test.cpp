@@ -267,5 +267,5 @@ TEST_F(GrpcServerTest, TheRegistryRendersCallsByOutcomeUntilTheCountersGo) {
   EXPECT_TRUE(LinesStartingWith(text, "degrade_grpc_server_").empty()) << text;
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -181,5 +181,5 @@ TEST(GrpcStatusTest, ToGrpcReplyWithoutAHintAddsNoTrailerAndToleratesNoContext) 
   EXPECT_EQ(g.error_code(), ::grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -948,6 +948,6 @@ TEST(RedisHotListSourceSilentServerTest,
   EXPECT_THAT(*hot.snapshot(), ElementsAre("baseline"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace redis
 }  // namespace degrade

@@ -23,5 +23,5 @@ TEST(ScoredMemberTest, EqualityComparesMemberAndScore) {
   EXPECT_EQ(redis::ScoredMember{}.score, 0);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -300,4 +300,4 @@ TEST(BackendScriptTest, AppendsRacingFromThreadsStillTileTheTimeline) {
             static_cast<std::size_t>(kThreads * kPhasesEach));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

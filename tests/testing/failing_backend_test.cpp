@@ -558,4 +558,4 @@ TEST(FeatureClientMockTest, MockFollowsTheBackendScript) {
   EXPECT_EQ(backend.failures(), 5u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

@@ -55,6 +55,6 @@ TEST(ManualExecutorTest, RefusesWhileRefusing) {
   EXPECT_EQ(ex.pending(), 1u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace testing
 }  // namespace degrade

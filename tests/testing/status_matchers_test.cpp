@@ -263,4 +263,4 @@ TEST(StatusMatchersTest, MatchersTakeStatusOrByValueAndByReference) {
   EXPECT_THAT(rejected.status(), Not(IsOk()));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

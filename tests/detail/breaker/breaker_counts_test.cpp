@@ -1,8 +1,8 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests of detail/breaker/breaker_counts.hpp: Counts assembled from the generation's
-// counters, the half-open ledger and the window, and rolled with a time
-// window as gobreaker v2 does.
+// Tests of detail/breaker/breaker_counts.hpp: Counts assembled from the
+// generation's counters, the half-open ledger and the window, and rolled with a
+// time window as gobreaker v2 does.
 
 #include "degrade/detail/breaker/breaker_counts.hpp"
 
@@ -107,5 +107,5 @@ TEST(BreakerCountsTest, RacingShardSumsNeverGoNegative) {
   EXPECT_EQ(c.total_successes, 0u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

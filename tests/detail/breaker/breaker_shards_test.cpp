@@ -1,8 +1,8 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests of detail/breaker/breaker_shards.hpp: the counters stay exact at quiescent
-// points however many threads write them (more live threads than shards,
-// threads handing slots on as they come and go), directly and through a
+// Tests of detail/breaker/breaker_shards.hpp: the counters stay exact at
+// quiescent points however many threads write them (more live threads than
+// shards, threads handing slots on as they come and go), directly and through a
 // CircuitBreaker's totals(), as 80 goroutines hammering one gobreaker would
 // expect of its Counts.
 
@@ -25,7 +25,8 @@
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
 
-constexpr int kThreads = 80;  // more than the 64 slots, and than any shard count
+constexpr int kThreads =
+    80;  // more than the 64 slots, and than any shard count
 constexpr uint64_t kPerThread = 300;
 
 template <typename Body>
@@ -121,14 +122,13 @@ TEST(BreakerShardsTest, OpenRejectionsFromEightyThreadsAreAllCounted) {
   breaker.ForceOpen();
   RunAllAliveAtOnce(kThreads, [&breaker] {
     for (uint64_t i = 0; i < kPerThread; ++i) {
-      EXPECT_TRUE(
-          IsBreakerOpen(breaker.Execute([] { return absl::StatusOr<int>(1); })
-                            .status()));
+      EXPECT_TRUE(IsBreakerOpen(
+          breaker.Execute([] { return absl::StatusOr<int>(1); }).status()));
     }
   });
   EXPECT_EQ(breaker.totals().rejected_open, kThreads * kPerThread);
   EXPECT_EQ(breaker.totals().admitted, 0u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

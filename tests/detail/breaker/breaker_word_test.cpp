@@ -1,7 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests of detail/breaker/breaker_word.hpp: the packed word round-trips every state,
-// mode and generation, and the legality table, row by row.
+// Tests of detail/breaker/breaker_word.hpp: the packed word round-trips every
+// state, mode and generation, and the legality table, row by row.
 
 #include "degrade/detail/breaker/breaker_word.hpp"
 
@@ -95,5 +95,5 @@ TEST(BreakerWordTest, LegalTransitionTable) {
                 "usable in constant expressions");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

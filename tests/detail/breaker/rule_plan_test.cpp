@@ -1,7 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests of detail/breaker/rule_plan.hpp: what the state machine learns from a trip
-// rule, rule by rule.
+// Tests of detail/breaker/rule_plan.hpp: what the state machine learns from a
+// trip rule, rule by rule.
 
 #include "degrade/detail/breaker/rule_plan.hpp"
 
@@ -42,9 +42,9 @@ TEST(RulePlanTest, GobreakersRulesAreAskedAfterFailuresOnly) {
 }
 
 TEST(RulePlanTest, RatePartsDecideOnEveryOutcomeFromTheirMinimums) {
-  const RulePlan p = Plan(trip::AnyOf(trip::FailureRate(0.5, 10),
-                                      trip::SlowCallRate(0.8, 4),
-                                      trip::ConsecutiveFailures(3)));
+  const RulePlan p =
+      Plan(trip::AnyOf(trip::FailureRate(0.5, 10), trip::SlowCallRate(0.8, 4),
+                       trip::ConsecutiveFailures(3)));
   EXPECT_TRUE(p.every_outcome);
   EXPECT_TRUE(p.library);
   EXPECT_TRUE(p.has_rates);
@@ -53,8 +53,9 @@ TEST(RulePlanTest, RatePartsDecideOnEveryOutcomeFromTheirMinimums) {
 }
 
 TEST(RulePlanTest, ACustomPartInsideAnyOfIsUserCode) {
-  const RulePlan p = Plan(trip::AnyOf(
-      trip::FailureRate(0.5, 10), [](const Counts& c) { return c.requests > 9; }));
+  const RulePlan p =
+      Plan(trip::AnyOf(trip::FailureRate(0.5, 10),
+                       [](const Counts& c) { return c.requests > 9; }));
   EXPECT_TRUE(p.every_outcome);
   EXPECT_FALSE(p.library);
 }
@@ -62,8 +63,8 @@ TEST(RulePlanTest, ACustomPartInsideAnyOfIsUserCode) {
 TEST(RulePlanTest, HalfOpenThresholdsComeFromSettingsThenTheRuleThenDefaults) {
   EXPECT_EQ(Plan(trip::ConsecutiveFailures(1)).half_open_failure_rate, 0.5);
   EXPECT_EQ(Plan(trip::ConsecutiveFailures(1)).half_open_slow_rate, 1.0);
-  const RulePlan from_rule = Plan(trip::AnyOf(trip::FailureRate(0.3, 5),
-                                              trip::SlowCallRate(0.7, 5)));
+  const RulePlan from_rule =
+      Plan(trip::AnyOf(trip::FailureRate(0.3, 5), trip::SlowCallRate(0.7, 5)));
   EXPECT_EQ(from_rule.half_open_failure_rate, 0.3);
   EXPECT_EQ(from_rule.half_open_slow_rate, 0.7);
   const RulePlan set = Plan(trip::FailureRate(0.3, 5), 0.25, 0.9);
@@ -74,12 +75,12 @@ TEST(RulePlanTest, HalfOpenThresholdsComeFromSettingsThenTheRuleThenDefaults) {
 TEST(RulePlanTest, ACountWindowCapsTheMinimumsItPlansWith) {
   BreakerSettings s;
   s.window = SlidingWindow::Count(5);
-  s.ready_to_trip = trip::AnyOf(trip::FailureRate(0.5, 6),
-                                trip::SlowCallRate(0.5, 100));
+  s.ready_to_trip =
+      trip::AnyOf(trip::FailureRate(0.5, 6), trip::SlowCallRate(0.5, 100));
   const RulePlan p = PlanRule(detail::NormalizeBreakerSettings(s));
   EXPECT_EQ(p.calls_to_decide, 5u);
   EXPECT_EQ(p.largest_minimum, 5u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

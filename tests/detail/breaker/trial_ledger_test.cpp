@@ -1,7 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests of detail/breaker/trial_ledger.hpp: slot and outstanding counts per way a
-// trial ends, and the per-trial deadline (the oldest outstanding trial's
+// Tests of detail/breaker/trial_ledger.hpp: slot and outstanding counts per way
+// a trial ends, and the per-trial deadline (the oldest outstanding trial's
 // admission plus the wait), including ties and saturation.
 
 #include "degrade/detail/breaker/trial_ledger.hpp"
@@ -43,20 +43,29 @@ TEST(TrialLedgerTest, TheOldestOutstandingTrialSetsTheDeadline) {
     int64_t want_deadline;
   };
   const Step steps[] = {
-      {Step::kAdmit, 0, 50},      {Step::kAdmit, 30, 50},
-      {Step::kSucceed, 0, 80},    {Step::kAdmit, 30, 80},  // a tie at 30
-      {Step::kExclude, 30, 80},   {Step::kAbandon, 30, TrialLedger::kNever},
+      {Step::kAdmit, 0, 50},    {Step::kAdmit, 30, 50},
+      {Step::kSucceed, 0, 80},  {Step::kAdmit, 30, 80},  // a tie at 30
+      {Step::kExclude, 30, 80}, {Step::kAbandon, 30, TrialLedger::kNever},
       {Step::kAdmit, 100, 150},
   };
   TrialLedger t(kWait);
   for (const Step& s : steps) {
     switch (s.op) {
-      case Step::kAdmit: t.Admit(s.at); break;
-      case Step::kSucceed: t.Succeed(s.at); break;
-      case Step::kExclude: t.Exclude(s.at); break;
-      case Step::kAbandon: t.Abandon(s.at); break;
+      case Step::kAdmit:
+        t.Admit(s.at);
+        break;
+      case Step::kSucceed:
+        t.Succeed(s.at);
+        break;
+      case Step::kExclude:
+        t.Exclude(s.at);
+        break;
+      case Step::kAbandon:
+        t.Abandon(s.at);
+        break;
     }
-    EXPECT_EQ(t.deadline(), s.want_deadline) << "after op " << s.op << " at " << s.at;
+    EXPECT_EQ(t.deadline(), s.want_deadline)
+        << "after op " << s.op << " at " << s.at;
   }
 }
 
@@ -66,5 +75,5 @@ TEST(TrialLedgerTest, TheDeadlineSaturates) {
   EXPECT_EQ(t.deadline(), TrialLedger::kNever);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

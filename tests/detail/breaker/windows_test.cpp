@@ -1,8 +1,8 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// detail/breaker/windows.hpp: the count and time windows on their own, fed plain
-// nanoseconds. Buckets start at the origin a reset gives them; every one of
-// gobreaker v2's Counts rolls with a time window, late outcomes go to the
+// detail/breaker/windows.hpp: the count and time windows on their own, fed
+// plain nanoseconds. Buckets start at the origin a reset gives them; every one
+// of gobreaker v2's Counts rolls with a time window, late outcomes go to the
 // bucket of their admission; Record's "ask the rule" answer is true exactly
 // where a rate rule's answer could have turned towards open; instants at the
 // int64 ends; and records racing resets and reads never overcount.
@@ -97,7 +97,7 @@ TEST(TimeWindowTest, LateOutcomeIsCreditedToItsAdmissionBucket) {
 
 TEST(TimeWindowTest, OutcomeWhoseAdmissionBucketLeftIsDropped) {
   TimeWindow w(kSec, 10, 0);
-  w.RecordAdmission(500 * kMs);   // admitted in bucket 0 ...
+  w.RecordAdmission(500 * kMs);     // admitted in bucket 0 ...
   w.RecordAdmission(10'500 * kMs);  // ... which bucket 10 has recycled
   EXPECT_FALSE(w.Record(500 * kMs, kF)) << "older than the window";
   const WindowStats s = w.Read(10'500 * kMs);
@@ -468,6 +468,6 @@ TEST(CountWindowTest, ConcurrentRecordsResetsAndReadsNeverOvercount) {
   EXPECT_EQ(w.Read().failures, 16u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

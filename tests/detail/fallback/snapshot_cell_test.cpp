@@ -1,7 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// detail/fallback/snapshot_cell.hpp: the serving state DefaultFeatures and HotList
-// share. Before the first install it refuses with its own message; an
+// detail/fallback/snapshot_cell.hpp: the serving state DefaultFeatures and
+// HotList share. Before the first install it refuses with its own message; an
 // install swaps the value (old snapshots stay valid) and records when; a
 // refused install or a failure never touches what serves and is counted;
 // readers racing installs see whole values only.
@@ -127,5 +127,5 @@ TEST(SnapshotCellTest, ConcurrentReadersSeeWholeValues) {
   EXPECT_EQ(cell.updates(), 201u);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

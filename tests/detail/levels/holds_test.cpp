@@ -268,7 +268,7 @@ TEST(StepAboveTest, EscalationIsNotHeld) {
   EXPECT_EQ(d.reason, LevelChangeReason::kSignal);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace levels
 }  // namespace detail
 }  // namespace degrade

@@ -399,7 +399,7 @@ INSTANTIATE_TEST_SUITE_P(Table, HysteresisNoiseTest,
                            return info.param.name;
                          });
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace levels
 }  // namespace detail
 }  // namespace degrade

@@ -1,9 +1,9 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// detail/levels/level_compiler.hpp: what a DegradationConfig compiles to (signal
-// indices, recover thresholds, defaults applied, cumulative disable lists),
-// the "is feature X off at level k" rule as a table, the sample check and
-// the carry-over of values across a reload.
+// detail/levels/level_compiler.hpp: what a DegradationConfig compiles to
+// (signal indices, recover thresholds, defaults applied, cumulative disable
+// lists), the "is feature X off at level k" rule as a table, the sample check
+// and the carry-over of values across a reload.
 
 #include "degrade/detail/levels/level_compiler.hpp"
 
@@ -190,7 +190,7 @@ TEST(LevelCompilerTest, CarryOverKeepsValuesBySignalName) {
   EXPECT_THAT(carried, ElementsAre(std::nullopt, 120.0));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace levels
 }  // namespace detail
 }  // namespace degrade

@@ -1,7 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// detail/levels/level_history.hpp: time at each level, transition counts and the
-// at-or-above-since times, after a scripted run of level changes.
+// detail/levels/level_history.hpp: time at each level, transition counts and
+// the at-or-above-since times, after a scripted run of level changes.
 
 #include "degrade/detail/levels/level_history.hpp"
 
@@ -108,7 +108,7 @@ TEST(LevelHistoryTest, ReportFillsTheStatsUpToTheHigherOfLevelAndLevels) {
   EXPECT_EQ(st.at_or_above_since[2], At(10));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace levels
 }  // namespace detail
 }  // namespace degrade

@@ -178,7 +178,7 @@ TEST(ManagerNotifierTest, ASinkGetsTheLinesEvenWhenTheTelemetryWritesToo) {
   EXPECT_EQ(heard, (std::vector<std::string>{"telemetry 1"}));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace levels
 }  // namespace detail
 }  // namespace degrade

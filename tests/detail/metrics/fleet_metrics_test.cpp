@@ -221,5 +221,5 @@ TEST(FleetMetricsTest, AnUnknownStatsTypeIsNotExported) {
   EXPECT_EQ(registry.AttachComponent(other), nullptr);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

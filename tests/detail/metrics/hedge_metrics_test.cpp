@@ -1,8 +1,9 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// Tests of detail/metrics/hedge_metrics.hpp through MetricsRegistry::AttachHedge:
-// the series for known stats (a fake view), +Inf for an unknown delay, and
-// a real HedgePolicy registering itself and leaving on destruction.
+// Tests of detail/metrics/hedge_metrics.hpp through
+// MetricsRegistry::AttachHedge: the series for known stats (a fake view), +Inf
+// for an unknown delay, and a real HedgePolicy registering itself and leaving
+// on destruction.
 
 #include "degrade/detail/metrics/hedge_metrics.hpp"
 
@@ -51,15 +52,19 @@ TEST(HedgeMetricsTest, ExportsCallsHedgesOutcomesDelayAndLoad) {
   auto attachment = registry.AttachHedge(view);
   ASSERT_NE(attachment, nullptr);
   const std::string text = registry.RenderPrometheus();
-  EXPECT_THAT(text, AllOf(HasSubstr("# TYPE degrade_hedge_calls_total counter"),
-                          HasSubstr("degrade_hedge_calls_total{hedge=\"ann\"} 1000"),
-                          HasSubstr("degrade_hedge_sent_total{hedge=\"ann\"} 48"),
-                          HasSubstr("degrade_hedge_won_total{hedge=\"ann\"} 30"),
-                          HasSubstr("degrade_hedge_cancelled_total{hedge=\"ann\"} 47")));
   EXPECT_THAT(
       text,
-      AllOf(HasSubstr("degrade_hedge_not_sent_total{hedge=\"ann\",reason=\"budget\"} 5"),
-            HasSubstr("degrade_hedge_not_sent_total{hedge=\"ann\",reason=\"refused\"} 2"),
+      AllOf(HasSubstr("# TYPE degrade_hedge_calls_total counter"),
+            HasSubstr("degrade_hedge_calls_total{hedge=\"ann\"} 1000"),
+            HasSubstr("degrade_hedge_sent_total{hedge=\"ann\"} 48"),
+            HasSubstr("degrade_hedge_won_total{hedge=\"ann\"} 30"),
+            HasSubstr("degrade_hedge_cancelled_total{hedge=\"ann\"} 47")));
+  EXPECT_THAT(
+      text,
+      AllOf(HasSubstr("degrade_hedge_not_sent_total{hedge=\"ann\",reason="
+                      "\"budget\"} 5"),
+            HasSubstr("degrade_hedge_not_sent_total{hedge=\"ann\",reason="
+                      "\"refused\"} 2"),
             HasSubstr("# TYPE degrade_hedge_delay_seconds gauge"),
             HasSubstr("degrade_hedge_delay_seconds{hedge=\"ann\"} 0.015"),
             HasSubstr("degrade_hedge_extra_load_ratio{hedge=\"ann\"} 0.048")));
@@ -86,12 +91,13 @@ TEST(HedgeMetricsTest, APolicyRegistersItselfAndLeavesWhenDestroyed) {
   auto call = StartHedge(*policy, executor, [] { return 1; });
   executor.RunAll();
   (void)call.Take();
-  EXPECT_THAT(registry.RenderPrometheus(),
-              AllOf(HasSubstr("degrade_hedge_calls_total{hedge=\"vec\"} 1"),
-                    HasSubstr("degrade_hedge_delay_seconds{hedge=\"vec\"} 0.005")));
+  EXPECT_THAT(
+      registry.RenderPrometheus(),
+      AllOf(HasSubstr("degrade_hedge_calls_total{hedge=\"vec\"} 1"),
+            HasSubstr("degrade_hedge_delay_seconds{hedge=\"vec\"} 0.005")));
   policy.reset();
   EXPECT_THAT(registry.RenderPrometheus(), Not(HasSubstr("hedge=\"vec\"")));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -182,7 +182,8 @@ TEST(OverloadMetricsTest,
                         total, "\n")));
 }
 
-TEST(OverloadMetricsTest, LimiterExportsLimitInFlightPermitsNoLoadLatencyAndReMeasuring) {
+TEST(OverloadMetricsTest,
+     LimiterExportsLimitInFlightPermitsNoLoadLatencyAndReMeasuring) {
   MetricsRegistry registry;
   FakeLimiter view("model");
   view.st.limit = 37;
@@ -340,7 +341,6 @@ TEST(OverloadMetricsConcurrencyTest,
   EXPECT_TRUE(registry.Names("queue").empty());
 }
 
-
 // A queue view whose stats() throws, as a buggy component's might.
 class ThrowingQueue final : public QueueView {
  public:
@@ -363,8 +363,7 @@ TEST(OverloadMetricsTest, AThrowingViewIsCountedNotSilentlyAbsent) {
   const std::string text = registry.RenderPrometheus();
   EXPECT_THAT(text, HasSubstr("degrade_queue_depth{queue=\"good\"} 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("broken")));  // contained
-  EXPECT_THAT(text,
-              Not(HasSubstr("degrade_metrics_dropped_samples_total 0\n")))
+  EXPECT_THAT(text, Not(HasSubstr("degrade_metrics_dropped_samples_total 0\n")))
       << "a collection that threw left no trace in the exposition";
   EXPECT_THAT(text, HasSubstr("degrade_metrics_dropped_samples_total 1\n"));
 }
@@ -376,21 +375,23 @@ TEST(OverloadMetricsTest, SojournBucketsNearUint64MaxStayMonotonic) {
   view.st.sojourn_buckets = {UINT64_MAX, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5};
   auto attachment = registry.AttachQueue(view);
   const std::string text = registry.RenderPrometheus();
-  EXPECT_THAT(text,
-              Not(HasSubstr(
-                  "degrade_queue_sojourn_seconds_bucket{queue=\"q\",le=\"+Inf\"}"
-                  " 4\n")))
+  EXPECT_THAT(
+      text, Not(HasSubstr(
+                "degrade_queue_sojourn_seconds_bucket{queue=\"q\",le=\"+Inf\"}"
+                " 4\n")))
       << "the +Inf bucket wrapped below the first bucket";
   EXPECT_THAT(text,
               Not(HasSubstr("degrade_queue_sojourn_seconds_count{queue=\"q\"} "
                             "4\n")));
-  EXPECT_THAT(text, HasSubstr("degrade_queue_sojourn_seconds_bucket{queue=\"q\","
-                              "le=\"+Inf\"} 18446744073709551615\n"));
-  EXPECT_THAT(text, HasSubstr("degrade_queue_sojourn_seconds_count{queue=\"q\"} "
-                              "18446744073709551615\n"));
+  EXPECT_THAT(text,
+              HasSubstr("degrade_queue_sojourn_seconds_bucket{queue=\"q\","
+                        "le=\"+Inf\"} 18446744073709551615\n"));
+  EXPECT_THAT(text,
+              HasSubstr("degrade_queue_sojourn_seconds_count{queue=\"q\"} "
+                        "18446744073709551615\n"));
   EXPECT_THAT(registry.RenderJson(),
               HasSubstr(R"("le":"+Inf","count":18446744073709551615})"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -24,7 +24,6 @@ namespace DEGRADE_TEST_UNIT {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-
 TEST(RetryMetricsTest, RetrierExportsAttemptsHistogramAndStops) {
   MetricsRegistry registry;
   FakeView<RetrierView, RetrierStats> view("recall");
@@ -36,12 +35,26 @@ TEST(RetryMetricsTest, RetrierExportsAttemptsHistogramAndStops) {
   auto attachment = registry.AttachRetrier(view);
   const std::string text = registry.RenderPrometheus();
   EXPECT_THAT(text, HasSubstr("# TYPE degrade_retry_attempts histogram"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_attempts_bucket{retrier=\"recall\",le=\"1\"} 90"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_attempts_bucket{retrier=\"recall\",le=\"2\"} 98"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_attempts_bucket{retrier=\"recall\",le=\"+Inf\"} 100"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_attempts_sum{retrier=\"recall\"} 112"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_calls_total{retrier=\"recall\",stop=\"budget_exhausted\"} 3"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_calls_total{retrier=\"recall\",stop=\"shed\"} 0"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "degrade_retry_attempts_bucket{retrier=\"recall\",le=\"1\"} 90"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "degrade_retry_attempts_bucket{retrier=\"recall\",le=\"2\"} 98"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "degrade_retry_attempts_bucket{retrier=\"recall\",le=\"+Inf\"} 100"));
+  EXPECT_THAT(text,
+              HasSubstr("degrade_retry_attempts_sum{retrier=\"recall\"} 112"));
+  EXPECT_THAT(text, HasSubstr("degrade_retry_calls_total{retrier=\"recall\","
+                              "stop=\"budget_exhausted\"} 3"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "degrade_retry_calls_total{retrier=\"recall\",stop=\"shed\"} 0"));
   attachment.reset();
   EXPECT_THAT(registry.RenderPrometheus(), Not(HasSubstr("recall")));
 }
@@ -59,13 +72,21 @@ TEST(RetryMetricsTest, BudgetAndThrottleExportTheirWindowsAndTotals) {
   auto a = registry.AttachRetryBudget(budget);
   auto b = registry.AttachThrottler(throttle);
   const std::string text = registry.RenderPrometheus();
-  EXPECT_THAT(text, HasSubstr("degrade_retry_budget_balance{budget=\"rank\"} 12.5"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_budget_refused_total{budget=\"rank\"} 4"));
-  EXPECT_THAT(text, HasSubstr("degrade_retry_budget_granted_total{budget=\"rank\"} 9"));
-  EXPECT_THAT(text, HasSubstr("degrade_throttle_rejection_probability{throttle=\"rank\"} 0.25"));
-  EXPECT_THAT(text, HasSubstr("degrade_throttle_rejected_total{throttle=\"rank\"} 7"));
-  EXPECT_THAT(text, HasSubstr("degrade_throttle_window_accepts{throttle=\"rank\"} 30"));
+  EXPECT_THAT(text,
+              HasSubstr("degrade_retry_budget_balance{budget=\"rank\"} 12.5"));
+  EXPECT_THAT(
+      text, HasSubstr("degrade_retry_budget_refused_total{budget=\"rank\"} 4"));
+  EXPECT_THAT(
+      text, HasSubstr("degrade_retry_budget_granted_total{budget=\"rank\"} 9"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "degrade_throttle_rejection_probability{throttle=\"rank\"} 0.25"));
+  EXPECT_THAT(
+      text, HasSubstr("degrade_throttle_rejected_total{throttle=\"rank\"} 7"));
+  EXPECT_THAT(
+      text, HasSubstr("degrade_throttle_window_accepts{throttle=\"rank\"} 30"));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

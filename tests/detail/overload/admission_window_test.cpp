@@ -1,10 +1,10 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// DAGOR's step (detail/overload/admission_window.hpp) alone, without a controller or
-// a clock: each row is one window's histogram of requests per rank, the
-// level before it, the level in force, whether the window was overloaded,
-// and the level that must follow, worked out by hand. Levels are written
-// as rank x kLevelSteps + part (S = 1024 parts to a rank). The rules
+// DAGOR's step (detail/overload/admission_window.hpp) alone, without a
+// controller or a clock: each row is one window's histogram of requests per
+// rank, the level before it, the level in force, whether the window was
+// overloaded, and the level that must follow, worked out by hand. Levels are
+// written as rank x kLevelSteps + part (S = 1024 parts to a rank). The rules
 // (docs/overload/admission.md): an overloaded window sheds about 5% of what
 // the level in force admitted, a calm one restores about 1% of what the
 // adaptive level admitted, whole ranks while they fit and a part of a rank
@@ -322,6 +322,6 @@ TEST(AdmissionWindowTest, DescribeAdmissionThreshold) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -1,7 +1,7 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// detail/overload/codel.hpp alone, without a queue, a lock or a clock: each case is
-// a script of head-age observations (and drains) at explicit nanosecond
+// detail/overload/codel.hpp alone, without a queue, a lock or a clock: each
+// case is a script of head-age observations (and drains) at explicit nanosecond
 // times, each step stating whether the queue must be overloaded after it.
 // The CoDel here is the request-server one of docs/overload/queue.md
 // (folly's, "Fail at Scale"): an interval whose minimum head age stayed
@@ -307,7 +307,7 @@ TEST(ServiceEstimateTest, CanMeetIsStrictAndSaturates) {
   };
   for (const MeetRow& r : rows) {
     SCOPED_TRACE(::testing::Message() << "estimate " << r.estimate << " now "
-                                    << r.now << " deadline " << r.deadline);
+                                      << r.now << " deadline " << r.deadline);
     ServiceEstimate e;
     e.Record(r.estimate, 0);
     EXPECT_EQ(e.CanMeet(r.deadline, r.now), r.can);
@@ -421,6 +421,6 @@ TEST(CodelSettingsTest, ValidateQueueShapeNamesTheBadSetting) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

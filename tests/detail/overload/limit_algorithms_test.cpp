@@ -534,6 +534,6 @@ TEST(LimitCoreTest, DISABLED_RecoversFromALatencyStepAndFromFastSamples) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -1,9 +1,9 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// detail/overload/slot_ring.hpp: removing any element keeps the order of the rest,
-// on a ring that has wrapped, and moves only the shorter side (a queue that
-// evicts or expires its oldest item under overload must not shift a ring of
-// millions while it holds its lock).
+// detail/overload/slot_ring.hpp: removing any element keeps the order of the
+// rest, on a ring that has wrapped, and moves only the shorter side (a queue
+// that evicts or expires its oldest item under overload must not shift a ring
+// of millions while it holds its lock).
 
 #include "degrade/detail/overload/slot_ring.hpp"
 
@@ -57,6 +57,6 @@ TEST(SlotRingTest, RemoveAtKeepsTheOrderAndMovesTheShorterSide) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -229,7 +229,7 @@ TEST(BudgetLedgerTest, AMarkIsDatedWhenTakenNotWhenNoticed) {
   for (int i = 0; i < 64; ++i) l.Deposit();  // tick 1: now on its stride
   clock.Advance(kTick);
   clock.Arm(2, [&] { clock.Advance(3 * kTick); });  // the stall
-  l.TryWithdraw();  // notices tick 2, marks at tick 5
+  l.TryWithdraw();                           // notices tick 2, marks at tick 5
   for (int i = 0; i < 63; ++i) l.Deposit();  // tick 5, no clock read
   clock.Advance(7 * kTick);
   for (int t = 12; t <= 14; ++t) {
@@ -306,7 +306,7 @@ TEST(BudgetLedgerTest, AOneNanosecondWindowStillSlides) {
 TEST(BudgetLedgerTest, TheAllowanceSaturatesInsteadOfWrapping) {
   FakeClock clock;
   BudgetLedger l(1.0, static_cast<double>(BudgetLedger::kMaxField), kWindow,
-                &clock);
+                 &clock);
   for (int i = 0; i < 1000; ++i) l.Deposit();
   EXPECT_TRUE(l.TryWithdraw());
   const BudgetLedger::Window w = l.Read();
@@ -493,6 +493,6 @@ TEST(BudgetLedgerTest, NoTenTicksGrantMoreThanTheFloorWhileReadersRace) {
   EXPECT_GE(total, kFloor);  // the first window, at least
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

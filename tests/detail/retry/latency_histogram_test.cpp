@@ -82,6 +82,6 @@ TEST(LatencyHistogramTest, TheEstimateFollowsTheRouteAsTheWindowSlides) {
   EXPECT_LT(p50, absl::Milliseconds(7));
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

@@ -476,5 +476,5 @@ TEST(TraceEncodingTest, EverySingleByteMutationDecodesSafely) {
   }
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -73,4 +73,4 @@ TEST(JsonObjectSplitterTest, StopsWhenTheCallbackSaysSo) {
   EXPECT_EQ(seen, 2);
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT

@@ -211,6 +211,6 @@ TEST(RedisReplyTest, ReplyTypesAreNamed) {
   EXPECT_STREQ(detail::redis::ReplyTypeName(-1), "an unknown reply type");
 }
 
-}  // namespace
+}  // namespace DEGRADE_TEST_UNIT
 }  // namespace redis
 }  // namespace degrade

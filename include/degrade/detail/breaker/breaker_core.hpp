@@ -23,12 +23,12 @@
 #include "degrade/breaker_settings.hpp"
 #include "degrade/breaker_types.hpp"
 #include "degrade/detail/breaker/breaker_machine.hpp"
+#include "degrade/detail/breaker/windows.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/reentry.hpp"
 #include "degrade/detail/saturating.hpp"
-#include "degrade/detail/breaker/windows.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
@@ -72,10 +72,9 @@ class BreakerCore final : public BreakerMachine {
   DEGRADE_ALWAYS_INLINE void Complete(
       const Ticket& t, const absl::Status& outcome,
       CallVerdict verdict = CallVerdict::kDefault) {
-    if (DEGRADE_LIKELY(plain_ && verdict == CallVerdict::kDefault &&
-                       outcome.ok() &&
-                       word_.load(std::memory_order_acquire) ==
-                           t.closed_word)) {
+    if (DEGRADE_LIKELY(
+            plain_ && verdict == CallVerdict::kDefault && outcome.ok() &&
+            word_.load(std::memory_order_acquire) == t.closed_word)) {
       LocalShard().successes.Add(1);
       // Read before writing: in a healthy breaker the line stays shared.
       if (DEGRADE_UNLIKELY(
@@ -183,10 +182,9 @@ class BreakerCore final : public BreakerMachine {
         // (ReachedMinimum), when a time window lost old calls (`ask`), or
         // while a threshold episode is on (so that the fall below is seen
         // and the next crossing reported): only those take the lock.
-        if (DEGRADE_UNLIKELY(
-                plan_.every_outcome &&
-                (ask || (!window_.timed() && ReachedMinimum()) ||
-                 in_episode_.load(std::memory_order_relaxed)))) {
+        if (DEGRADE_UNLIKELY(plan_.every_outcome &&
+                             (ask || (!window_.timed() && ReachedMinimum()) ||
+                              in_episode_.load(std::memory_order_relaxed)))) {
           DecideAfterSuccess(t.generation);
         }
         return Report(CallOutcome::kSuccess, false, elapsed);
@@ -194,7 +192,8 @@ class BreakerCore final : public BreakerMachine {
     }
     const CallOutcome o = CompleteSlow(t, success, excluded, slow);
     // Slow is counted for successes and failures only, as in totals().
-    Report(o, slow && (o == CallOutcome::kSuccess || o == CallOutcome::kFailure),
+    Report(o,
+           slow && (o == CallOutcome::kSuccess || o == CallOutcome::kFailure),
            elapsed);
   }
 

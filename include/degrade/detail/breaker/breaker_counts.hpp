@@ -47,8 +47,8 @@ inline Counts AssembleCounts(const CountsParts& p) {
   const BreakerTotals& t = p.totals;
   const BreakerTotals& base = p.base;
   Counts c;
-  c.requests = diff(diff(t.admitted, base.admitted),
-                    diff(t.abandoned, base.abandoned));
+  c.requests =
+      diff(diff(t.admitted, base.admitted), diff(t.abandoned, base.abandoned));
   c.total_successes = diff(t.successes, base.successes);
   c.total_failures = diff(t.failures, base.failures);
   c.total_exclusions = diff(t.exclusions, base.exclusions);
@@ -77,8 +77,7 @@ inline Counts AssembleCounts(const CountsParts& p) {
       c.total_failures = ws.failures;
       c.total_exclusions = ws.exclusions;
       c.consecutive_failures = std::min(c.consecutive_failures, ws.failures);
-      c.consecutive_successes =
-          std::min(c.consecutive_successes, ws.successes);
+      c.consecutive_successes = std::min(c.consecutive_successes, ws.successes);
     }
   } else {
     c.window_calls = c.total_successes + c.total_failures;

@@ -69,8 +69,8 @@ class BreakerEvents {
     if (listener_ != nullptr &&
         SafePredicate([this] { return listener_->wants_calls(); }, false)) {
       call_listener_ = listener_.get();
-      wants_durations_ = SafePredicate(
-          [this] { return listener_->wants_durations(); }, false);
+      wants_durations_ =
+          SafePredicate([this] { return listener_->wants_durations(); }, false);
     }
   }
   void Detach() {
@@ -98,8 +98,7 @@ class BreakerEvents {
   // the state). REQUIRES: the breaker's lock held.
   void RecordTransition(const BreakerTransition& t) {
     if (t.from != t.to) {
-      transitions_[Index(t.from, t.to)].fetch_add(1,
-                                                  std::memory_order_relaxed);
+      transitions_[Index(t.from, t.to)].fetch_add(1, std::memory_order_relaxed);
       if (t.from == State::kClosed) {
         // A clock saturated at InfiniteFuture must not read as "closed".
         degraded_since_.store(std::min(t.at, kNever - 1),
@@ -139,7 +138,8 @@ class BreakerEvents {
         change.to_mode = t.to_mode;
         change.cause = t.cause;
         change.time = absl::FromUnixNanos(t.at);
-        if (t.until != kNever) change.forced_until = absl::FromUnixNanos(t.until);
+        if (t.until != kNever)
+          change.forced_until = absl::FromUnixNanos(t.until);
         change.counts = t.counts;
         change.trip = t.trip;
         CallQuietly([this, &change] { listener_->OnStateChange(change); });

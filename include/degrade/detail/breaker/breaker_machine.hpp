@@ -50,19 +50,19 @@
 #include "degrade/detail/breaker/breaker_events.hpp"
 #include "degrade/detail/breaker/breaker_shards.hpp"
 #include "degrade/detail/breaker/breaker_word.hpp"
+#include "degrade/detail/breaker/rule_plan.hpp"
+#include "degrade/detail/breaker/trial_ledger.hpp"
+#include "degrade/detail/breaker/windows.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/reentry.hpp"
-#include "degrade/detail/breaker/rule_plan.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/serial_dispatcher.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/detail/thread_shard.hpp"
-#include "degrade/detail/breaker/trial_ledger.hpp"
-#include "degrade/detail/breaker/windows.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
@@ -368,12 +368,11 @@ class BreakerMachine : private BreakerView {
     }
     // Per trial: armed by the first trial admitted (TrialLedger::deadline);
     // from entering: armed now.
-    half_open_deadline_.store(
-        to == State::kHalfOpen && wait_from_entering_ &&
-                half_open_wait_nanos_ > 0
-            ? SatAddNanos(now, half_open_wait_nanos_)
-            : kNever,
-        std::memory_order_release);
+    half_open_deadline_.store(to == State::kHalfOpen && wait_from_entering_ &&
+                                      half_open_wait_nanos_ > 0
+                                  ? SatAddNanos(now, half_open_wait_nanos_)
+                                  : kNever,
+                              std::memory_order_release);
     const uint64_t old = word_.load(std::memory_order_relaxed);
     assert(IsLegalTransition(StateOf(old), to, mode));
     word_.store(BreakerWord::Pack(to, mode, GenOf(old) + 1),
@@ -395,7 +394,8 @@ class BreakerMachine : private BreakerView {
       StartGenerationLocked(to, now, mode, until);
       return;
     }
-    const Counts ended = decided_on != nullptr ? *decided_on : CountsLocked(now);
+    const Counts ended =
+        decided_on != nullptr ? *decided_on : CountsLocked(now);
     StartGenerationLocked(to, now, mode, until);
     BreakerTransition e;
     e.from = from;

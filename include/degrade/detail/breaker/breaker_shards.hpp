@@ -91,8 +91,7 @@ class BreakerShards {
       t.abandoned += s.abandoned.Load();
       t.stale += s.stale.Load();
       t.rejected_open += s.rejected_open.Load();
-      t.rejected_too_many +=
-          s.rejected_too_many.Load();
+      t.rejected_too_many += s.rejected_too_many.Load();
     }
     return t;
   }

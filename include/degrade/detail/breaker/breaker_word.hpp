@@ -9,11 +9,11 @@
 //   bits 4-63 generation: +1 at every transition and closed interval
 //
 // The modes constrain the states: forced open is only ever open,
-// metrics-only and bypass only ever closed, and half-open is only reached from open by the open
-// duration passing in normal mode. Everything else is allowed, including a
-// state to itself (a new generation: the closed interval, Reset() while
-// closed, ForceOpen() while open). IsLegalTransition() is checked on every
-// transition in debug builds and table-tested.
+// metrics-only and bypass only ever closed, and half-open is only reached from
+// open by the open duration passing in normal mode. Everything else is allowed,
+// including a state to itself (a new generation: the closed interval, Reset()
+// while closed, ForceOpen() while open). IsLegalTransition() is checked on
+// every transition in debug builds and table-tested.
 //
 // Pure functions; thread safety is the owner's (the word is an atomic).
 

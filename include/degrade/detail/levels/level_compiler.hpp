@@ -151,7 +151,8 @@ inline CompiledConfig Compile(const DegradationConfig& config) {
 
 inline int AdmitThresholdAt(const CompiledConfig& c, int level) {
   if (level <= 0 || c.levels.empty()) return kAdmitAllRank;
-  const std::size_t i = std::min(static_cast<std::size_t>(level), c.levels.size());
+  const std::size_t i =
+      std::min(static_cast<std::size_t>(level), c.levels.size());
   return c.levels[i - 1].admit_threshold;
 }
 
@@ -171,20 +172,20 @@ inline absl::Status CheckSample(const CompiledConfig& c, absl::string_view who,
     std::vector<std::string> known;
     for (const auto& [name, index] : c.signal_index) {
       if (known.size() == 16) {
-        known.push_back(absl::StrCat("... (", c.signal_index.size(), " in all)"));
+        known.push_back(
+            absl::StrCat("... (", c.signal_index.size(), " in all)"));
         break;
       }
       known.push_back(Abbreviated(name, kMaxNameChars));
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat(who, ": unknown signal '", Abbreviated(signal, kMaxNameChars),
-                     "' (no level uses it; known: ", absl::StrJoin(known, ", "),
-                     ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        who, ": unknown signal '", Abbreviated(signal, kMaxNameChars),
+        "' (no level uses it; known: ", absl::StrJoin(known, ", "), ")"));
   }
   if (!std::isfinite(value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, ": signal '", Abbreviated(signal, kMaxNameChars), "' = ",
-        ExactNumber(value), ": values must be finite"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": signal '", Abbreviated(signal, kMaxNameChars),
+                     "' = ", ExactNumber(value), ": values must be finite"));
   }
   return absl::OkStatus();
 }

@@ -6,9 +6,9 @@
 // saying why it has none (gpu_signal.hpp's read error): that status, with
 // the owner and signal in front, is the poll's error. A throwing source
 // becomes the one status shape of the library (UNKNOWN with the
-// callable_exception payload, invoke.hpp) for that poll. The monitor calls a poll function every period
-// on its own thread and reports a poll's error only when it changes, so that
-// a broken source cannot flood the log.
+// callable_exception payload, invoke.hpp) for that poll. The monitor calls a
+// poll function every period on its own thread and reports a poll's error only
+// when it changes, so that a broken source cannot flood the log.
 //
 //   detail::SourceMonitor sources("degradation manager", "m");
 //   sources.Add("queue_length", [&] { return queue.size(); });
@@ -126,8 +126,7 @@ inline SourceMonitor::Polled SourceMonitor::CallAll() const {
         out.first_error =
             returned_error
                 ? absl::Status(v.status().code(),
-                               absl::StrCat(Who(), ": source for '",
-                                            src.signal,
+                               absl::StrCat(Who(), ": source for '", src.signal,
                                             "': ", v.status().message()))
                 : v.status();
       }

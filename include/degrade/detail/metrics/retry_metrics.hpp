@@ -39,9 +39,8 @@ inline void WriteRetryBudgetMetrics(const RetryBudgetStats& st,
   w.Gauge("degrade_retry_budget_window_retries",
           "Retries withdrawn over the budget's sliding window.",
           {{label, name}}, static_cast<double>(st.window_retries));
-  w.Counter("degrade_retry_budget_granted_total",
-            "Retries the budget allowed.", {{label, name}},
-            static_cast<double>(st.granted));
+  w.Counter("degrade_retry_budget_granted_total", "Retries the budget allowed.",
+            {{label, name}}, static_cast<double>(st.granted));
   w.Counter("degrade_retry_budget_refused_total",
             "Retries the budget refused: the caller returned the error it "
             "had.",
@@ -53,7 +52,8 @@ inline void WriteRetryBudgetMetrics(const RetryBudgetStats& st,
 inline const std::array<double, kAttemptBuckets - 1>& AttemptBounds() {
   static const std::array<double, kAttemptBuckets - 1> bounds = [] {
     std::array<double, kAttemptBuckets - 1> b{};
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>(i + 1);
+    for (std::size_t i = 0; i < b.size(); ++i)
+      b[i] = static_cast<double>(i + 1);
     return b;
   }();
   return bounds;

@@ -21,24 +21,25 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
+#include "degrade/admission_queue.hpp"
 #include "degrade/clock.hpp"
-#include "degrade/detail/overload/codel.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
-#include "degrade/detail/saturating.hpp"
+#include "degrade/detail/overload/codel.hpp"
 #include "degrade/detail/overload/slot_ring.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/overload_stats.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
-#include "degrade/admission_queue.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 
@@ -93,7 +94,8 @@ AdmissionQueue<T>::~AdmissionQueue() {
       ++totals_.drops[static_cast<std::size_t>(DropReason::kShed)];
       d.emplace(Dropped{std::move(e.item), DropReason::kShed});
     }
-    if (on_drop_) detail::CallQuietly([&] { on_drop_(std::move(d->item), d->why); });
+    if (on_drop_)
+      detail::CallQuietly([&] { on_drop_(std::move(d->item), d->why); });
   }
 }
 
@@ -144,8 +146,8 @@ bool AdmissionQueue<T>::DropExpiredLocked(int64_t now,
     if (ring_.at(i).deadline > now) continue;
     Forget(ring_.at(i));
     ++totals_.drops[static_cast<std::size_t>(DropReason::kDeadline)];
-    out->emplace(Dropped{std::move(ring_.remove_at(i).item),
-                         DropReason::kDeadline});
+    out->emplace(
+        Dropped{std::move(ring_.remove_at(i).item), DropReason::kDeadline});
     return true;
   }
   return false;
@@ -166,7 +168,8 @@ bool AdmissionQueue<T>::EvictBelowLocked(std::size_t crit,
     if (Crit(ring_.at(i).rc) != victim) continue;
     Forget(ring_.at(i));
     ++totals_.drops[static_cast<std::size_t>(DropReason::kShed)];
-    out->emplace(Dropped{std::move(ring_.remove_at(i).item), DropReason::kShed});
+    out->emplace(
+        Dropped{std::move(ring_.remove_at(i).item), DropReason::kShed});
     return true;
   }
   return false;  // unreachable while by_criticality_ is exact
@@ -222,17 +225,19 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
         !(ring_.empty() && service_.ProbeDue(now))) {
       return Refuse(DropReason::kDeadline,
                     absl::StrCat("the deadline cannot be met (service time ",
-                                 absl::FormatDuration(absl::Nanoseconds(
-                                     service_.estimate())), ")"),
+                                 absl::FormatDuration(
+                                     absl::Nanoseconds(service_.estimate())),
+                                 ")"),
                     absl::Milliseconds(-1));
     }
     const std::size_t crit = Crit(rc);
     if (ring_.full() &&
         !(deadline_aware_ && DropExpiredLocked(now, &evicted)) &&
         !EvictBelowLocked(crit, &evicted)) {
-      return Refuse(DropReason::kCapacity,
-                    absl::StrCat("the queue is full (capacity ", capacity_, ")"),
-                    std::nullopt);
+      return Refuse(
+          DropReason::kCapacity,
+          absl::StrCat("the queue is full (capacity ", capacity_, ")"),
+          std::nullopt);
     }
     ring_.push_back(Entry{std::move(item), now, deadline_ns, rc});
     ++by_criticality_[crit];
@@ -250,8 +255,8 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
 }
 
 template <typename T>
-void AdmissionQueue<T>::DropLocked(Entry&& e, DropReason why,
-                                   DropChunk* drops, std::size_t* dropped) {
+void AdmissionQueue<T>::DropLocked(Entry&& e, DropReason why, DropChunk* drops,
+                                   std::size_t* dropped) {
   Forget(e);
   ++totals_.drops[static_cast<std::size_t>(why)];
   (*drops)[(*dropped)++].emplace(Dropped{std::move(e.item), why});
@@ -320,8 +325,7 @@ bool AdmissionQueue<T>::PopChunkLocked(std::vector<T>* out, std::size_t limit,
 }
 
 template <typename T>
-typename AdmissionQueue<T>::Entry AdmissionQueue<T>::TakeLocked(
-    bool lifo) {
+typename AdmissionQueue<T>::Entry AdmissionQueue<T>::TakeLocked(bool lifo) {
   // REQUIRES: !ring_.empty(), so some criticality has a count.
   std::size_t best = 0;
   while (by_criticality_[best] == 0) ++best;
@@ -330,7 +334,8 @@ typename AdmissionQueue<T>::Entry AdmissionQueue<T>::TakeLocked(
   // important, oldest first; the others absorb the overload (they are
   // sloughed), and newest-first within a class the server keeps up with
   // would starve its older items until CoDel drops them.
-  if (by_criticality_[best] == n) return lifo ? ring_.pop_back() : ring_.pop_front();
+  if (by_criticality_[best] == n)
+    return lifo ? ring_.pop_back() : ring_.pop_front();
   std::size_t pick = 0;
   while (Crit(ring_.at(pick).rc) != best) ++pick;
   return pick == 0 ? ring_.pop_front() : ring_.remove_at(pick);
@@ -376,10 +381,9 @@ std::size_t AdmissionQueue<T>::PopBatch(std::vector<T>* out,
     }
     total += served;
     for (std::size_t i = 0; i < samples.n; ++i) {
-      detail::CallQuietly(on_sojourn_,
-                          samples.ns[i] == detail::kSatMaxNanos
-                              ? absl::InfiniteDuration()
-                              : absl::Nanoseconds(samples.ns[i]));
+      detail::CallQuietly(on_sojourn_, samples.ns[i] == detail::kSatMaxNanos
+                                           ? absl::InfiniteDuration()
+                                           : absl::Nanoseconds(samples.ns[i]));
     }
     Deliver(&drops, dropped);
   }
@@ -426,7 +430,8 @@ std::function<double()> AdmissionQueue<T>::QueueDelaySource() {
     detail::MutexLock lock(&mu_);
     double delay_ns = 0;
     if (poll_count_ > 0) {
-      delay_ns = static_cast<double>(poll_sum_) / static_cast<double>(poll_count_);
+      delay_ns =
+          static_cast<double>(poll_sum_) / static_cast<double>(poll_count_);
     } else if (!ring_.empty()) {
       delay_ns = static_cast<double>(Age(NowNanos(), ring_.front().enqueued));
     }

@@ -128,7 +128,8 @@ inline int NextAdmissionLevel(const RankHistogram& hist, int level,
       // The boundary rank's admitted part, or else the whole rank below.
       const int part = LevelPart(l);
       const int r = part != 0 ? LevelRank(l) : LevelRank(l) - 1;
-      const double worth = at(r) * (part != 0 ? part : kLevelSteps) / kLevelSteps;
+      const double worth =
+          at(r) * (part != 0 ? part : kLevelSteps) / kLevelSteps;
       if (moved + worth > 2 * want) {
         // Keep what the step does not want; rounding the part down sheds
         // at least that.

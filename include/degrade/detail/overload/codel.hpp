@@ -91,8 +91,8 @@ class CodelState {
   // come back to it, as AdmissionController's window does.
   void RollInterval(int64_t now) {
     if (started_ && now >= interval_start_ && now < interval_end_) return;
-    overloaded_ = started_ && now >= interval_start_ && has_min_ &&
-                  min_ > target_;
+    overloaded_ =
+        started_ && now >= interval_start_ && has_min_ && min_ > target_;
     started_ = true;
     has_min_ = false;
     Restart(now);
@@ -169,8 +169,7 @@ class ServiceEstimate {
 template <typename Bounds>
 std::size_t SojournBucket(const Bounds& bounds_ms, int64_t ns) {
   std::size_t b = 0;
-  while (b < bounds_ms.size() &&
-         static_cast<double>(ns) > bounds_ms[b] * 1e6) {
+  while (b < bounds_ms.size() && static_cast<double>(ns) > bounds_ms[b] * 1e6) {
     ++b;
   }
   return b;
@@ -202,7 +201,8 @@ inline absl::Status ValidateQueueShape(const std::string& name,
                        absl::StrCat("must be in [1, ", max_capacity,
                                     "] (a hard bound is mandatory)"));
   }
-  if (interval <= absl::ZeroDuration() || interval == absl::InfiniteDuration()) {
+  if (interval <= absl::ZeroDuration() ||
+      interval == absl::InfiniteDuration()) {
     return who.Invalid("codel_interval", d(interval), "must be > 0 and finite");
   }
   if (target <= absl::ZeroDuration() || target >= interval) {

@@ -125,8 +125,7 @@ class LimitCore {
       // The window of the re-measurement: a partial one (cut short as it
       // began) does not end it.
       if (!w.full) return false;
-      if (have_latency &&
-          (!w.saturated || w.max_in_flight <= p_.probe_limit)) {
+      if (have_latency && (!w.saturated || w.max_in_flight <= p_.probe_limit)) {
         long_rtt_ = no_load_ = rtt;
       }
       EndProbe();
@@ -192,8 +191,8 @@ class LimitCore {
   // The no-load latency estimate (Gradient2's long RTT, Vegas's rtt_noload);
   // zero before the first sample and for kFixed and kAimd.
   absl::Duration no_load_latency() const {
-    const double us = p_.algorithm == LimitAlgorithm::kGradient2 ? long_rtt_
-                                                                 : no_load_;
+    const double us =
+        p_.algorithm == LimitAlgorithm::kGradient2 ? long_rtt_ : no_load_;
     return absl::Microseconds(us);
   }
 

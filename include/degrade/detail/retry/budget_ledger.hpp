@@ -202,8 +202,9 @@ class BudgetLedger {
     uint64_t w = word_.load(std::memory_order_acquire);
     Window out;
     for (int tries = 0;; ++tries) {
-      const uint64_t since = Since(base_[Gen(w) % kBases].load(
-          std::memory_order_relaxed), SumDeposits());
+      const uint64_t since =
+          Since(base_[Gen(w) % kBases].load(std::memory_order_relaxed),
+                SumDeposits());
       const uint64_t again = word_.load(std::memory_order_acquire);
       if (again != w && tries < 3) {
         w = again;
@@ -212,8 +213,7 @@ class BudgetLedger {
       out.requests = since;
       out.retries = Used(w);
       out.balance = std::max(0.0, percent_ * static_cast<double>(since) +
-                                      reserve_ -
-                                      static_cast<double>(Used(w)));
+                                      reserve_ - static_cast<double>(Used(w)));
       return out;
     }
   }
@@ -278,7 +278,9 @@ class BudgetLedger {
     bool valid = false;
   };
 
-  static uint64_t Allowed(uint64_t w) { return (w >> kAllowedShift) & kMaxField; }
+  static uint64_t Allowed(uint64_t w) {
+    return (w >> kAllowedShift) & kMaxField;
+  }
   static uint64_t Used(uint64_t w) { return (w >> kUsedShift) & kMaxField; }
   static uint64_t Gen(uint64_t w) { return (w >> kGenShift) & kGenMask; }
   static uint64_t Pack(uint64_t gen, uint64_t used, uint64_t allowed) {
@@ -325,7 +327,8 @@ class BudgetLedger {
   // Takes the mark of `now`'s tick if that tick is new and nobody else is
   // taking it.
   DEGRADE_ALWAYS_INLINE void NoteTime(int64_t now) {
-    if (DEGRADE_UNLIKELY(now >= next_tick_at_.load(std::memory_order_relaxed))) {
+    if (DEGRADE_UNLIKELY(now >=
+                         next_tick_at_.load(std::memory_order_relaxed))) {
       MarkTick(TickOf(now));
     }
   }
@@ -368,7 +371,8 @@ class BudgetLedger {
     // The window's oldest mark: of ticks t-9..t, the earliest there is.
     const Mark* base = &mark;
     for (const Mark& m : marks_) {
-      if (m.valid && m.tick <= t && t - m.tick < kTicks && m.tick < base->tick) {
+      if (m.valid && m.tick <= t && t - m.tick < kTicks &&
+          m.tick < base->tick) {
         base = &m;
       }
     }
@@ -409,8 +413,8 @@ class BudgetLedger {
           base_[Gen(w) % kBases].load(std::memory_order_relaxed);
       const uint64_t allowed = Allowance(Since(base, SumDeposits()));
       if (allowed <= Allowed(w)) return false;
-      const uint64_t raised = (w & ~(kMaxField << kAllowedShift)) |
-                              (allowed << kAllowedShift);
+      const uint64_t raised =
+          (w & ~(kMaxField << kAllowedShift)) | (allowed << kAllowedShift);
       if (word_.compare_exchange_strong(w, raised, std::memory_order_acquire,
                                         std::memory_order_acquire)) {
         w = raised;
@@ -432,8 +436,8 @@ class BudgetLedger {
   const double reserve_;
   const Clock* const clock_;
   const RealClock* const real_clock_;  // clock_ when it is the default
-  const uint64_t width_;  // of a tick, >= 1 ns
-  uint64_t phase_ = 0;    // set once, in the constructor
+  const uint64_t width_;               // of a tick, >= 1 ns
+  uint64_t phase_ = 0;                 // set once, in the constructor
   const std::size_t shard_count_;
   const std::unique_ptr<Shard[]> shards_;
 

@@ -32,8 +32,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
-#include "degrade/detail/retry/latency_histogram.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/retry/latency_histogram.hpp"
 #include "degrade/detail/tick_window.hpp"
 #include "degrade/hedge_settings.hpp"
 #include "degrade/hedge_stats.hpp"
@@ -133,22 +133,21 @@ class HedgeBook {
 
   // Hedges counted and not refunded.
   static uint64_t Used(const Window::Sums& sums) {
-    return sums[kHedges] > sums[kRefunds] ? sums[kHedges] - sums[kRefunds]
-                                          : 0;
+    return sums[kHedges] > sums[kRefunds] ? sums[kHedges] - sums[kRefunds] : 0;
   }
 
   // One thread refreshes; the others use the value it is replacing.
   void Refresh(absl::Time now) {
     if (!refresh_mu_.TryLock()) return;
-    const std::optional<absl::Duration> q = latencies_.Quantile(
-        now, settings_.delay_quantile,
-        static_cast<uint64_t>(settings_.min_samples));
+    const std::optional<absl::Duration> q =
+        latencies_.Quantile(now, settings_.delay_quantile,
+                            static_cast<uint64_t>(settings_.min_samples));
     // A quantile of zero (every latency under a microsecond) still waits a
     // nanosecond: a zero delay would send every hedge at once.
-    cached_delay_.store(
-        q.has_value() ? std::max<int64_t>(absl::ToInt64Nanoseconds(*q), 1)
-                      : kNever,
-        std::memory_order_relaxed);
+    cached_delay_.store(q.has_value()
+                            ? std::max<int64_t>(absl::ToInt64Nanoseconds(*q), 1)
+                            : kNever,
+                        std::memory_order_relaxed);
     cached_at_.store(absl::ToUnixNanos(now), std::memory_order_release);
     refresh_mu_.Unlock();
   }

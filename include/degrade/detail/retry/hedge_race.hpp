@@ -50,9 +50,9 @@
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/deadline.hpp"
-#include "degrade/detail/retry/hedge_book.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/retry/hedge_book.hpp"
 #include "degrade/hedge_settings.hpp"
 #include "degrade/version.hpp"
 
@@ -103,10 +103,10 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
       case Launched::kQueued:
         break;
       case Launched::kRefused:  // the executor: the caller runs it itself
-        {
-          MutexLock lock(&mu_);
-          closed_ = true;  // its thread is busy: nobody can send a hedge
-        }
+      {
+        MutexLock lock(&mu_);
+        closed_ = true;  // its thread is busy: nobody can send a hedge
+      }
         Run(this->shared_from_this(), 0);
         break;
       case Launched::kRejected:
@@ -167,16 +167,16 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
   // Waits up to `timeout` of real time for the decision. True if decided.
   bool WaitFor(absl::Duration timeout) {
     MutexLock lock(&mu_);
-    return cv_.WaitFor(&mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                                          mu_) { return ready_; });
+    return cv_.WaitFor(
+        &mu_, timeout,
+        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ready_; });
   }
 
   // Waits for the decision and hands over the result. Once.
   Result Take() {
     MutexLock lock(&mu_);
-    cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return ready_;
-    });
+    cv_.Wait(&mu_,
+             [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ready_; });
     return std::move(*result_);
   }
 
@@ -259,10 +259,10 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
     const CancelToken token(
         std::shared_ptr<const std::atomic<bool>>(self, &self->cancel_), i);
     auto bound = [&]() -> Result { return self->call_(token); };
-    self->Finish(i,
-                 InvokeCatching<T>(bound, "hedged call",
-                                   self->book_->settings().name),
-                 true);
+    self->Finish(
+        i,
+        InvokeCatching<T>(bound, "hedged call", self->book_->settings().name),
+        true);
   }
 
   // Attempt `i` ended without an outcome (never sent, or sent too late):
@@ -277,11 +277,12 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
       if (close) closed_ = true;
       if (!decided_ && finished_ == launched_) {
         // Every attempt that ran failed: the last failure is the answer.
-        DecideLocked(-1,
-                     Result(last_error_.ok()
-                                ? absl::UnknownError("hedged call: no attempt ran")
-                                : last_error_),
-                     book_->clock().Now());
+        DecideLocked(
+            -1,
+            Result(last_error_.ok()
+                       ? absl::UnknownError("hedged call: no attempt ran")
+                       : last_error_),
+            book_->clock().Now());
       }
     }
     if (permit.has_value()) {
@@ -377,8 +378,8 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
   absl::Time start_ ABSL_GUARDED_BY(mu_);
   absl::Duration delay_ ABSL_GUARDED_BY(mu_) = absl::InfiniteDuration();
   std::array<Slot, 1 + kMaxHedges> slots_ ABSL_GUARDED_BY(mu_);
-  int launched_ ABSL_GUARDED_BY(mu_) = 0;  // slots taken, sent or not
-  int finished_ ABSL_GUARDED_BY(mu_) = 0;  // slots closed
+  int launched_ ABSL_GUARDED_BY(mu_) = 0;     // slots taken, sent or not
+  int finished_ ABSL_GUARDED_BY(mu_) = 0;     // slots closed
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // no more hedges
   bool decided_ ABSL_GUARDED_BY(mu_) = false;
   // Decided and the winner's outcome reported: the caller may go.

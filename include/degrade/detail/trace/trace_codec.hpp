@@ -15,8 +15,8 @@
 // with at most 8 entries and distinct stage names. The codec knows nothing of
 // `DegradationTrace`: it encodes `TraceFields` (views of the entries and the
 // dropped count) and decodes into them, so it is tested on its own
-// (tests/detail/trace/trace_codec_test.cpp). Pure functions, thread-safe; nothing
-// allocates except an error message, nothing throws.
+// (tests/detail/trace/trace_codec_test.cpp). Pure functions, thread-safe;
+// nothing allocates except an error message, nothing throws.
 
 #ifndef DEGRADE_DETAIL_TRACE_TRACE_CODEC_HPP_
 #define DEGRADE_DETAIL_TRACE_TRACE_CODEC_HPP_

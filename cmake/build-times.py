@@ -21,7 +21,8 @@ def kind(output):
         return "header checks"
     if "/docs/" in output:
         return "docs snippets"
-    if "_test.dir" in output or "fleet_test_instance" in output:
+    if ("_test.dir" in output or "fleet_test_instance" in output
+            or (output.startswith("tests/") and "/Unity/" in output)):
         return "tests"
     if output.startswith("examples") or "grpc_recsys" in output:
         return "examples"

@@ -53,7 +53,6 @@
 #include <cstddef>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "degrade/version.hpp"
 
@@ -105,10 +104,11 @@ inline bool SameStatsKey(const char* a, const char* b) {
   // Only a type named with its namespace: Clang spells a local class by its
   // bare name. Never one with internal linkage: GCC writes "{anonymous}",
   // Clang "(anonymous namespace)", and a local class "f()::Local".
-  return absl::StrContains(type, "::") &&
-         !absl::StrContains(type, "{anonymous}") &&
-         !absl::StrContains(type, "anonymous namespace") &&
-         !absl::StrContains(type, ")::");
+  const auto has = [type](absl::string_view part) {
+    return type.find(part) != absl::string_view::npos;
+  };
+  return has("::") && !has("{anonymous}") && !has("anonymous namespace") &&
+         !has(")::");
 }
 
 }  // namespace detail

@@ -201,13 +201,19 @@ touched_tests() {
   deps="$(ninja -C "$root/build/dev" -t deps)"
   # ninja -t deps: "<object>: #deps N, deps mtime ..." then one indented
   # path per dependency (absolute for headers, as given for the source).
+  # Any target under tests/ whose name build/dev registers as a gtest
+  # executable: the batches (unit_3, unit_concurrency_2) as well as the
+  # ALONE files (<name>_test), and not the helpers (fleet_test_instance).
   printf '%s\n' "$changed" | sed "s|^|$root/|" | awk '
-    NR == FNR { want[$0] = 1; next }
+    FNR == 1 { file++ }
+    file == 1 { want[$0] = 1; next }
+    file == 2 { registered[$0] = 1; next }
     /^[^ ].*: #deps/ { obj = substr($0, 1, index($0, ": #deps") - 1); next }
     /^    / { f = substr($0, 5)
-              if ((f in want) && obj ~ /^tests\/CMakeFiles\/[^\/]*_test\.dir\//) {
-                t = obj; sub(/^tests\/CMakeFiles\//, "", t); sub(/\.dir\/.*/, "", t); print t } }' \
-    - <(printf '%s\n' "$deps") | sort -u
+              if ((f in want) && obj ~ /^tests\/CMakeFiles\/[^\/]*\.dir\//) {
+                t = obj; sub(/^tests\/CMakeFiles\//, "", t); sub(/\.dir\/.*/, "", t)
+                if (t in registered) print t } }' \
+    - "$root/build/dev/tests/registered_tests.txt" <(printf '%s\n' "$deps") | sort -u
 }
 
 # Builds and runs the test executables $2... of preset $1, each in the

@@ -28,9 +28,16 @@ import sys
 import time
 
 
-def syntax_only(command):
+def arguments_of(entry):
+    """An entry's argv: its `arguments`, or its `command` split as a shell
+    would (the JSON compilation database allows either)."""
+    if "arguments" in entry:
+        return list(entry["arguments"])
+    return shlex.split(entry["command"])
+
+
+def syntax_only(args):
     """The compile command with its outputs replaced by -fsyntax-only."""
-    args = shlex.split(command)
     out, skip = [], False
     for a in args:
         if skip:
@@ -45,8 +52,8 @@ def syntax_only(command):
     return out + ["-fsyntax-only"]
 
 
-def output_of(command):
-    args = shlex.split(command)
+def output_of(entry):
+    args = arguments_of(entry)
     return args[args.index("-o") + 1] if "-o" in args else ""
 
 
@@ -66,8 +73,14 @@ def main():
     except (OSError, ValueError) as e:
         print(f"syntax-check: cannot read {path}: {e}", file=sys.stderr)
         return 2
+    if opts.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    if not isinstance(entries, list):
+        print(f"syntax-check: {path} is not a list of compile commands",
+              file=sys.stderr)
+        return 2
     units = [e for e in entries
-             if output_of(e["command"]).startswith(opts.under)]
+             if output_of(e).startswith(opts.under)]
     if not units:
         print(f"syntax-check: no unit under {opts.under} in {path}",
               file=sys.stderr)
@@ -75,9 +88,12 @@ def main():
 
     def check(entry):
         started = time.monotonic()
-        r = subprocess.run(syntax_only(entry["command"]), cwd=entry["directory"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, check=False)
+        try:
+            r = subprocess.run(syntax_only(arguments_of(entry)),
+                               cwd=entry["directory"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, check=False)
+        except OSError as e:
+            return entry["file"], 1, f"cannot run the compiler: {e}", 0.0
         return entry["file"], r.returncode, r.stdout, time.monotonic() - started
 
     failed = []

@@ -75,8 +75,8 @@ extern "C" __attribute__((visibility("default"))) int pthread_create(
       message, sizeof message,
       "\ndegrade thread guard: %s started a thread while running test "
       "executable '%s', which is not labelled `concurrency`, so "
-      "ThreadSanitizer never runs it. Add LABELS concurrency to its "
-      "degrade_add_test() in tests/CMakeLists.txt.\n",
+      "ThreadSanitizer never runs it. Add LABELS concurrency to the "
+      "degrade_add_test() of its file in tests/CMakeLists.txt.\n",
       exe, target != nullptr ? target : "?");
   if (n > 0) {
     const size_t len = static_cast<size_t>(n) < sizeof message

@@ -17,6 +17,8 @@
 // Keys are the caller's literals and are written as they are; values are
 // escaped (Str), spelled exactly (Num, Int) or formatted (Time). One string
 // is built in place: no DOM, no nlohmann, so layer 0 can use it.
+//
+// Thread safety: a JsonLine is a value one thread builds; nothing is shared.
 
 #ifndef DEGRADE_DETAIL_JSON_LINE_HPP_
 #define DEGRADE_DETAIL_JSON_LINE_HPP_

@@ -27,6 +27,9 @@
 //   if (h.held) MoveTo(h.held->level);
 //
 // Plain values and functions of them: thread-compatible.
+//
+// Thread safety: pure functions of their arguments; the manager calls them
+// under its own lock and applies what they return.
 
 #ifndef DEGRADE_DETAIL_LEVELS_HOLDS_HPP_
 #define DEGRADE_DETAIL_LEVELS_HOLDS_HPP_

@@ -6,6 +6,9 @@
 // the registry is one line here plus its writer (HACKING.md, "Adding a
 // component"); the component itself attaches through
 // `Telemetry::AttachComponent` and the hub does not change.
+//
+// Thread safety: called by the registry when a component attaches, from
+// the attaching thread; it only reads the view's stats type.
 
 #ifndef DEGRADE_DETAIL_METRICS_COMPONENT_WRITERS_HPP_
 #define DEGRADE_DETAIL_METRICS_COMPONENT_WRITERS_HPP_

@@ -29,16 +29,32 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace detail {
 
-// Attaches `view` to `registry` when `S` is its stats type; otherwise
-// leaves `out` as it was. One call per known component below.
-template <class S, typename Registry, typename Write>
-void AttachIfStats(Registry& registry, const ComponentView& view,
-                   absl::string_view kind, Write write,
-                   std::unique_ptr<TelemetryAttachment>& out) {
-  if (out != nullptr) return;
-  if (const StatsView<S>* typed = view.As<S>()) {
-    out = AttachView(registry, kind, *typed, write);
-  }
+// One row of the table below: a stats type, the registration kind it is
+// exported under and the writer of its series.
+template <class S, typename Write>
+struct KnownComponent {
+  absl::string_view kind;
+  Write write;
+};
+template <class S, typename Write>
+KnownComponent<S, Write> Known(absl::string_view kind, Write write) {
+  return {kind, write};
+}
+
+// Attaches `view` to `registry` with the first row whose stats type is the
+// view's; null when none is.
+template <typename Registry, class... S, typename... Write>
+std::unique_ptr<TelemetryAttachment> AttachFirstKnown(
+    Registry& registry, const ComponentView& view,
+    KnownComponent<S, Write>... rows) {
+  std::unique_ptr<TelemetryAttachment> out;
+  auto try_row = [&](const auto* typed, absl::string_view kind, auto write) {
+    if (out == nullptr && typed != nullptr) {
+      out = AttachView(registry, kind, *typed, write);
+    }
+  };
+  (try_row(view.As<S>(), rows.kind, rows.write), ...);
+  return out;
 }
 
 // The attachment of a component the registry knows, or null: a component
@@ -47,24 +63,16 @@ void AttachIfStats(Registry& registry, const ComponentView& view,
 template <typename Registry>
 std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
     Registry& registry, const ComponentView& view) {
-  std::unique_ptr<TelemetryAttachment> out;
-  // fleet
-  AttachIfStats<FleetControlStats>(registry, view, "fleet_control",
-                                   WriteFleetControlMetrics, out);
-  AttachIfStats<FileWatcherStats>(registry, view, "file_watcher",
-                                  WriteFileWatcherMetrics, out);
-  AttachIfStats<EtcdWatcherStats>(registry, view, "etcd_watcher",
-                                  WriteEtcdWatcherMetrics, out);
-  // rpc, gpu, features
-  AttachIfStats<GrpcClientStats>(registry, view, "grpc_client",
-                                 WriteGrpcClientMetrics, out);
-  AttachIfStats<GrpcServerStats>(registry, view, "grpc_server",
-                                 WriteGrpcServerMetrics, out);
-  AttachIfStats<GpuSourceStats>(registry, view, "gpu_source",
-                                WriteGpuSourceMetrics, out);
-  AttachIfStats<DefaultFeaturesStats>(registry, view, "default_features",
-                                      WriteDefaultFeaturesMetrics, out);
-  return out;
+  return AttachFirstKnown(
+      registry, view,
+      Known<FleetControlStats>("fleet_control", WriteFleetControlMetrics),
+      Known<FileWatcherStats>("file_watcher", WriteFileWatcherMetrics),
+      Known<EtcdWatcherStats>("etcd_watcher", WriteEtcdWatcherMetrics),
+      Known<GrpcClientStats>("grpc_client", WriteGrpcClientMetrics),
+      Known<GrpcServerStats>("grpc_server", WriteGrpcServerMetrics),
+      Known<GpuSourceStats>("gpu_source", WriteGpuSourceMetrics),
+      Known<DefaultFeaturesStats>("default_features",
+                                  WriteDefaultFeaturesMetrics));
 }
 
 }  // namespace detail

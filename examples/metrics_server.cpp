@@ -53,6 +53,7 @@
 //   metrics_server [--port N] [--bind ADDR] [--phase-seconds S] [--rate R]
 //                  [--hold-phase NAME] [--duration-seconds S] [--quiet]
 //                  [--control-file PATH] [--etcd HOST:PORT]
+//                  [--nvml PATH] [--grpc]
 //
 //   --port N              0 picks a free port (default 9464)
 //   --bind ADDR           default 127.0.0.1
@@ -68,11 +69,27 @@
 //   --etcd HOST:PORT      follow the prefix /degrade/control/ of that etcd
 //                         with an etcd watcher feeding the FleetControl
 //                         (only when built with degrade::etcd)
+//   --nvml PATH           each pass loads a GPU source ("gpu0") from the
+//                         NVML library PATH and reads it every 50th
+//                         request, for the degrade_gpu_source_* series; a
+//                         library that does not load is an error at start
+//   --grpc                each pass runs a gRPC server on 127.0.0.1 and
+//                         sends one call per request through a channel to
+//                         it, for degrade_grpc_client_* and
+//                         degrade_grpc_server_* (only when built with
+//                         degrade::grpc)
 //
 // Every pass has a FleetControl over its manager ("recsys"), so the
 // degrade_fleet_* series are always there; the watchers add
 // degrade_file_watcher_* and degrade_etcd_watcher_* (an etcd nobody
 // listens at shows the outage state).
+//
+// With --grpc (metrics_server_extras.hpp) the server side of each call is
+// a degrade::grpc::ServerCall with the pass's AdmissionController, so at
+// level 3 it sheds the sheddable classes as the front door does; the calls
+// carry the request's class, and every 20th a malformed one as well, which
+// the server counts. With --nvml the source reads the library named, such
+// as the test suite's fake NVML (tests/support/fake_nvml.cpp).
 //
 // Prints `listening on http://ADDR:PORT/metrics` on stdout once it accepts
 // connections. SIGINT and SIGTERM stop it cleanly (exit status 0).
@@ -119,6 +136,7 @@
 #include "degrade/etcd/watcher.hpp"
 #endif
 #include "httplib.h"
+#include "metrics_server_extras.hpp"
 #include "recsys/pipeline.hpp"
 
 namespace {
@@ -142,6 +160,8 @@ struct Options {
   bool quiet = false;
   std::string control_file;  // empty: none
   std::string etcd;          // empty: none
+  std::string nvml;          // empty: no GPU source
+  bool grpc = false;
 };
 
 // "Re-ranking throwing" -> "re_ranking_throwing".
@@ -176,7 +196,8 @@ void Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--port N] [--bind ADDR] [--phase-seconds S] "
                "[--rate R] [--hold-phase NAME] [--duration-seconds S] "
-               "[--quiet] [--control-file PATH] [--etcd HOST:PORT]\nphases:",
+               "[--quiet] [--control-file PATH] [--etcd HOST:PORT] "
+               "[--nvml PATH] [--grpc]\nphases:",
                argv0);
   const std::vector<recsys::Phase>& script = recsys::OutageScript();
   for (std::size_t i = 0; i < script.size(); ++i) {
@@ -198,6 +219,14 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     }
     if (flag == "--quiet" && !has_value) {
       o->quiet = true;
+      continue;
+    }
+    if (flag == "--grpc" && !has_value) {
+#if !DEGRADE_METRICS_SERVER_GRPC
+      std::fprintf(stderr, "--grpc: built without degrade::grpc\n");
+      return false;
+#endif
+      o->grpc = true;
       continue;
     }
     if (flag == "-h" || flag == "--help") return false;
@@ -233,6 +262,9 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       std::fprintf(stderr, "--etcd: built without degrade::etcd\n");
       return false;
 #endif
+    } else if (flag == "--nvml") {
+      o->nvml = value;
+      ok = !value.empty();
     } else if (flag == "--duration-seconds") {
       ok = absl::SimpleAtod(value, &o->duration_seconds) &&
            o->duration_seconds >= 0 && o->duration_seconds <= 1e7;
@@ -325,6 +357,15 @@ struct Pass {
     rs.metrics = registry.get();
     budget = Must(degrade::RetryBudget::Create(rs));
     StartFleet(o);
+    if (!o.nvml.empty()) {
+      gpu = Must(metrics_server::LoadGpu(o.nvml, registry.get()));
+    }
+#if DEGRADE_METRICS_SERVER_GRPC
+    if (o.grpc) {
+      grpc = Must(metrics_server::GrpcRoundTrip::Start(
+          admission.get(), manager.get(), registry.get()));
+    }
+#endif
   }
 
   // The fleet side: a FleetControl over the manager, fed by the control
@@ -397,6 +438,13 @@ struct Pass {
   std::unique_ptr<degrade::ControlFileWatcher> control_file;
 #if DEGRADE_METRICS_SERVER_ETCD
   std::unique_ptr<degrade::etcd::EtcdPrefixWatcher> etcd;
+#endif
+  // --nvml and --grpc (metrics_server_extras.hpp). Last, so destroyed
+  // first: the gRPC server shuts down before the admission controller and
+  // manager its handlers use.
+  std::unique_ptr<degrade::NvmlGpuSource> gpu;
+#if DEGRADE_METRICS_SERVER_GRPC
+  std::unique_ptr<metrics_server::GrpcRoundTrip> grpc;
 #endif
   std::vector<uint64_t> popped;
   // Simulated time: where real time starts being mapped, and the end.
@@ -481,6 +529,15 @@ class Driver {
     const degrade::RequestClass rc{
         static_cast<degrade::Criticality>(user % degrade::kNumCriticalities),
         static_cast<uint8_t>(user % degrade::kNumCohorts)};
+    // The gRPC call goes before the front door, so that its server decides
+    // every class (at level 3 it sheds what the door sheds).
+#if DEGRADE_METRICS_SERVER_GRPC
+    if (pass.grpc != nullptr) pass.grpc->Send(user, rc);
+#endif
+    const uint64_t served = requests_.load(std::memory_order_relaxed);
+    if (pass.gpu != nullptr && served % metrics_server::kGpuReadEvery == 0) {
+      (void)pass.gpu->Utilization();  // a failed read is counted by the source
+    }
     if (!pass.admission->Admitted(rc)) {
       requests_.fetch_add(1, std::memory_order_relaxed);
       return;  // shed at the door: the pipeline never sees it
@@ -583,6 +640,17 @@ int main(int argc, char** argv) {
   if (!ParseOptions(argc, argv, &options)) {
     Usage(argv[0]);
     return 2;
+  }
+  // A GPU library that does not load is a clear error now, not an abort in
+  // the first pass.
+  if (!options.nvml.empty()) {
+    const absl::StatusOr<std::unique_ptr<degrade::NvmlGpuSource>> gpu =
+        metrics_server::LoadGpu(options.nvml, degrade::NoTelemetry());
+    if (!gpu.ok()) {
+      std::fprintf(stderr, "metrics_server: --nvml %s: %s\n",
+                   options.nvml.c_str(), gpu.status().ToString().c_str());
+      return 1;
+    }
   }
   std::optional<SteadyClock::time_point> deadline;
   if (options.duration_seconds > 0) {

@@ -31,6 +31,21 @@ starts `prometheus` with a scrape config pointing at both (scrape interval
   degrade_default_features_dimension{default_features="features"}  8
   degrade_default_features_reloads_total, accepted                 >= 1
   degrade_default_features_age_seconds           finite, >= 0
+  degrade_grpc_client_calls_total                with --grpc (the server was
+    {grpc_client="features"}                     built with degrade::grpc):
+                                                 outcome "accepted" > 0, and
+                                                 "shed" > 0 only at level 3
+  degrade_grpc_server_calls_total                outcome "accepted" > 0, and
+    {grpc_server="features"}                     "shed" > 0 only at level 3
+                                                 (the server's ServerCall
+                                                 asks the same admission
+                                                 controller as the front)
+  degrade_grpc_server_malformed_metadata_total   > 0 (every 20th call sends a
+                                                 malformed request class)
+  degrade_gpu_source_available{gpu_source="gpu0"}  with --nvml PATH (an NVML
+  degrade_gpu_source_reads_total                 library, the test suite's
+                                                 fake one from CMake): 1 and
+                                                 > 0
 
 A breaker that is open reads 1 (half-open) for the instant between its open
 timeout and the next request's probe, so the values are polled until they
@@ -39,12 +54,12 @@ all match (or the deadline passes) rather than read once.
 With --dashboard, every PromQL expression of that Grafana dashboard
 (monitoring/grafana/degrade.json) is then run against the same Prometheus
 and must return data (a non-empty result), polled until the deadline since
-a rate needs two scrapes in its window (the etcd watcher's only when the
-server has degrade::etcd). The exceptions are the panels on families
-metrics_server cannot export (NOT_IN_DEMO: it runs no gRPC and no GPU):
-those expressions must be valid PromQL, which Prometheus checks, but may
-return nothing; their series are checked by name in the unit tests
-(tests/grpc/grpc_{client,server}_test, tests/gpu_signal_test).
+a rate needs two scrapes in its window. The exceptions are the panels on
+families this run's servers do not export: the etcd watcher's without
+degrade::etcd (not run), the gRPC panels without --grpc and the GPU panels
+without --nvml. Those two must be valid PromQL, which Prometheus checks,
+but may return nothing; their series are then checked by name only in the
+unit tests (tests/grpc/grpc_{client,server}_test, tests/gpu_signal_test).
 
 Every process is stopped in a `finally` block (SIGTERM, then SIGKILL after
 a bound); the servers must exit 0 on SIGTERM. Python 3 standard library
@@ -52,7 +67,8 @@ only. Exit status 0 on success, 1 on failure, 77 if a tool is missing.
 
   prometheus_scrape_test.py --server build/dev/examples/metrics_server \
       [--prometheus prometheus] [--promtool promtool] [--timeout 90] \
-      [--dashboard monitoring/grafana/degrade.json]
+      [--dashboard monitoring/grafana/degrade.json] [--grpc] \
+      [--nvml build/dev/tests/libfake_nvml.so]
 """
 
 import argparse
@@ -111,10 +127,13 @@ OVERLOAD_POSITIVE = (
     "degrade_queue_popped_total",
     "degrade_queue_sojourn_seconds_count",
 )
-# Metric-name prefixes of the dashboard's panels that metrics_server does not
-# export (see the docstring).
-NOT_IN_DEMO = ("degrade_grpc_client_", "degrade_grpc_server_",
-               "degrade_gpu_source_")
+# Metric-name prefixes of the dashboard's panels that metrics_server exports
+# only with --grpc, or only with --nvml (see the docstring).
+GRPC_FAMILIES = ("degrade_grpc_client_", "degrade_grpc_server_")
+GPU_FAMILIES = ("degrade_gpu_source_",)
+# The names metrics_server gives its gRPC counters and GPU source.
+GRPC_NAME = "features"
+GPU_NAME = "gpu0"
 
 # The recommendation pipeline's default features (examples/recsys).
 FEATURES = "features"
@@ -209,13 +228,13 @@ def server_has_etcd(binary):
     return b"built without degrade::etcd" not in r.stdout
 
 
-def start_server(binary, scenario, workdir, lifetime, fleet_args):
+def start_server(binary, scenario, workdir, lifetime, extra_args):
     hold = SCENARIOS[scenario][0]
     proc = Proc(
         f"metrics_server-{scenario}",
         [binary, "--port", "0", "--bind", "127.0.0.1", "--hold-phase", hold,
          "--phase-seconds", "20", "--rate", "100",
-         "--duration-seconds", str(int(lifetime)), "--quiet"] + fleet_args,
+         "--duration-seconds", str(int(lifetime)), "--quiet"] + extra_args,
         workdir, stdout=subprocess.PIPE)
     # Read the "listening on" line without blocking forever.
     lines = queue.Queue()
@@ -339,7 +358,9 @@ def observe(prom_port):
                 "threshold": None, "shed_sheddable": None, "overload": {},
                 "fleet": {}, "refused": {},
                 "features_dim": None, "features_accepted": None,
-                "features_age": None}
+                "features_age": None, "grpc_client": {}, "grpc_server": {},
+                "grpc_malformed": None, "gpu_available": None,
+                "gpu_reads": None}
             for s in SCENARIOS}
 
     def each(promql, store):
@@ -385,6 +406,17 @@ def observe(prom_port):
     each(f'degrade_default_features_reloads_total{{{feat},result="accepted"}}',
          put("features_accepted"))
     each(f'degrade_default_features_age_seconds{{{feat}}}', put("features_age"))
+    client = f'job="{JOB}",grpc_client="{GRPC_NAME}"'
+    server = f'job="{JOB}",grpc_server="{GRPC_NAME}"'
+    each(f'degrade_grpc_client_calls_total{{{client}}}',
+         put_in("grpc_client", "outcome"))
+    each(f'degrade_grpc_server_calls_total{{{server}}}',
+         put_in("grpc_server", "outcome"))
+    each(f'degrade_grpc_server_malformed_metadata_total{{{server}}}',
+         put("grpc_malformed"))
+    gpu = f'job="{JOB}",gpu_source="{GPU_NAME}"'
+    each(f'degrade_gpu_source_available{{{gpu}}}', put("gpu_available"))
+    each(f'degrade_gpu_source_reads_total{{{gpu}}}', put("gpu_reads"))
     return seen
 
 
@@ -402,16 +434,19 @@ def dashboard_exprs(path):
     return out
 
 
-def check_dashboard(prom_port, path, deadline, etcd=True):
+def check_dashboard(prom_port, path, deadline, etcd=True, grpc=True, gpu=True):
     """Polls until every expression returns data, or fails naming those
     that do not. Without etcd (a server built without degrade::etcd) the
-    etcd watcher's panels have nothing to show and are not run."""
+    etcd watcher's panels have nothing to show and are not run; without
+    grpc or gpu (servers run without --grpc or --nvml) those panels must
+    only parse."""
     exprs = dashboard_exprs(path)
     if not etcd:
         exprs = [(t, e) for t, e in exprs if "degrade_etcd_watcher_" not in e]
-    # Not exported by the demo: valid PromQL (query() fails otherwise), and
+    not_exported = (() if grpc else GRPC_FAMILIES) + (() if gpu else GPU_FAMILIES)
+    # Not exported this run: valid PromQL (query() fails otherwise), and
     # nothing more is asked of them.
-    absent = [(t, e) for t, e in exprs if any(p in e for p in NOT_IN_DEMO)]
+    absent = [(t, e) for t, e in exprs if any(p in e for p in not_exported)]
     for _, e in absent:
         query(prom_port, e)
     empty = [(t, e) for t, e in exprs if (t, e) not in absent]
@@ -425,7 +460,7 @@ def check_dashboard(prom_port, path, deadline, etcd=True):
             f"{path}: {len(empty)} of {len(exprs)} expressions return no data:\n  "
             + "\n  ".join(f"{t}: {e}" for t, e in empty))
     log(f"dashboard {os.path.basename(path)}: {len(exprs) - len(absent)} "
-        f"expressions return data, {len(absent)} (not in the demo) parse")
+        f"expressions return data, {len(absent)} (not exported this run) parse")
 
 
 def fleet_mismatches(scenario, got, etcd):
@@ -454,11 +489,47 @@ def fleet_mismatches(scenario, got, etcd):
     return problems
 
 
-def mismatches(seen, etcd):
+def grpc_mismatches(scenario, got, sheds):
+    """--grpc: calls answered by the server; sheds (client and server side)
+    exactly where the front door sheds; malformed request classes counted."""
+    problems = []
+    for side in ("grpc_client", "grpc_server"):
+        if not got[side].get("accepted", 0) > 0:
+            problems.append(f"{scenario}: degrade_{side}_calls_total"
+                            f"{{outcome=\"accepted\"}} = "
+                            f"{got[side].get('accepted')}, want > 0")
+        shed = got[side].get("shed")
+        if (shed is not None and shed > 0) != sheds:
+            problems.append(f"{scenario}: degrade_{side}_calls_total"
+                            f"{{outcome=\"shed\"}} = {shed}, want "
+                            f"{'> 0' if sheds else '0'}")
+    if not (got["grpc_malformed"] or 0) > 0:
+        problems.append(f"{scenario}: degrade_grpc_server_malformed_metadata_total"
+                        f" = {got['grpc_malformed']}, want > 0")
+    return problems
+
+
+def gpu_mismatches(scenario, got):
+    """--nvml: the source's last read succeeded, and it has been read."""
+    problems = []
+    if got["gpu_available"] != 1.0:
+        problems.append(f"{scenario}: degrade_gpu_source_available = "
+                        f"{got['gpu_available']}, want 1")
+    if not (got["gpu_reads"] or 0) > 0:
+        problems.append(f"{scenario}: degrade_gpu_source_reads_total = "
+                        f"{got['gpu_reads']}, want > 0")
+    return problems
+
+
+def mismatches(seen, etcd, grpc=False, gpu=False):
     problems = []
     for scenario, (_, breakers, level, failed) in SCENARIOS.items():
         got = seen[scenario]
         problems += fleet_mismatches(scenario, got, etcd)
+        if grpc:
+            problems += grpc_mismatches(scenario, got, OVERLOAD[scenario][1])
+        if gpu:
+            problems += gpu_mismatches(scenario, got)
         if got["up"] != 1.0:
             problems.append(f"{scenario}: up = {got['up']}, want 1")
         for b, want in breakers.items():
@@ -518,6 +589,12 @@ def main():
                     help="seconds to wait for the expected series (default 90)")
     ap.add_argument("--dashboard", default=None,
                     help="a Grafana dashboard JSON whose expressions must return data")
+    ap.add_argument("--grpc", action="store_true",
+                    help="the server was built with degrade::grpc: run it with "
+                         "--grpc and check the degrade_grpc_* series")
+    ap.add_argument("--nvml", default=None,
+                    help="an NVML library (the fake one) for the servers' --nvml: "
+                         "check the degrade_gpu_source_* series")
     args = ap.parse_args()
 
     tools = {}
@@ -546,10 +623,19 @@ def main():
             fleet_args += ["--etcd", f"127.0.0.1:{free_port()}"]
         else:
             log("metrics_server has no degrade::etcd: not checking the etcd watcher")
+        extra_args = list(fleet_args)
+        if args.grpc:
+            extra_args.append("--grpc")
+        else:
+            log("no --grpc: the gRPC series are not checked")
+        if args.nvml:
+            extra_args += ["--nvml", os.path.abspath(args.nvml)]
+        else:
+            log("no --nvml: the GPU source's series are not checked")
         ports = {}
         for scenario in SCENARIOS:
             proc, port = start_server(tools["server"], scenario, workdir, lifetime,
-                                      fleet_args)
+                                      extra_args)
             procs.append(proc)
             ports[scenario] = port
         servers = list(procs)
@@ -577,7 +663,7 @@ def main():
                         f"{p.name} exited with {p.popen.returncode}:\n{tail(p.stderr_path)}")
             polls += 1
             seen = observe(prom_port)
-            problems = mismatches(seen, etcd)
+            problems = mismatches(seen, etcd, args.grpc, bool(args.nvml))
             if not problems:
                 break
             time.sleep(0.5)
@@ -598,10 +684,18 @@ def main():
                 f"degrade_fallbacks_total by stage: {fallbacks}; admission threshold "
                 f"{got['threshold']:g}, sheddable shed {got['shed_sheddable']:g}")
             log(f"  {scenario}: fleet {json.dumps(got['fleet'], sort_keys=True)}")
+            if args.grpc:
+                log(f"  {scenario}: gRPC client {json.dumps(got['grpc_client'], sort_keys=True)}"
+                    f", server {json.dumps(got['grpc_server'], sort_keys=True)}, "
+                    f"malformed metadata {got['grpc_malformed']:g}")
+            if args.nvml:
+                log(f"  {scenario}: GPU source available {got['gpu_available']:g}, "
+                    f"reads {got['gpu_reads']:g}")
 
         # 3. The dashboard's every expression returns data.
         if args.dashboard:
-            check_dashboard(prom_port, args.dashboard, deadline, etcd)
+            check_dashboard(prom_port, args.dashboard, deadline, etcd, args.grpc,
+                            bool(args.nvml))
 
         # 4. The servers stop cleanly on SIGTERM.
         for p in servers:

@@ -85,8 +85,9 @@
 // listens at shows the outage state).
 //
 // With --grpc (metrics_server_extras.hpp) the server side of each call is
-// a degrade::grpc::ServerCall with the pass's AdmissionController, so at
-// level 3 it sheds the sheddable classes as the front door does; the calls
+// a degrade::grpc::ServerCall with an AdmissionController "features"
+// following the pass's manager, so at level 3 it sheds the sheddable
+// classes as the front door does; the calls
 // carry the request's class, and every 20th a malformed one as well, which
 // the server counts. With --nvml the source reads the library named, such
 // as the test suite's fake NVML (tests/support/fake_nvml.cpp).
@@ -362,8 +363,8 @@ struct Pass {
     }
 #if DEGRADE_METRICS_SERVER_GRPC
     if (o.grpc) {
-      grpc = Must(metrics_server::GrpcRoundTrip::Start(
-          admission.get(), manager.get(), registry.get()));
+      grpc = Must(metrics_server::GrpcRoundTrip::Start(manager.get(), &clock,
+                                                       registry.get()));
     }
 #endif
   }
@@ -440,8 +441,8 @@ struct Pass {
   std::unique_ptr<degrade::etcd::EtcdPrefixWatcher> etcd;
 #endif
   // --nvml and --grpc (metrics_server_extras.hpp). Last, so destroyed
-  // first: the gRPC server shuts down before the admission controller and
-  // manager its handlers use.
+  // first: the gRPC server shuts down before the manager and clock its
+  // handlers use.
   std::unique_ptr<degrade::NvmlGpuSource> gpu;
 #if DEGRADE_METRICS_SERVER_GRPC
   std::unique_ptr<metrics_server::GrpcRoundTrip> grpc;

@@ -10,7 +10,9 @@
 //     a GrpcRoundTrip, an in-process gRPC server on 127.0.0.1 (a port of the
 //     kernel's choosing) serving grpc_recsys' Features service
 //     (examples/grpc_recsys/recsys.proto) behind a degrade::grpc::ServerCall
-//     with the pass's AdmissionController, and a channel to it through which
+//     with an AdmissionController of its own ("features", following the
+//     pass's manager, so its sheds are not counted twice with the front
+//     door's), and a channel to it through which
 //     the driver sends one degrade::grpc::Call per request with the
 //     request's class, for the degrade_grpc_client_* and
 //     degrade_grpc_server_* series. Every kMalformedEvery-th call also
@@ -41,6 +43,7 @@
 #include "degrade/admission.hpp"
 #include "degrade/breaker_settings.hpp"
 #include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/degradation_trace.hpp"
@@ -80,14 +83,22 @@ inline constexpr uint64_t kMalformedEvery = 20;
 // counters are pointed to.
 class GrpcRoundTrip {
  public:
-  // Starts the server and connects to it. `admission`, `manager` and
+  // Starts the server and connects to it. `manager`, `clock` and
   // `metrics` must outlive the returned object; its destructor shuts the
   // server down first.
   static absl::StatusOr<std::unique_ptr<GrpcRoundTrip>> Start(
-      degrade::AdmissionController* admission,
-      const degrade::DegradationManager* manager, degrade::Telemetry* metrics) {
+      const degrade::DegradationManager* manager, const degrade::Clock* clock,
+      degrade::Telemetry* metrics) {
+    degrade::AdmissionOptions ao;
+    ao.name = "features";
+    ao.manager = manager;
+    ao.clock = clock;
+    ao.metrics = metrics;
+    absl::StatusOr<std::unique_ptr<degrade::AdmissionController>> admission =
+        degrade::AdmissionController::Create(ao);
+    if (!admission.ok()) return admission.status();
     std::unique_ptr<GrpcRoundTrip> rt(
-        new GrpcRoundTrip(admission, manager, metrics));
+        new GrpcRoundTrip(std::move(*admission), manager, metrics));
     if (absl::Status s = rt->Listen(); !s.ok()) return s;
     return rt;
   }
@@ -129,8 +140,8 @@ class GrpcRoundTrip {
   }
 
  private:
-  // The in-process demo's personalised features, behind the pass's
-  // admission controller: at level 3 sheddable classes are shed here too.
+  // The in-process demo's personalised features, behind its own admission
+  // controller: at level 3 sheddable classes are shed here too.
   class FeatureService final : public grpc_recsys::Features::Service {
    public:
     explicit FeatureService(degrade::grpc::ServerOptions options)
@@ -150,13 +161,15 @@ class GrpcRoundTrip {
     const degrade::grpc::ServerOptions options_;
   };
 
-  GrpcRoundTrip(degrade::AdmissionController* admission,
+  GrpcRoundTrip(std::unique_ptr<degrade::AdmissionController> admission,
                 const degrade::DegradationManager* manager,
                 degrade::Telemetry* metrics)
-      : server_counters_(ServerCountersFor(metrics)),
+      : admission_(std::move(admission)),
+        server_counters_(ServerCountersFor(metrics)),
         client_counters_(ClientCountersFor(metrics)),
         breaker_(BreakerFor()),
-        service_(ServiceOptions(admission, manager, &server_counters_)) {}
+        service_(ServiceOptions(admission_.get(), manager, &server_counters_)) {
+  }
 
   static degrade::grpc::ServerCountersOptions ServerCountersFor(
       degrade::Telemetry* metrics) {
@@ -221,6 +234,7 @@ class GrpcRoundTrip {
     return absl::OkStatus();
   }
 
+  std::unique_ptr<degrade::AdmissionController> admission_;
   degrade::grpc::ServerCounters server_counters_;
   degrade::grpc::ClientCounters client_counters_;
   degrade::CircuitBreaker<grpc_recsys::FeatureReply> breaker_;

@@ -75,11 +75,12 @@ enum class HalfOpenPolicy : uint8_t {
   // that succeeds is a success.
   kFirstFailureReopens = 0,
   // resilience4j: `max_requests` trials (its
-  // permittedNumberOfCallsInHalfOpenState) are admitted; once all of them
-  // have reported, the breaker reopens if their failure rate reaches
-  // `half_open_failure_rate` or their slow-call rate reaches
-  // `half_open_slow_call_rate`, else it closes. Slow trials count as slow
-  // whether they succeeded or failed.
+  // permittedNumberOfCallsInHalfOpenState) are admitted; once
+  // min(ready_to_trip's minimum calls, max_requests) of them have reported
+  // (every one, for a rule without a rate part), the breaker reopens if
+  // their failure rate reaches `half_open_failure_rate` or their slow-call
+  // rate reaches `half_open_slow_call_rate`, else it closes. Slow trials
+  // count as slow whether they succeeded or failed.
   kRateBased = 1,
 };
 

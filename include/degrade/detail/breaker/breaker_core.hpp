@@ -263,7 +263,8 @@ class BreakerCore final : public BreakerMachine {
             break;
           }
           shard.admitted.Add(1);
-          if (StateOf(w) == State::kClosed) window_.RecordAdmission(now);
+          // Trials too: the window buckets them as it does closed calls.
+          window_.RecordAdmission(now);
           t->generation = GenOf(w);
           t->start_nanos = now;
           t->state = StateOf(w);
@@ -292,6 +293,7 @@ class BreakerCore final : public BreakerMachine {
     }
     shard.abandoned.Add(1);
     trials_.Abandon(t.start_nanos);
+    window_.RecordAbandon(t.start_nanos);
     SetHalfOpenDeadlineLocked();
     return CallOutcome::kAbandoned;
   }
@@ -320,19 +322,21 @@ class BreakerCore final : public BreakerMachine {
       } else if (excluded) {
         shard.exclusions.Add(1);
         counted = CallOutcome::kExcluded;
+        // A half-open trial is recorded in the window like a closed call
+        // (resilience4j's half-open metrics): counts(), the rates and the
+        // state-change event show the trials the decision was taken on.
+        window_.Record(t.start_nanos, kOutcomeExcluded);
         if (StateOf(w) == State::kHalfOpen) {
           trials_.Exclude(t.start_nanos);
           SetHalfOpenDeadlineLocked();
-        } else {
-          window_.Record(t.start_nanos, kOutcomeExcluded);
         }
       } else {
         if (slow) shard.slow_calls.Add(1);
+        window_.Record(t.start_nanos,
+                       static_cast<uint8_t>(kOutcomeRecorded |
+                                            (success ? 0 : kOutcomeFailed) |
+                                            (slow ? kOutcomeSlow : 0)));
         if (StateOf(w) == State::kClosed) {
-          window_.Record(t.start_nanos,
-                         static_cast<uint8_t>(kOutcomeRecorded |
-                                              (success ? 0 : kOutcomeFailed) |
-                                              (slow ? kOutcomeSlow : 0)));
           calls_seen_.fetch_add(1, std::memory_order_relaxed);
         }
         if (success) {

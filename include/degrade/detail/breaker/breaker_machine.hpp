@@ -108,6 +108,8 @@ class BreakerMachine : private BreakerView {
         rated_half_open_(settings_.half_open_policy ==
                          HalfOpenPolicy::kRateBased),
         plan_(PlanRule(settings_)),
+        half_open_decide_at_(std::min<uint64_t>(
+            max_requests_, std::max<uint64_t>(plan_.calls_to_decide, 1))),
         // A time window decides when a fast success must ask (a bucket
         // left, or the largest minimum not yet reached in the current
         // bucket). Otherwise the core counts the generation's calls itself
@@ -474,9 +476,13 @@ class BreakerMachine : private BreakerView {
       }
       return SetHalfOpenDeadlineLocked();
     }
-    // resilience4j: judge the rates once every permitted trial reported.
+    // resilience4j: judge the rates once min(minimum calls, permitted
+    // trials) have reported (its half-open window's minimum); a rule
+    // without a minimum waits for every permitted trial.
     success ? trials_.Succeed(t.start_nanos) : trials_.Fail(t.start_nanos);
-    if (trials_.reported() < max_requests_) return SetHalfOpenDeadlineLocked();
+    if (trials_.reported() < half_open_decide_at_) {
+      return SetHalfOpenDeadlineLocked();
+    }
     if (trials_.RatesReached(plan_.half_open_failure_rate,
                              plan_.half_open_slow_rate, slow_nanos_ > 0)) {
       return ReopenLocked(now, TransitionCause::kTrialsFailed);
@@ -555,6 +561,8 @@ class BreakerMachine : private BreakerView {
   const bool wait_from_entering_;
   const bool rated_half_open_;
   const RulePlan plan_;
+  // The rate-based half-open decides once this many trials have reported.
+  const uint64_t half_open_decide_at_;
   Window window_;
   // Set in the constructor only (a call listener turns them on).
   bool needs_clock_;

@@ -17,6 +17,9 @@ Targets (degrade overhead / baseline overhead, same run), from the issues
                                         100 and FailureRate(0.5, 20); the
                                         baseline is its ClosedSuccess: gobreaker
                                         has no count window)
+    ClosedSuccessTimeWindow and
+    ClosedSuccessCountWindowRate        <= 1/5 at 2 threads (issue 31: windows
+                                        that scale)
 and degrade makes no heap allocations per call on any of these paths.
 
 A second table compares rows of the same run with each other (issue 14):
@@ -27,7 +30,11 @@ A second table compares rows of the same run with each other (issue 14):
                         both sides include the protected call.
     listener / none     the overhead of ClosedSuccessListener (one listener
                         wanting every call, OnCall a relaxed add) over the
-                        overhead of ClosedSuccess, <= 3/2 at 1 thread. The
+                        overhead of ClosedSuccess, <= 3/2 at 1 thread.
+    <window> 2 thr / 1 thr
+                        wall time per call (all threads) at 2 threads over
+                        that at 1 thread, <= 1 for the time window and the
+                        count window with a rate rule (issue 31). The
 open-state rejection is reported with its ratio as "info": its allocation
 count must be zero, but the issue sets its speed no ratio. For OpenReject the
 function is not called, so "overhead over the bare call" is the rejection
@@ -63,7 +70,13 @@ TARGETS = {
     ("ClosedSuccessInterval60s", 1): Fraction(1, 2),
     ("ClosedSuccessTimeWindow", 1): Fraction(1, 2),
     ("ClosedSuccessCountWindowRate", 1): Fraction(1, 3),
+    ("ClosedSuccessTimeWindow", 2): Fraction(1, 5),
+    ("ClosedSuccessCountWindowRate", 2): Fraction(1, 5),
 }
+
+# Workloads whose wall time per call at 2 threads must not exceed that at 1
+# thread: a second thread must not slow every call down (issue 31).
+SCALING = {"ClosedSuccessTimeWindow": Fraction(1), "ClosedSuccessCountWindowRate": Fraction(1)}
 
 # Rows compared with other rows of the same run: (name, numerator,
 # denominator, compare overheads over the bare call?) and their targets by
@@ -273,6 +286,17 @@ def main():
                 failed |= result != "PASS"
             rel_rows.append((name, str(threads), f"{a:.2f}", f"{b:.2f}",
                              f"{ratio:.2f}", fmt_fraction(target), result))
+    for workload, target in SCALING.items():
+        one = results.get(("Degrade", workload, 1))
+        two = results.get(("Degrade", workload, 2))
+        if not (one and two):
+            continue
+        ratio = two[0] / one[0] if one[0] > 0 else float("nan")
+        result = "PASS" if one[0] > 0 and ratio <= float(target) else "FAIL"
+        failed |= result != "PASS"
+        rel_rows.append((f"{workload} 2 thr / 1 thr", "2", f"{two[0]:.2f}",
+                         f"{one[0]:.2f}", f"{ratio:.2f}", fmt_fraction(target),
+                         result))
     if rel_rows:
         print()
         widths = [max(len(r[i]) for r in rel_rows + [rel_header])
@@ -281,8 +305,8 @@ def main():
         print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
         for r in rel_rows:
             print(line(r))
-        print("closed / floor: times (both include the call); listener / none:"
-              " overheads over the bare call")
+        print("closed / floor, 2 thr / 1 thr: times (both include the call);"
+              " listener / none: overheads over the bare call")
     return 1 if failed else 0
 
 

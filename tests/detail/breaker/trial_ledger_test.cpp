@@ -75,5 +75,55 @@ TEST(TrialLedgerTest, TheDeadlineSaturates) {
   EXPECT_EQ(t.deadline(), TrialLedger::kNever);
 }
 
+// JudgeTrials, row by row: succeeded, failed and slow trials reported; the
+// policy; and the verdict. Four permits, thresholds 0.5 (failures) and 0.5
+// (slow calls, tracked).
+struct JudgeRow {
+  uint64_t succeeded;
+  uint64_t failed;
+  uint64_t slow;
+  bool rated;
+  uint64_t decide_at;
+  detail::TrialVerdict want;
+};
+
+TEST(JudgeTrialsTest, Table) {
+  using V = detail::TrialVerdict;
+  const JudgeRow rows[] = {
+      // gobreaker: the first failure reopens; four successes close.
+      {0, 1, 0, false, 4, V::kReopen},
+      {3, 0, 0, false, 4, V::kWait},
+      {4, 0, 3, false, 4, V::kClose},  // slow successes are successes
+      {3, 1, 0, false, 4, V::kReopen},
+      // resilience4j, all four judged together.
+      {2, 1, 0, true, 4, V::kWait},
+      {3, 1, 0, true, 4, V::kClose},   // 25% < 50%
+      {2, 2, 0, true, 4, V::kReopen},  // 50% reaches 50%
+      {4, 0, 2, true, 4, V::kReopen},  // 2 slow of 4
+      {4, 0, 1, true, 4, V::kClose},
+      // resilience4j with a minimum of 2 below the permits.
+      {1, 0, 0, true, 2, V::kWait},
+      {2, 0, 0, true, 2, V::kClose},
+      {1, 1, 0, true, 2, V::kReopen},
+      {0, 1, 0, true, 2, V::kWait},  // one failure is below the minimum
+  };
+  for (const JudgeRow& r : rows) {
+    TrialLedger l;
+    for (uint64_t i = 0; i < r.succeeded; ++i) {
+      l.Admit(0);
+      l.Succeed(0);
+    }
+    for (uint64_t i = 0; i < r.failed; ++i) {
+      l.Admit(0);
+      l.Fail(0);
+    }
+    for (uint64_t i = 0; i < r.slow; ++i) l.Slow();
+    EXPECT_EQ(detail::JudgeTrials(l, r.rated, 4, r.decide_at, 0.5, 0.5, true),
+              r.want)
+        << r.succeeded << " ok, " << r.failed << " failed, " << r.slow
+        << " slow, rated " << r.rated << ", decide at " << r.decide_at;
+  }
+}
+
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -464,30 +464,20 @@ class BreakerMachine : private BreakerView {
   void JudgeTrialLocked(const Ticket& t, bool success, bool slow, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (slow) trials_.Slow();
-    if (!rated_half_open_) {
-      // gobreaker: the first failure reopens, max_requests successes close.
-      if (!success) {
-        trials_.Fail(t.start_nanos);  // so that the event's counts show it
-        return ReopenLocked(now, TransitionCause::kTrialFailed);
-      }
-      trials_.Succeed(t.start_nanos);
-      if (trials_.succeeded >= max_requests_) {
-        return CloseLocked(now, TransitionCause::kTrialsSucceeded);
-      }
-      return SetHalfOpenDeadlineLocked();
-    }
-    // resilience4j: judge the rates once min(minimum calls, permitted
-    // trials) have reported (its half-open window's minimum); a rule
-    // without a minimum waits for every permitted trial.
     success ? trials_.Succeed(t.start_nanos) : trials_.Fail(t.start_nanos);
-    if (trials_.reported() < half_open_decide_at_) {
-      return SetHalfOpenDeadlineLocked();
+    switch (JudgeTrials(trials_, rated_half_open_, max_requests_,
+                        half_open_decide_at_, plan_.half_open_failure_rate,
+                        plan_.half_open_slow_rate, slow_nanos_ > 0)) {
+      case TrialVerdict::kReopen:
+        return ReopenLocked(now, rated_half_open_
+                                     ? TransitionCause::kTrialsFailed
+                                     : TransitionCause::kTrialFailed);
+      case TrialVerdict::kClose:
+        return CloseLocked(now, TransitionCause::kTrialsSucceeded);
+      case TrialVerdict::kWait:
+        break;
     }
-    if (trials_.RatesReached(plan_.half_open_failure_rate,
-                             plan_.half_open_slow_rate, slow_nanos_ > 0)) {
-      return ReopenLocked(now, TransitionCause::kTrialsFailed);
-    }
-    CloseLocked(now, TransitionCause::kTrialsSucceeded);
+    SetHalfOpenDeadlineLocked();
   }
 
   // Opens, if the generation `why` was decided in is still current and

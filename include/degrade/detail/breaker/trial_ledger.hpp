@@ -1,10 +1,10 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // The trials of one half-open generation of a circuit breaker: how many
-// were admitted and how each ended, which decides whether the breaker closes
-// (max_requests successes, or rates below the thresholds once all have
-// reported), reopens (the first failure, or rates reached) or still has a
-// slot to give. With a `half_open_max_wait` it also keeps when each outstanding
+// were admitted and how each ended, which decides (JudgeTrials) whether the
+// breaker closes (max_requests successes, or rates below the thresholds
+// once enough have reported), reopens (the first failure, or rates
+// reached) or waits. With a `half_open_max_wait` it also keeps when each outstanding
 // trial was admitted: the wait is per trial, from its own admission, so the
 // deadline is the oldest outstanding trial's admission plus the wait, and a
 // trial admitted late is never cut short by an earlier one's clock.
@@ -108,6 +108,30 @@ class TrialLedger {
   int64_t wait_nanos_;
   std::multiset<int64_t> out_since_;
 };
+
+// What a half-open breaker does after a trial reported.
+enum class TrialVerdict : uint8_t { kWait, kClose, kReopen };
+
+// The half-open policies' judgement of `l`, a pure function.
+//   gobreaker (rated == false): the first failure reopens, `max_requests`
+//     successes close.
+//   resilience4j (rated): nothing until `decide_at` trials reported
+//     (min(the rule's minimum calls, max_requests)); then reopen when a
+//     rate reaches its threshold (RatesReached), else close.
+inline TrialVerdict JudgeTrials(const TrialLedger& l, bool rated,
+                                uint64_t max_requests, uint64_t decide_at,
+                                double failure_rate, double slow_rate,
+                                bool track_slow) {
+  if (!rated) {
+    if (l.failed > 0) return TrialVerdict::kReopen;
+    return l.succeeded >= max_requests ? TrialVerdict::kClose
+                                       : TrialVerdict::kWait;
+  }
+  if (l.reported() < decide_at) return TrialVerdict::kWait;
+  return l.RatesReached(failure_rate, slow_rate, track_slow)
+             ? TrialVerdict::kReopen
+             : TrialVerdict::kClose;
+}
 
 }  // namespace detail
 DEGRADE_NAMESPACE_END

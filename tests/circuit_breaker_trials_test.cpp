@@ -1,10 +1,12 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // Half-open trials as a resilience4j user porting a config sees them:
-//   * every trial is recorded in the sliding window with the closed state's
-//     bucketing rules (failed, slow, successful, excluded and abandoned
-//     trials; count and time windows; and without a window), so counts(),
-//     the rates and the half-open -> closed / open event show them;
+//   * the trials are the half-open generation's window, classified as closed
+//     calls are (failed, slow, successful, excluded and abandoned trials;
+//     with count and time windows of any size, and without a window), so
+//     counts(), the rates and the half-open -> closed / open event show
+//     them, as resilience4j's half-open metrics (a count window of the
+//     permitted calls) do;
 //   * the rate-based half-open decides once min(minimum calls, permitted
 //     trials) have reported: resilience4j's own example, 4 permitted calls
 //     and a minimum of 2, decides after 2.
@@ -216,20 +218,43 @@ INSTANTIATE_TEST_SUITE_P(Windows, TrialsInTheWindowTest,
                            return Name(i.param);
                          });
 
-// A trial reporting in a later time bucket than its admission is counted
-// in its admission's bucket, as a closed call is, and leaves the window
-// with it.
-TEST(TrialsInATimeWindowTest, UseTheAdmissionsBucket) {
+// The trials are the half-open window whatever the closed one is: a trial
+// older than a time window's length still counts, as it does in the
+// decision.
+TEST(TrialsInATimeWindowTest, ATrialOlderThanTheWindowStillCounts) {
   FakeClock clock(kAlignedStart);
   ChangeLog log;
   BreakerSettings s = TrialSettings(&clock, &log, WindowKind::kTime);
-  s.max_requests = 10;
+  s.window = SlidingWindow::Time(absl::Seconds(2), 2);
+  s.max_requests = 3;
   Breaker b(s);
   OpenThenHalfOpen(b, clock);
   ASSERT_TRUE(RunFailure(b));
-  ASSERT_TRUE(RunTaking(b, clock, absl::Milliseconds(900)));
+  clock.Advance(absl::Seconds(3));
+  ASSERT_TRUE(RunOk(b));
   EXPECT_EQ(b.counts().window_calls, 2u);
   EXPECT_EQ(b.counts().window_failures, 1u);
+  ASSERT_TRUE(RunOk(b));
+  ASSERT_EQ(b.state(), State::kClosed) << "1 failure in 3";
+  EXPECT_EQ(log.last().counts.window_calls, 3u);
+  EXPECT_EQ(log.last().counts.window_failures, 1u);
+}
+
+// A count window smaller than the permits does not cut the trials short.
+TEST(TrialsInACountWindowTest, ASmallerWindowShowsEveryTrial) {
+  FakeClock clock(kAlignedStart);
+  ChangeLog log;
+  BreakerSettings s = TrialSettings(&clock, &log, WindowKind::kCount);
+  s.window = SlidingWindow::Count(2);
+  Breaker b(s);
+  OpenThenHalfOpen(b, clock);
+  ASSERT_TRUE(RunFailure(b));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(RunOk(b));
+  EXPECT_DOUBLE_EQ(b.counts().failure_rate(), 1.0 / 3);
+  ASSERT_TRUE(RunOk(b));
+  ASSERT_EQ(b.state(), State::kClosed);
+  EXPECT_EQ(log.last().counts.window_calls, 4u);
+  EXPECT_DOUBLE_EQ(log.last().counts.failure_rate(), 0.25);
 }
 
 // ---------------------------------------------------------------------------

@@ -100,6 +100,32 @@ TEST(BreakerCountsTest, HalfOpenReadsTheLedger) {
   EXPECT_EQ(c.window_slow_calls, 1u) << "the trials' own slow calls";
 }
 
+// Half-open, the window fields are the trials' (resilience4j's half-open
+// window, a count window of the permitted calls), not the closed window's.
+TEST(BreakerCountsTest, HalfOpenWindowFieldsAreTheTrialsWhateverTheWindow) {
+  for (bool time_window : {false, true}) {
+    CountsParts p = Generation();
+    TrialLedger l;
+    for (int i = 0; i < 3; ++i) {
+      l.Admit(i);
+      l.Succeed(i);
+    }
+    l.Admit(3);
+    l.Fail(3);
+    WindowStats stale;  // what a closed-shaped window would show
+    stale.calls = 1;
+    stale.successes = 1;
+    p.trials = &l;
+    p.window = &stale;
+    p.time_window = time_window;
+    const Counts c = AssembleCounts(p);
+    EXPECT_EQ(c.window_calls, 4u) << time_window;
+    EXPECT_EQ(c.window_failures, 1u) << time_window;
+    EXPECT_DOUBLE_EQ(c.failure_rate(), 0.25) << time_window;
+    EXPECT_EQ(c.total_successes, 3u) << time_window;
+  }
+}
+
 TEST(BreakerCountsTest, RacingShardSumsNeverGoNegative) {
   CountsParts p = Generation();
   p.totals.successes = p.base.successes - 1;  // read mid-update

@@ -82,5 +82,23 @@ TEST(RulePlanTest, ACountWindowCapsTheMinimumsItPlansWith) {
   EXPECT_EQ(p.largest_minimum, 5u);
 }
 
+TEST(RulePlanTest, HalfOpenDecidesAtTheUncappedMinimumOrThePermits) {
+  BreakerSettings s;
+  s.window = SlidingWindow::Count(3);
+  s.ready_to_trip = trip::FailureRate(0.5, 20);
+  const uint64_t uncapped = s.ready_to_trip.calls_to_decide();
+  const RulePlan p = PlanRule(detail::NormalizeBreakerSettings(s));
+  EXPECT_EQ(p.calls_to_decide, 3u) << "the closed state's, capped";
+  EXPECT_EQ(detail::HalfOpenDecideAt(p, uncapped, 10), 10u)
+      << "resilience4j: min(20, 10), not the closed window's 3";
+  EXPECT_EQ(detail::HalfOpenDecideAt(p, uncapped, 50), 20u);
+  EXPECT_EQ(detail::HalfOpenDecideAt(Plan(trip::FailureRate(0.5, 2)), 2, 4),
+            2u);
+  EXPECT_EQ(detail::HalfOpenDecideAt(Plan(trip::ConsecutiveFailures(3)),
+                                     UINT64_MAX, 4),
+            4u)
+      << "no rate part: every permitted trial";
+}
+
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

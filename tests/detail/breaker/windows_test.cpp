@@ -36,7 +36,7 @@ constexpr uint8_t kX = kOutcomeExcluded;
 // One call as the breaker's closed path makes it: admitted, then reported.
 bool Call(TimeWindow& w, int64_t at, uint8_t outcome) {
   w.RecordAdmission(at);
-  return w.Record(at, outcome);
+  return w.Record(at, at, outcome);
 }
 
 // ---- Time window: where calls land ----
@@ -85,7 +85,7 @@ TEST(TimeWindowTest, LateOutcomeIsCreditedToItsAdmissionBucket) {
   w.RecordAdmission(500 * kMs);  // a slow call, admitted in bucket 0
   Call(w, 9'900 * kMs, kS);      // a fast one in bucket 9
   // The slow call fails at 9.95 s; it counts where it was admitted.
-  w.Record(500 * kMs, kF);
+  w.Record(500 * kMs, 9'950 * kMs, kF);
   EXPECT_EQ(w.Read(9'950 * kMs).failures, 1u);
   EXPECT_EQ(w.Read(9'950 * kMs).requests, 2u);
   // So it leaves with bucket 0, not with bucket 9.
@@ -99,7 +99,8 @@ TEST(TimeWindowTest, OutcomeWhoseAdmissionBucketLeftIsDropped) {
   TimeWindow w(kSec, 10, 0);
   w.RecordAdmission(500 * kMs);     // admitted in bucket 0 ...
   w.RecordAdmission(10'500 * kMs);  // ... which bucket 10 has recycled
-  EXPECT_FALSE(w.Record(500 * kMs, kF)) << "older than the window";
+  EXPECT_FALSE(w.Record(500 * kMs, 10'500 * kMs, kF))
+      << "older than the window";
   const WindowStats s = w.Read(10'500 * kMs);
   EXPECT_EQ(s.failures, 0u);
   EXPECT_EQ(s.calls, 0u);
@@ -169,12 +170,16 @@ TEST(TimeWindowTest, RecordAfterAnAdmissionStartedABucketAsks) {
   EXPECT_TRUE(Call(w, 100 * kMs, kS));
   w.RecordAdmission(1'100 * kMs);
   w.RecordAdmission(1'200 * kMs);
-  EXPECT_TRUE(w.Record(1'100 * kMs, kS)) << "first record of bucket 1";
+  EXPECT_TRUE(w.Record(1'100 * kMs, 1'200 * kMs, kS))
+      << "first record of bucket 1";
   w.RecordAdmission(2'100 * kMs);  // starts bucket 2: leaves the note
-  EXPECT_TRUE(w.Record(1'200 * kMs, kS)) << "a late record after the note";
+  EXPECT_TRUE(w.Record(1'200 * kMs, 2'100 * kMs, kS))
+      << "a late record after the note";
   w.RecordAdmission(2'200 * kMs);
-  EXPECT_TRUE(w.Record(2'100 * kMs, kS)) << "bucket 2's first success";
-  EXPECT_FALSE(w.Record(2'200 * kMs, kS)) << "the note was taken once";
+  EXPECT_TRUE(w.Record(2'100 * kMs, 2'200 * kMs, kS))
+      << "bucket 2's first success";
+  EXPECT_FALSE(w.Record(2'200 * kMs, 2'200 * kMs, kS))
+      << "the note was taken once";
 }
 
 TEST(TimeWindowTest, RecordReachingTheMinimumAsks) {
@@ -210,13 +215,35 @@ TEST(TimeWindowTest, ReachingTheMinimumAgainAfterABucketLeftAsks) {
   EXPECT_EQ(w.Read(10 * kSec + 2).calls, 4u);
 }
 
+TEST(TimeWindowTest, ASuccessReportedAfterABucketLeftAsks) {
+  // No admission in the newer bucket: the report's own time tells that
+  // bucket 0 left (a long call completing after it).
+  TimeWindow w(kSec, 4, 0, /*calls_to_decide=*/2);
+  for (int i = 0; i < 5; ++i) Call(w, 100 * kMs + i, kS);
+  w.RecordAdmission(1'100 * kMs);
+  for (int i = 0; i < 6; ++i) Call(w, 1'200 * kMs + i, kS);
+  EXPECT_FALSE(w.Record(1'100 * kMs, 1'900 * kMs, kS)) << "nothing left yet";
+  w.RecordAdmission(1'950 * kMs);
+  EXPECT_TRUE(w.Record(1'950 * kMs, 4'200 * kMs, kS))
+      << "bucket 0 left between the admission and the report";
+  EXPECT_EQ(w.Read(4'200 * kMs).calls, 8u) << "bucket 1: 6 + 2 late successes";
+}
+
+TEST(TimeWindowTest, ASuccessReportedAfterTheClockSteppedBackAsks) {
+  TimeWindow w(kSec, 4, 0, /*calls_to_decide=*/2);
+  for (int i = 0; i < 5; ++i) Call(w, 3'100 * kMs + i, kS);
+  EXPECT_FALSE(Call(w, 3'200 * kMs, kS));
+  // The clock steps back to 2.5 s: a window read there is another one.
+  EXPECT_TRUE(Call(w, 2'500 * kMs, kS));
+}
+
 TEST(TimeWindowTest, WithoutARuleSuccessesNeverAsk) {
   TimeWindow w(kSec, 10, 0);  // kNeverDecides
   for (int64_t t : {int64_t{0}, kSec, 2 * kSec, 2 * kSec + 1}) {
     EXPECT_FALSE(Call(w, t, kS)) << t;
   }
   w.RecordAdmission(3 * kSec);
-  EXPECT_FALSE(w.Record(2 * kSec, kS)) << "no note without a rule";
+  EXPECT_FALSE(w.Record(2 * kSec, 3 * kSec, kS)) << "no note without a rule";
   EXPECT_TRUE(Call(w, 3 * kSec, kF));
 }
 
@@ -265,7 +292,7 @@ TEST(TimeWindowTest, OneBucketHoldsOnlyTheCurrentWidth) {
   EXPECT_EQ(w.Read(999 * kMs).calls, 2u);
   EXPECT_EQ(w.Read(kSec).calls, 0u);
   EXPECT_TRUE(Call(w, kSec, kS)) << "the one bucket, recycled";
-  EXPECT_FALSE(w.Record(500 * kMs, kS)) << "its old age is gone";
+  EXPECT_FALSE(w.Record(500 * kMs, kSec, kS)) << "its old age is gone";
   EXPECT_EQ(w.Read(kSec).calls, 1u);
 }
 
@@ -330,7 +357,7 @@ TEST(WindowTest, TimeWindowStartsAtTheGivenOrigin) {
            kNeverDecides);
   EXPECT_TRUE(w.timed());
   w.RecordAdmission(500 * kMs);
-  w.Record(500 * kMs, kS);
+  w.Record(500 * kMs, 500 * kMs, kS);
   EXPECT_EQ(w.Read(10'499 * kMs).requests, 1u);
   EXPECT_EQ(w.Read(10'500 * kMs).requests, 0u);
   w.Reset(20 * kSec);
@@ -342,9 +369,9 @@ TEST(WindowTest, TimeWindowStartsAtTheGivenOrigin) {
 TEST(WindowTest, CountWindowAsksOnFailuresOnly) {
   Window w(SlidingWindow::Count(4), 0, 4);
   w.RecordAdmission(0);  // a count window counts no admissions
-  EXPECT_TRUE(w.Record(0, kF));
-  EXPECT_FALSE(w.Record(0, kS));
-  EXPECT_TRUE(w.Record(0, kSlowS));
+  EXPECT_TRUE(w.Record(0, 0, kF));
+  EXPECT_FALSE(w.Record(0, 0, kS));
+  EXPECT_TRUE(w.Record(0, 0, kSlowS));
   EXPECT_EQ(w.Read(0).calls, 3u);
   EXPECT_EQ(w.Read(0).requests, 0u);
 }
@@ -353,7 +380,7 @@ TEST(WindowTest, NoWindowNeverAsks) {
   for (uint64_t minimum : {uint64_t{3}, kNeverDecides}) {
     Window w(SlidingWindow{}, 0, minimum);
     EXPECT_FALSE(w.active());
-    for (uint8_t o : {kS, kF, kSlowS, kX}) EXPECT_FALSE(w.Record(0, o));
+    for (uint8_t o : {kS, kF, kSlowS, kX}) EXPECT_FALSE(w.Record(0, 0, o));
   }
 }
 
@@ -418,7 +445,7 @@ TEST(TimeWindowTest, ConcurrentRecordsResetsAndReadsNeverOvercount) {
       [&](bool failed) {
         const int64_t t = now.load(std::memory_order_relaxed);
         w.RecordAdmission(t);
-        w.Record(t, failed ? kF : kS);
+        w.Record(t, t, failed ? kF : kS);
       },
       [&](uint64_t round) {
         // Time moves (buckets roll) and generations start under the writers.

@@ -156,8 +156,11 @@ class BreakerCore final : public BreakerMachine {
       excluded = verdict == CallVerdict::kExcluded;
       success = verdict == CallVerdict::kSuccess;
     }
+    // A time window needs the report's time too: it tells whether a bucket
+    // left since the last ask.
+    const int64_t now = times_outcomes_ || window_.timed() ? NowNanos() : 0;
     const int64_t elapsed =
-        times_outcomes_ ? ElapsedNanosSince(NowNanos(), t.start_nanos) : 0;
+        times_outcomes_ ? ElapsedNanosSince(now, t.start_nanos) : 0;
     const bool slow = slow_nanos_ > 0 && elapsed > slow_nanos_;
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (DEGRADE_UNLIKELY(GenOf(w) != t.generation)) {
@@ -167,7 +170,7 @@ class BreakerCore final : public BreakerMachine {
     if (DEGRADE_LIKELY(StateOf(w) == State::kClosed)) {
       if (excluded) {
         LocalShard().exclusions.Add(1);
-        window_.Record(t.start_nanos, kOutcomeExcluded);
+        window_.Record(t.start_nanos, now, kOutcomeExcluded);
         return Report(CallOutcome::kExcluded, false, elapsed);
       }
       if (DEGRADE_LIKELY(success && !slow)) {
@@ -176,7 +179,7 @@ class BreakerCore final : public BreakerMachine {
         if (consecutive_failures_.load(std::memory_order_relaxed) != 0) {
           consecutive_failures_.store(0, std::memory_order_relaxed);
         }
-        const bool ask = window_.Record(t.start_nanos, kOutcomeRecorded);
+        const bool ask = window_.Record(t.start_nanos, now, kOutcomeRecorded);
         // A rate rule decides after successes too, but a fast success can
         // only change its answer when the calls reach one of its minimums
         // (ReachedMinimum), when a time window lost old calls (`ask`), or
@@ -263,8 +266,7 @@ class BreakerCore final : public BreakerMachine {
             break;
           }
           shard.admitted.Add(1);
-          // Trials too: the window buckets them as it does closed calls.
-          window_.RecordAdmission(now);
+          if (StateOf(w) == State::kClosed) window_.RecordAdmission(now);
           t->generation = GenOf(w);
           t->start_nanos = now;
           t->state = StateOf(w);
@@ -293,7 +295,6 @@ class BreakerCore final : public BreakerMachine {
     }
     shard.abandoned.Add(1);
     trials_.Abandon(t.start_nanos);
-    window_.RecordAbandon(t.start_nanos);
     SetHalfOpenDeadlineLocked();
     return CallOutcome::kAbandoned;
   }
@@ -322,21 +323,21 @@ class BreakerCore final : public BreakerMachine {
       } else if (excluded) {
         shard.exclusions.Add(1);
         counted = CallOutcome::kExcluded;
-        // A half-open trial is recorded in the window like a closed call
-        // (resilience4j's half-open metrics): counts(), the rates and the
-        // state-change event show the trials the decision was taken on.
-        window_.Record(t.start_nanos, kOutcomeExcluded);
+        // A trial goes to the ledger, the half-open generation's own
+        // window (breaker_counts.hpp), not to the closed state's.
         if (StateOf(w) == State::kHalfOpen) {
           trials_.Exclude(t.start_nanos);
           SetHalfOpenDeadlineLocked();
+        } else {
+          window_.Record(t.start_nanos, now, kOutcomeExcluded);
         }
       } else {
         if (slow) shard.slow_calls.Add(1);
-        window_.Record(t.start_nanos,
-                       static_cast<uint8_t>(kOutcomeRecorded |
-                                            (success ? 0 : kOutcomeFailed) |
-                                            (slow ? kOutcomeSlow : 0)));
         if (StateOf(w) == State::kClosed) {
+          window_.Record(t.start_nanos, now,
+                         static_cast<uint8_t>(kOutcomeRecorded |
+                                              (success ? 0 : kOutcomeFailed) |
+                                              (slow ? kOutcomeSlow : 0)));
           calls_seen_.fetch_add(1, std::memory_order_relaxed);
         }
         if (success) {

@@ -2,7 +2,8 @@
 //
 // How a breaker's `Counts` are assembled from its parts: the lifetime
 // shard sums minus the generation's base snapshot (closed), the exact trial
-// ledger (half-open), and the sliding window's view. With a time window all
+// ledger (half-open, the window fields too), and the sliding window's view
+// (closed). With a time window all
 // of gobreaker's fields come from the window's buckets, as gobreaker v2's
 // rolling counts do, so a rule over `total_failures` sees the rolled
 // numbers; the consecutive counts are capped at the window's totals, which
@@ -66,12 +67,20 @@ inline Counts AssembleCounts(const CountsParts& p) {
     c.consecutive_failures = l.failed;
     c.total_exclusions = l.excluded;
   }
-  if (p.window != nullptr) {
+  if (p.trials != nullptr) {
+    // resilience4j's half-open metrics: a count window of the permitted
+    // trials, whatever the closed state's window. A time window's buckets
+    // could drop a trial the decision counts, a smaller count window could
+    // hold only the last few.
+    c.window_calls = p.trials->reported();
+    c.window_failures = p.trials->failed;
+    c.window_slow_calls = p.trials->slow;
+  } else if (p.window != nullptr) {
     const WindowStats& ws = *p.window;
     c.window_calls = ws.calls;
     c.window_failures = ws.failures;
     c.window_slow_calls = ws.slow;
-    if (p.time_window && p.trials == nullptr) {
+    if (p.time_window) {
       c.requests = ws.requests;
       c.total_successes = ws.successes;
       c.total_failures = ws.failures;
@@ -82,9 +91,7 @@ inline Counts AssembleCounts(const CountsParts& p) {
   } else {
     c.window_calls = c.total_successes + c.total_failures;
     c.window_failures = c.total_failures;
-    c.window_slow_calls = p.trials != nullptr
-                              ? p.trials->slow
-                              : diff(t.slow_calls, base.slow_calls);
+    c.window_slow_calls = diff(t.slow_calls, base.slow_calls);
   }
   return c;
 }

@@ -92,6 +92,13 @@ struct Ticket {
 class BreakerMachine : private BreakerView {
  public:
   explicit BreakerMachine(BreakerSettings settings)
+      : BreakerMachine(settings.ready_to_trip.calls_to_decide(),
+                       std::move(settings)) {}
+
+ private:
+  // `uncapped_minimum`: the rule's calls_to_decide() before normalising
+  // caps it at a count window's size; the half-open window is its own.
+  BreakerMachine(uint64_t uncapped_minimum, BreakerSettings settings)
       : settings_(NormalizeBreakerSettings(std::move(settings))),
         clock_(settings_.clock != nullptr ? settings_.clock
                                           : &RealClock::Instance()),
@@ -108,8 +115,8 @@ class BreakerMachine : private BreakerView {
         rated_half_open_(settings_.half_open_policy ==
                          HalfOpenPolicy::kRateBased),
         plan_(PlanRule(settings_)),
-        half_open_decide_at_(std::min<uint64_t>(
-            max_requests_, std::max<uint64_t>(plan_.calls_to_decide, 1))),
+        half_open_decide_at_(
+            HalfOpenDecideAt(plan_, uncapped_minimum, max_requests_)),
         // A time window decides when a fast success must ask (a bucket
         // left, or the largest minimum not yet reached in the current
         // bucket). Otherwise the core counts the generation's calls itself
@@ -131,6 +138,7 @@ class BreakerMachine : private BreakerView {
     StartInitialLocked(NowNanos());
   }
 
+ public:
   BreakerMachine(const BreakerMachine&) = delete;
   BreakerMachine& operator=(const BreakerMachine&) = delete;
   // The listener goes first, while everything its view reads still exists.

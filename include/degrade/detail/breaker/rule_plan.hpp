@@ -86,6 +86,19 @@ inline RulePlan PlanRule(const BreakerSettings& s) {
   return p;
 }
 
+// How many reported trials the rate-based half-open decides at:
+// min(the rule's minimum, max_requests), resilience4j's half-open window.
+// `uncapped_minimum` is the rule's calls_to_decide() before a count window
+// capped it: the half-open window is the trials' own, not the closed
+// state's. A rule without a rate part waits for every permitted trial.
+inline uint64_t HalfOpenDecideAt(const RulePlan& p, uint64_t uncapped_minimum,
+                                 uint64_t max_requests) {
+  if (p.calls_to_decide == std::numeric_limits<uint64_t>::max()) {
+    return max_requests;
+  }
+  return std::min(max_requests, std::max<uint64_t>(uncapped_minimum, 1));
+}
+
 }  // namespace detail
 DEGRADE_NAMESPACE_END
 

@@ -26,8 +26,8 @@
 // age (one bucket late). A record racing Reset() may land on either side
 // of it, as its generation may.
 //
-// Memory: ShardArraySize() cache lines for the lanes plus 56 bytes per
-// bucket: with 8 exclusive shards and 10 buckets, 1,200 bytes.
+// Memory: ShardArraySize() cache lines for the lanes plus 64 bytes per
+// bucket: with 8 exclusive shards and 10 buckets, 1,280 bytes.
 //
 // Thread-safe: every member may be called from any thread.
 
@@ -89,15 +89,20 @@ class TimeWindow {
     }
   }
 
-  // Counts one outcome of a call admitted at `start_nanos` in that
-  // admission's bucket, or drops it when the bucket now holds a newer age.
-  // Returns whether the rule must be asked (windows.hpp). A fast success in
-  // the lane's age is an add to the lane.
-  DEGRADE_ALWAYS_INLINE bool Record(int64_t start_nanos, uint8_t outcome) {
+  // Counts one outcome, reported at `now_nanos`, of a call admitted at
+  // `start_nanos` in that admission's bucket, or drops it when the bucket
+  // now holds a newer age. Returns whether the rule must be asked
+  // (windows.hpp). A fast success in the lane's age, reported in the
+  // window's newest bucket, is an add to the lane.
+  DEGRADE_ALWAYS_INLINE bool Record(int64_t start_nanos, int64_t now_nanos,
+                                    uint8_t outcome) {
     if (DEGRADE_LIKELY(outcome == kOutcomeRecorded)) {
       Lane& lane = lanes_[ThreadShardIndex()];
-      if (DEGRADE_LIKELY(lane.age.load(std::memory_order_relaxed) ==
-                         AgeOf(start_nanos))) {
+      const int64_t age = AgeOf(start_nanos);
+      const int64_t now_age = now_nanos == start_nanos ? age : AgeOf(now_nanos);
+      if (DEGRADE_LIKELY(lane.age.load(std::memory_order_relaxed) == age &&
+                         now_age ==
+                             clock_age_.load(std::memory_order_relaxed))) {
         const uint64_t successes = Bump(lane.successes);
         if (DEGRADE_LIKELY(decide_at_ == 0)) return false;
         // Taken whatever the rest says: any ask covers the note.
@@ -105,7 +110,7 @@ class TimeWindow {
         return successes <= decide_at_ || bucket_left;
       }
     }
-    return RecordSlow(start_nanos, outcome);
+    return RecordSlow(start_nanos, now_nanos, outcome);
   }
 
   // Sums the buckets and lanes whose age is within the n_ newest as of
@@ -122,11 +127,11 @@ class TimeWindow {
     for (uint32_t i = 0; i < n_; ++i) {
       const Bucket& b = buckets_[i];
       if (!in_window(b.age)) continue;
-      s.requests += b.requests;
-      s.successes += b.successes;
-      s.failures += b.failures;
-      s.exclusions += b.exclusions;
-      s.slow += b.slow;
+      s.requests += b.counts.requests;
+      s.successes += b.counts.successes;
+      s.failures += b.counts.failures;
+      s.exclusions += b.counts.exclusions;
+      s.slow += b.counts.slow;
       abandoned += b.abandoned;
     }
     for (std::size_t i = 0; i < lane_count_; ++i) {
@@ -155,6 +160,7 @@ class TimeWindow {
       lane.successes.store(0, std::memory_order_relaxed);
     }
     newest_ = kNoAge;
+    clock_age_.store(kNoAge, std::memory_order_relaxed);
     bucket_left_.store(false, std::memory_order_relaxed);
   }
 
@@ -170,14 +176,11 @@ class TimeWindow {
     std::atomic<uint64_t> requests{0};
     std::atomic<uint64_t> successes{0};
   };
-  // Written and read under mu_ only.
+  // Written and read under mu_ only. `counts.calls` is left at 0 (Read
+  // sums successes and failures).
   struct Bucket {
     int64_t age = kNoAge;
-    uint64_t requests = 0;
-    uint64_t successes = 0;
-    uint64_t failures = 0;
-    uint64_t exclusions = 0;
-    uint64_t slow = 0;
+    WindowStats counts;
     // Admissions whose permit was destroyed without a report: taken off
     // `requests` when read, as the breaker's own requests are.
     uint64_t abandoned = 0;
@@ -215,15 +218,26 @@ class TimeWindow {
     } else if (age < lane_age) {
       // Admitted in an older bucket than the lane's (a clock stepped back).
       bool rolled = false;
-      if (Bucket* b = SharedLocked(age, false, &rolled)) ++b->requests;
+      if (Bucket* b = SharedLocked(age, false, &rolled)) ++b->counts.requests;
       return;
     }
     Bump(lane.requests);
   }
 
-  DEGRADE_NOINLINE bool RecordSlow(int64_t start_nanos, uint8_t outcome) {
+  DEGRADE_NOINLINE bool RecordSlow(int64_t start_nanos, int64_t now_nanos,
+                                   uint8_t outcome) {
     MutexLock lock(&mu_);
     const int64_t age = AgeOf(start_nanos);
+    // The window read now is not the one the last ask read when the clock
+    // has moved to a newer bucket (an older one may have left, with no
+    // admission to notice it) or stepped back (newer buckets are out of
+    // reach): a success then asks too.
+    const int64_t now_age = AgeOf(now_nanos);
+    // Only noted: a bucket is started by an admission or an outcome of its
+    // own age, as in gobreaker v2 (a clock stepped back later still reads
+    // the buckets a report's time passed over).
+    const bool clock_moved = now_age != newest_;
+    if (now_age > newest_) NoteNewestLocked(now_age, /*by_record=*/true);
     if (outcome == kOutcomeRecorded) {
       Lane& lane = lanes_[ThreadShardIndex()];
       const int64_t lane_age = lane.age.load(std::memory_order_relaxed);
@@ -236,20 +250,25 @@ class TimeWindow {
         return true;
       }
     }
-    bool rolled = false;
+    bool rolled = clock_moved;
     Bucket* b = SharedLocked(age, true, &rolled);
-    if (b == nullptr) return false;  // older than the window
+    if (b == nullptr) {
+      // Older than the window: not counted, but a success still asks when
+      // the window it would be read with has moved.
+      return clock_moved && IsCall(outcome) && decide_at_ != 0;
+    }
+    WindowStats& c = b->counts;
     if (!IsCall(outcome)) {
-      if (outcome & kOutcomeExcluded) ++b->exclusions;
+      if (outcome & kOutcomeExcluded) ++c.exclusions;
       return false;  // an exclusion never raises a rate
     }
-    if (outcome & kOutcomeSlow) ++b->slow;
+    if (outcome & kOutcomeSlow) ++c.slow;
     if (AlwaysAsks(outcome)) {
-      ++((outcome & kOutcomeFailed) != 0 ? b->failures : b->successes);
+      ++((outcome & kOutcomeFailed) != 0 ? c.failures : c.successes);
       TakeBucketLeft();  // this ask covers the note
       return true;
     }
-    const uint64_t successes = ++b->successes;
+    const uint64_t successes = ++c.successes;
     if (decide_at_ == 0) return false;
     const bool bucket_left = TakeBucketLeft();
     return rolled || successes <= decide_at_ || bucket_left;
@@ -269,8 +288,8 @@ class TimeWindow {
     bool rolled = false;
     if (old != kNoAge) {
       if (Bucket* b = SharedLocked(old, by_record, &rolled)) {
-        b->requests += requests;
-        b->successes += successes;
+        b->counts.requests += requests;
+        b->counts.successes += successes;
       }
     }
     // The new age takes its shared bucket now, as one set of buckets would:
@@ -298,6 +317,7 @@ class TimeWindow {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (age <= newest_) return;
     newest_ = age;
+    clock_age_.store(age, std::memory_order_relaxed);
     if (decide_at_ != 0)
       bucket_left_.store(!by_record, std::memory_order_relaxed);
   }
@@ -317,6 +337,8 @@ class TimeWindow {
   const std::unique_ptr<Bucket[]> buckets_;  // guarded by mu_
   std::atomic<int64_t> origin_;
   std::atomic<bool> bucket_left_{false};
+  // The newest age started, as newest_: read by the fast success path.
+  std::atomic<int64_t> clock_age_{kNoAge};
   int64_t newest_ ABSL_GUARDED_BY(mu_) = kNoAge;
 };
 

@@ -47,15 +47,19 @@
 //     a fast success answers true when (a) it is the first record of its
 //     thread's lane in its bucket (the bucket may be new), (b) an admission
 //     has started a newer bucket since the last record that asked (a bucket
-//     may have left), or (c) its lane's successes in its bucket, after it,
-//     are <= calls_to_decide. (c) covers the record that brings the window
-//     to the minimum: the lane's successes are at most the bucket's, at most
-//     the window's calls, which are then exactly the minimum. It may also
-//     answer true for a few more records per bucket (at most
-//     calls_to_decide per lane and bucket width): an extra ask, never a
-//     missed one. The window's clock is the newest admission or record it
-//     has seen: a bucket that leaves with no admission and no record after
-//     it is noticed by the next one.
+//     may have left), (c) the report's own time is in another bucket than
+//     the newest the window has seen: a bucket left with no admission to
+//     notice it (a long call completing after it), or the clock stepped
+//     back (the window read now is an older one), or (d) its lane's
+//     successes in its bucket, after it, are <= calls_to_decide. (d) covers
+//     the record that brings the window to the minimum: the lane's
+//     successes are at most the bucket's, at most the window's calls, which
+//     are then exactly the minimum. It may also answer true for a few more
+//     records per bucket (at most calls_to_decide per lane and bucket
+//     width): an extra ask, never a missed one. So the rule is asked at
+//     every report after which, read at that report's time, it could
+//     answer "open" where it answered "not yet" before, as resilience4j
+//     asks after every call.
 //   * calls_to_decide == kNeverDecides (UINT64_MAX, no rate rule): no ask
 //     for fast successes, and Record costs what it did before the rule
 //     existed (one more compare).
@@ -132,14 +136,15 @@ class Window {
     if (kind_ == SlidingWindow::Kind::kTime) time_->RecordAdmission(now_nanos);
   }
 
-  // Records a completed call admitted at `start_nanos` (the time is used
-  // by a time window only). Returns whether the rate rule must be asked
-  // (see the file comment); always false without a window. Lock-free;
-  // without a window, one compare.
-  DEGRADE_ALWAYS_INLINE bool Record(int64_t start_nanos, uint8_t outcome) {
+  // Records a completed call admitted at `start_nanos` and reported at
+  // `now_nanos` (both used by a time window only). Returns whether the rate
+  // rule must be asked (see the file comment); always false without a
+  // window. Without a window, one compare.
+  DEGRADE_ALWAYS_INLINE bool Record(int64_t start_nanos, int64_t now_nanos,
+                                    uint8_t outcome) {
     if (DEGRADE_LIKELY(kind_ == SlidingWindow::Kind::kNone)) return false;
     if (kind_ == SlidingWindow::Kind::kCount) return count_->Record(outcome);
-    return time_->Record(start_nanos, outcome);
+    return time_->Record(start_nanos, now_nanos, outcome);
   }
 
   // REQUIRES: active().

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -416,6 +417,85 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, LatencyAlgorithmTest,
                          });
 
 // ---- Partitions -------------------------------------------------------------
+
+// Issue 32, item 1, with the documented settings and an open-loop load: a
+// server of 100 workers at 10 ms, offered 30 in flight; its own latency
+// then steps to 20 ms for good (offered 60 in flight, 40% spare), or its
+// callers report a run of cache hits at their real 20 us. Before the fix
+// Gradient2 settled at 16 and Vegas at a handful, refusing most traffic
+// for good; now each re-measures at low concurrency once saturation has
+// starved a re-measurement, and comes back.
+struct RecoveryRow {
+  const char* name;
+  absl::Duration after;  // the server's latency after the trigger
+  int cache_hits;        // successes reported at 20 us first
+  bool interleaved;      // then 3 calls in 10 are cache hits, for good
+};
+
+std::string RecoveryName(int row) {
+  switch (row) {
+    case 0:
+      return "_LatencyStep";
+    case 1:
+      return "_CacheHits";
+    default:
+      return "_Interleaved";
+  }
+}
+
+class RecoveryTest
+    : public ::testing::TestWithParam<std::tuple<LimitAlgorithm, int>> {};
+
+TEST_P(RecoveryTest, TheLimitComesBackAfterALatencyStepOrFastSamples) {
+  const LimitAlgorithm a = std::get<0>(GetParam());
+  const RecoveryRow rows[] = {
+      {"a permanent step 10 ms -> 20 ms", absl::Milliseconds(20), 0, false},
+      {"200 cache hits in a row", absl::Milliseconds(10), 200, false},
+      {"30% of calls are cache hits", absl::Milliseconds(10), 0, true},
+  };
+  const RecoveryRow& r = rows[std::get<1>(GetParam())];
+  SCOPED_TRACE(r.name);
+  FakeClock clock;
+  LimiterSettings s = Base(a, 1, 20, 1000);
+  auto limiter = Make(s);
+  ASSERT_NE(limiter, nullptr);
+  int c = 100;
+  absl::Duration base = absl::Milliseconds(10);
+  Simulation sim(limiter.get(), &clock, 30 / absl::ToDoubleSeconds(base));
+  sim.latency = [&c, &base](int n) { return n <= c ? base : base * n / c; };
+  sim.Run(absl::Minutes(1));
+  ASSERT_LT(sim.TakeRefusedFraction(), 0.05) << "limit " << limiter->limit();
+  if (r.cache_hits > 0) {
+    for (int i = 0; i < r.cache_hits; ++i) {
+      std::optional<LimiterPermit> p = limiter->TryAcquire();
+      if (p.has_value()) p->Success(absl::Microseconds(20));
+    }
+  }
+  base = r.after;
+  if (r.interleaved) {
+    uint64_t call = 0;
+    sim.latency = [&c, &base, call](int n) mutable {
+      if (++call % 10 < 3) return absl::Microseconds(20);
+      return n <= c ? base : base * n / c;
+    };
+  }
+  sim.Run(absl::Minutes(3));
+  (void)sim.TakeRefusedFraction();
+  sim.Run(absl::Minutes(1));
+  EXPECT_LT(sim.TakeRefusedFraction(), 0.05)
+      << "limit " << limiter->limit() << ", no-load latency "
+      << limiter->stats().no_load_latency;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, RecoveryTest,
+    ::testing::Combine(::testing::Values(LimitAlgorithm::kGradient2,
+                                         LimitAlgorithm::kVegas),
+                       ::testing::Values(0, 1, 2)),
+    [](const ::testing::TestParamInfo<std::tuple<LimitAlgorithm, int>>& i) {
+      return std::string(LimitAlgorithmName(std::get<0>(i.param))) +
+             RecoveryName(std::get<1>(i.param));
+    });
 
 TEST(ConcurrencyLimiterTest, BelowTheLimitAnyClassTakesSpareCapacity) {
   LimiterSettings s = Base(LimitAlgorithm::kFixed, 1, 10, 10);

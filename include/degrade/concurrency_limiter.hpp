@@ -189,8 +189,18 @@ class ConcurrencyLimiter final {
                                           std::memory_order_relaxed,
                                           std::memory_order_relaxed));
     // Let in by its reservation above probe_limit: served behind the load,
-    // so its report must not be the re-measurement (an odd epoch matches none).
-    if (held < 0 && total >= limit) epoch |= 1;
+    // so its report must not be the re-measurement (an odd epoch matches
+    // none). Nor may any permit after the first window_samples admitted
+    // since a re-measurement began: it measures those calls, in the order
+    // they arrived, not the first to finish (cache hits finish many times
+    // while one ordinary call does, and a window of the first finishers
+    // is mostly hits).
+    if (DEGRADE_UNLIKELY(probing_.load(std::memory_order_relaxed)) &&
+        ((held < 0 && total >= limit) ||
+         probe_admitted_.fetch_add(1, std::memory_order_relaxed) >=
+             probe_window_)) {
+      epoch |= 1;
+    }
     shards_[detail::ThreadShardIndex()].acquired[c].Add(1);
     return LimiterPermit(this, epoch, total + 1, static_cast<uint8_t>(c));
   }
@@ -301,6 +311,7 @@ class ConcurrencyLimiter final {
       : name_(detail::Printable(s.name)),
         algorithm_(s.algorithm),
         aimd_timeout_(s.aimd_timeout),
+        probe_window_(static_cast<uint64_t>(s.window_samples)),
         window_(static_cast<uint32_t>(s.window_samples)),
         shard_count_(detail::ShardArraySize()),
         shards_(new Shard[shard_count_]),
@@ -376,7 +387,7 @@ class ConcurrencyLimiter final {
         // would collapse Vegas's limit. Counted as ignored.
         if (latency < absl::Microseconds(1)) {
           shard.ignored.Add(1);
-          return;
+          return GiveBackProbeSlot(p);
         }
         shard.succeeded.Add(1);
         break;
@@ -385,7 +396,7 @@ class ConcurrencyLimiter final {
         break;
       case Outcome::kIgnored:
         shard.ignored.Add(1);
-        return;
+        return GiveBackProbeSlot(p);
     }
     if (algorithm_ == LimitAlgorithm::kFixed) return;
     // Taken before a re-measurement began: it saw the loaded latency.
@@ -395,10 +406,28 @@ class ConcurrencyLimiter final {
     if (window_.Add(drop, latency, p.in_flight_)) CloseWindow();
   }
 
+  // One of a re-measurement's calls ended without a sample: its place goes
+  // to the next arrival, or the window would never fill.
+  void GiveBackProbeSlot(const LimiterPermit& p) {
+    if (probing_.load(std::memory_order_relaxed) &&
+        p.epoch_ == epoch_.load(std::memory_order_acquire)) {
+      probe_admitted_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
   void CloseWindow() {
     detail::MutexLock lock(&mu_);
     detail::LimitWindow w = window_.Take();
     w.saturated = refused_.load(std::memory_order_relaxed);
+    // Refusals since the last window: the offered load above the limit.
+    uint64_t refusals = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      for (std::size_t c = 0; c < kNumCriticalities; ++c) {
+        refusals += shards_[i].rejected[c].Load();
+      }
+    }
+    w.refusals = refusals - std::min(refusals, refusals_at_window_);
+    refusals_at_window_ = refusals;
     if (core_.Update(w)) {
       // Permits out now were taken at the loaded concurrency; what they
       // reported since the exchange above is theirs too. Epochs stay even
@@ -406,6 +435,7 @@ class ConcurrencyLimiter final {
       epoch_.fetch_add(2, std::memory_order_acq_rel);
       window_.Clear();
       probe_refusals_.store(0, std::memory_order_relaxed);
+      probe_admitted_.store(0, std::memory_order_relaxed);
       refused_.store(false, std::memory_order_relaxed);
       probe_budget_.store(core_.probe_refusal_budget(), std::memory_order_relaxed);
     }
@@ -414,6 +444,7 @@ class ConcurrencyLimiter final {
 
   void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     limit_.store(core_.published_limit(), std::memory_order_relaxed);
+    probing_.store(core_.probing(), std::memory_order_relaxed);
     const int admit = core_.admission_limit();
     admission_limit_.store(core_.holding() ? -admit : admit,
                            std::memory_order_relaxed);
@@ -440,11 +471,16 @@ class ConcurrencyLimiter final {
   // Written by every acquire and release, each on a line of its own.
   alignas(detail::kCacheLine) std::atomic<uint64_t> word_{0};
   alignas(detail::kCacheLine) std::atomic<int> admission_limit_{1};
+  std::atomic<bool> probing_{false};  // a re-measurement is under way
   std::atomic<int> limit_{1};
   std::atomic<bool> refused_{false};  // since the last re-measurement began
   std::atomic<uint32_t> epoch_{0};
   std::atomic<uint64_t> probe_refusals_{0};
   std::atomic<uint64_t> probe_budget_{0};
+  // Permits admitted during a holding re-measurement, and how many of them
+  // it measures (window_samples).
+  std::atomic<uint64_t> probe_admitted_{0};
+  const uint64_t probe_window_;
   detail::SampleWindow window_;
 
   const std::size_t shard_count_;
@@ -452,6 +488,7 @@ class ConcurrencyLimiter final {
 
   mutable detail::Mutex mu_;
   detail::LimitCore core_ ABSL_GUARDED_BY(mu_);
+  uint64_t refusals_at_window_ ABSL_GUARDED_BY(mu_) = 0;
 
   const detail::OwnerView<ConcurrencyLimiter, LimiterStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;

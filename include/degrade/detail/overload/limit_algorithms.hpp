@@ -18,7 +18,9 @@
 //     up without bound (concurrency-limits #134). Ours rises only through a
 //     re-measurement at low concurrency, which is what makes a plateau flat.
 //   * Vegas is Netflix's VegasLimit (queue estimate, alpha/beta/threshold in
-//     log10 of the limit) except that a queue above beta is cut in one step
+//     log10 of the limit) except that its no-load latency follows a lower
+//     latency down over long_window windows (a window of cache hits is not
+//     a faster server), and a queue above beta is cut in one step
 //     to beta above the concurrency that did not queue (at least log10 L),
 //     so that a halved capacity is found within a few windows instead of
 //     after dozens of log10 steps; the queue is estimated at the window's
@@ -32,7 +34,12 @@
 //     was refused meanwhile or it ran at no more than probe_limit in
 //     flight; a window at the limit measured the queue, not the server, and
 //     leaves the estimate as it was (that is what keeps a saturated plateau
-//     from creeping up, concurrency-limits #134). Opt-in
+//     from creeping up, concurrency-limits #134), and makes the next
+//     re-measurement hold admissions as the opt-in does (a limiter stuck
+//     below capacity is always saturated: it must not keep a wrong
+//     estimate for good). Held re-measurements that only confirm the
+//     estimate back off (x2, up to x16 the interval); the round trip of
+//     samples after a hold changes nothing. Opt-in
 //     (`hold_admissions`): Envoy's probe, admissions held to `probe_limit`
 //     (separate from the floor: Envoy #46532) until that window, or until
 //     10 x (1 + window_samples / probe_limit) x limit refusals without it
@@ -87,6 +94,9 @@ struct LimitParams {
 // of them was taken. `full`: it has its window_samples (a window cut short
 // by a re-measurement beginning is not one). `saturated`: something was
 // refused since the re-measurement began (its samples queued at the limit).
+// `refusals`: admissions refused since the previous window closed (the
+// offered load above the limit, which sizes a holding re-measurement's
+// refusal budget).
 struct LimitWindow {
   bool full = true;
   bool saturated = false;
@@ -94,6 +104,7 @@ struct LimitWindow {
   uint32_t drops = 0;
   double average_latency_us = 0;
   int max_in_flight = 0;
+  uint64_t refusals = 0;
 };
 
 class LimitCore {
@@ -125,10 +136,39 @@ class LimitCore {
       // The window of the re-measurement: a partial one (cut short as it
       // began) does not end it.
       if (!w.full) return false;
+      const bool held = holding();
       if (have_latency && (!w.saturated || w.max_in_flight <= p_.probe_limit)) {
+        if (held) {
+          // Held re-measurements cost traffic: while they only confirm
+          // the estimate (within 10%), each waits twice as long as the
+          // last, up to 16 intervals; a correction resets the wait.
+          const double before = no_load_ > 0 ? no_load_ : rtt;
+          const bool confirmed = std::abs(rtt / before - 1) <= 0.1;
+          hold_backoff_ = confirmed ? std::min(16.0, 2 * hold_backoff_) : 1;
+          // The samples of the refill after a hold were taken below the
+          // limit and read as no queue: the next round trip's worth of
+          // samples changes nothing.
+          refill_samples_ = limit_;
+        }
         long_rtt_ = no_load_ = rtt;
+        starved_ = false;
+      } else if (have_latency) {
+        // Saturated at the limit: the window measured the queue. A limiter
+        // stuck below capacity is always saturated, so the next
+        // re-measurement holds admissions to probe_limit, whatever
+        // hold_admissions says: saturation can not starve the estimate.
+        starved_ = true;
       }
       EndProbe();
+      return false;
+    }
+    if (w.full) {
+      refusals_per_sample_ =
+          static_cast<double>(w.refusals) / static_cast<double>(w.samples);
+    }
+    if (refill_samples_ > 0 && !overloaded) {
+      refill_samples_ -= w.samples;
+      samples_since_probe_ += w.samples;
       return false;
     }
 
@@ -171,17 +211,23 @@ class LimitCore {
                      : published_limit();
   }
   bool probing() const { return probing_; }
-  bool holding() const { return probing_ && p_.hold_admissions; }
+  bool holding() const { return probing_ && (p_.hold_admissions || starved_); }
+  // Whether the last re-measurement found the limiter saturated, so that
+  // the next one holds admissions.
+  bool starved() const { return starved_; }
   // How many refusals a holding re-measurement may cost before it is
-  // abandoned. A probe that measures refuses about load x limit while in
-  // flight drains, then load x limit x window_samples / probe_limit while
-  // its window fills (load: the offered traffic over the capacity); this
-  // is that at ten times the capacity, so only a probe that can not
-  // measure (permits out for minutes) runs into it.
+  // abandoned. A probe that measures refuses about (1 + r) x limit while
+  // in flight drains, then (1 + r) x limit x window_samples / probe_limit
+  // while its window fills (r: refusals per completed call before it, the
+  // offered load above the limit); this is five to ten times that, so only
+  // a probe that can not measure (permits out for minutes) runs into it. A
+  // budget sized by the limit alone ran out in ~30 ms when a stuck limit
+  // of 4 faced 15 times its load, and the estimate stayed wrong for good.
   uint64_t probe_refusal_budget() const {
     const double rounds = 1 + p_.window_samples / p_.probe_limit;
+    const double load = std::max(1.0, std::min(refusals_per_sample_, 1e6));
     return static_cast<uint64_t>(
-        std::max(1.0, 10 * rounds * published_limit()));
+        std::max(1.0, 10 * rounds * published_limit() * load));
   }
   // Ends a re-measurement without a measurement (the estimate is kept).
   void EndProbe() {
@@ -223,7 +269,16 @@ class LimitCore {
     if (overloaded) {
       target = limit_ - lg;
     } else if (have_latency) {
-      if (no_load_ <= 0 || rtt < no_load_) no_load_ = rtt;
+      // Follows a lower latency down as Gradient2's long RTT does, over
+      // long_window windows, not in one step: a window of cache hits (20 us
+      // among 10 ms calls) would otherwise become the no-load latency and
+      // read every ordinary window as a queue. A server that really got
+      // faster is found by the next re-measurement.
+      if (no_load_ <= 0) {
+        no_load_ = rtt;
+      } else if (rtt < no_load_) {
+        no_load_ += (rtt - no_load_) / p_.long_window;
+      }
       // The queue at the concurrency the samples were taken at (not the
       // limit now: the window lags the limit by a round trip), so that a
       // second window of stale samples asks for the same cut, not another.
@@ -258,7 +313,10 @@ class LimitCore {
   void ScheduleProbe() {
     samples_since_probe_ = 0;
     const double jitter = 0.5 + 0.5 * rng_.NextUnit();
-    probe_due_ = std::max(1.0, p_.probe_multiplier * limit_ * jitter);
+    // A re-measurement that will hold admissions waits hold_backoff_ times
+    // as long (starved_ is set before this is called).
+    const double backoff = starved_ ? hold_backoff_ : 1;
+    probe_due_ = std::max(1.0, p_.probe_multiplier * limit_ * jitter * backoff);
   }
 
   const LimitParams p_;
@@ -267,6 +325,10 @@ class LimitCore {
   double long_rtt_ = 0;  // microseconds
   double no_load_ = 0;   // microseconds
   bool probing_ = false;
+  bool starved_ = false;
+  double hold_backoff_ = 1;    // 1..16, see Update
+  double refill_samples_ = 0;  // samples after a hold that change nothing
+  double refusals_per_sample_ = 0;
   double samples_since_probe_ = 0;
   double probe_due_ = 0;
   SplitMix64 rng_;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -239,6 +240,29 @@ TEST(CallWithTimeoutTest, AFullExecutorRefusesAtOnce) {
   absl::StatusOr<int> r =
       CallWithTimeout(pool, absl::Seconds(30), [] { return 1; });
   EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+}
+
+// An executor whose Submit() throws (issue 32, item 8).
+class ThrowingExecutor final : public Executor {
+ public:
+  bool Submit(std::function<void()>) override {
+    throw std::runtime_error("queue is broken");
+  }
+};
+
+TEST(CallWithTimeoutTest, AThrowingSubmitIsAStatusNamingThePlaceAndCause) {
+  ThrowingExecutor executor;
+  bool ran = false;
+  absl::StatusOr<int> r = absl::UnknownError("not run");
+  EXPECT_NO_THROW(r = CallWithTimeout(executor, absl::Seconds(30), [&ran] {
+                    ran = true;
+                    return 1;
+                  }));
+  EXPECT_FALSE(ran);  // never inline: the budget could not be enforced
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("CallWithTimeout"));
+  EXPECT_THAT(r.status().message(), HasSubstr("Submit() threw"));
+  EXPECT_THAT(r.status().message(), HasSubstr("queue is broken"));
 }
 
 // Many callers share one pool; some calls hang on a latch until every

@@ -775,6 +775,18 @@ TEST_F(DegradationManagerTest, ForcedLevelAppliesADueExpiry) {
   EXPECT_EQ(m->forced_level(), std::nullopt);
 }
 
+// The sibling of a control that never expires without a config: the one
+// override such a manager accepts (level 0) ends at its ttl too.
+TEST_F(DegradationManagerTest, AnOverrideExpiresOnAManagerWithoutAConfig) {
+  DegradationManager m(Options());
+  ASSERT_TRUE(m.ForceLevel(0, absl::Seconds(10)).ok());
+  clock_.Advance(absl::Seconds(10) - kNs);
+  EXPECT_EQ(m.ForcedLevel(), 0);
+  clock_.Advance(kNs);
+  EXPECT_EQ(m.ForcedLevel(), std::nullopt);
+  EXPECT_EQ(Events("override_expired").size(), 1u);
+}
+
 TEST_F(DegradationManagerTest, AfterExpiryTheForcedLevelRecoversInStages) {
   auto m = Make();
   ObserveOk(*m, "gpu", 0.0);

@@ -165,6 +165,42 @@ TEST_F(FleetControlTest, EverythingEndsAtExpiresAtWithNobodyWatching) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A manager with no config yet (its documented starting state) takes a
+// document that only switches features off; it must end at expires_at as
+// on a configured manager, not stay in force because an evaluation with no
+// levels returned before looking at the holds (issue 32, item 3).
+TEST_F(FleetControlTest, AFeaturesOffDocumentExpiresOnAManagerWithoutAConfig) {
+  DegradationManager bare(Options("bare"));
+  FleetControl::Options o;
+  o.clock = &clock_;
+  FleetControl control(std::move(o));
+  ASSERT_TRUE(control.AddManager(&bare).ok());
+  FeatureGate cache = bare.Feature("semantic_cache");
+  ASSERT_TRUE(control
+                  .Apply(Doc(1, absl::Minutes(30),
+                             R"("managers": {"bare": {"features_off": )"
+                             R"(["semantic_cache"]}})"),
+                         "test")
+                  .ok());
+  EXPECT_FALSE(cache.enabled());
+  clock_.Advance(absl::Minutes(30) - absl::Nanoseconds(1));
+  bare.Evaluate();
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_TRUE(bare.CurrentControl().has_value());
+  clock_.Advance(absl::Nanoseconds(1));  // exactly expires_at: over
+  EXPECT_FALSE(control.in_force().has_value());
+  bare.Evaluate();
+  EXPECT_TRUE(cache.enabled());
+  EXPECT_TRUE(bare.Enabled("semantic_cache"));
+  EXPECT_FALSE(bare.CurrentControl().has_value());
+  EXPECT_EQ(bare.level(), 0);
+  bool expired = false;
+  for (const std::string& l : lines_) {
+    expired = expired || absl::StrContains(l, R"("event":"override_expired")");
+  }
+  EXPECT_TRUE(expired);
+}
+
 TEST_F(FleetControlTest, OlderAndEqualVersionsChangeNothing) {
   const std::string v5 = Doc(5, absl::Minutes(30), kLevel2CacheOff);
   ASSERT_TRUE(Apply(v5).ok());

@@ -7,6 +7,7 @@
 
 #include "degrade/hedge.hpp"
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -234,6 +235,55 @@ TEST_F(HedgeTest, ARefusedFirstAttemptRunsOnTheCallersThreadUnhedged) {
   ASSERT_TRUE(call.done());
   EXPECT_EQ(*call.Take(), 5);
   EXPECT_EQ(executor_.refused(), 1u);
+}
+
+// An executor whose Submit() throws from its `throw_from`-th call on (a
+// queue that cannot allocate, a pool that reports "stopped" by throwing,
+// as Java's RejectedExecutionException does); earlier calls are queued on
+// `inner`.
+class ThrowingExecutor final : public Executor {
+ public:
+  ThrowingExecutor(Executor* inner, int throw_from)
+      : inner_(inner), throw_from_(throw_from) {}
+  bool Submit(std::function<void()> task) override {
+    if (++calls_ >= throw_from_) throw std::runtime_error("queue is broken");
+    return inner_->Submit(std::move(task));
+  }
+
+ private:
+  Executor* const inner_;
+  const int throw_from_;
+  int calls_ = 0;
+};
+
+// Issue 32, item 8: Hedge() never throws, whatever the executor does. The
+// first attempt runs on the caller's thread, as when the executor refuses.
+TEST_F(HedgeTest, AThrowingSubmitRunsTheFirstAttemptOnTheCallersThread) {
+  auto policy = Fixed();
+  ThrowingExecutor executor(&executor_, /*throw_from=*/1);
+  absl::StatusOr<int> r = absl::UnknownError("not run");
+  EXPECT_NO_THROW(
+      r = Hedge(*policy, executor, [] { return absl::StatusOr<int>(5); }));
+  EXPECT_EQ(r.value_or(-1), 5);
+  EXPECT_EQ(executor_.pending(), 0u);
+}
+
+TEST_F(HedgeTest, AThrowingSubmitForAHedgeIsARefusedHedge) {
+  auto policy = Fixed(/*max_hedges=*/2);
+  CircuitBreaker<int> breaker(Breaker());
+  ThrowingExecutor executor(&executor_, /*throw_from=*/2);
+  auto call = StartHedge(breaker, *policy, executor,
+                         [] { return absl::StatusOr<int>(1); });
+  clock_.Advance(absl::Milliseconds(10));
+  bool sent = true;
+  EXPECT_NO_THROW(sent = call.SendHedge());
+  EXPECT_FALSE(sent);
+  EXPECT_EQ(call.next_hedge_at(), absl::InfiniteFuture());
+  executor_.RunAll();
+  EXPECT_EQ(*call.Take(), 1);
+  EXPECT_EQ(policy->stats().hedges_refused, 1u);
+  EXPECT_EQ(breaker.totals().successes, 1u);
+  EXPECT_EQ(breaker.totals().failures, 0u);
 }
 
 TEST_F(HedgeTest, ARefusedHedgeIsCountedAndEndsHedging) {

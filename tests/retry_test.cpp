@@ -223,6 +223,38 @@ TEST_F(RetryTest, NoRetryStartsPastTheDeadline) {
   EXPECT_THAT(v.status().message(), HasSubstr("stopped: deadline"));
 }
 
+// A sleep that overruns (a loaded machine wakes the thread late) must not
+// start the retry after the caller's deadline: the deadline is read again
+// once the sleep returns (issue 32, item 7).
+TEST_F(RetryTest, NoRetryStartsPastTheDeadlineAfterALateWakeUp) {
+  RetrySettings p = Policy();
+  p.initial_backoff = absl::Milliseconds(100);
+  p.max_backoff = absl::Milliseconds(100);
+  p.max_attempts = 10;
+  p.sleep = [this](absl::Duration d) {
+    slept_.push_back(d);
+    clock_.Advance(d + absl::Seconds(1));  // woken a second late
+  };
+  auto r = Make(p);
+  RetryRecord rec;
+  const Deadline d = In(absl::Milliseconds(500));
+  auto v = Retry(
+      *r, d,
+      [&]() -> absl::StatusOr<int> {
+        ++calls_;
+        EXPECT_LT(clock_.Now(), d.when())
+            << "attempt " << calls_ << " started late";
+        return absl::UnavailableError("down");
+      },
+      &rec);
+  EXPECT_EQ(calls_, 1);
+  EXPECT_EQ(slept_.size(), 1u);
+  EXPECT_EQ(rec.stop, RetryStop::kDeadline);
+  EXPECT_EQ(rec.attempts, 1);
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(v.status().message(), HasSubstr("stopped: deadline"));
+}
+
 TEST_F(RetryTest, AnEmptyBudgetReturnsTheOriginalErrorAndCountsIt) {
   RetryBudgetSettings bs;
   bs.clock = &clock_;

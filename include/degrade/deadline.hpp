@@ -43,6 +43,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -112,6 +113,8 @@ class Executor {
   virtual ~Executor() = default;
   // Queues `task`. Returns false, without running it, when the executor is
   // full or shutting down; callers treat that as an immediate timeout.
+  // Should not throw; degrade's callers take a throw as a refusal (the
+  // task was not queued) and say so in their status, never passing it on.
   virtual bool Submit(std::function<void()> task) = 0;
 };
 
@@ -175,7 +178,8 @@ class ThreadPool final : public Executor {
 // Runs `f()` on `executor` and waits at most `budget` for it. `f` returns T
 // or absl::StatusOr<T> (absl::Status or void for a `void` result). Returns
 // f's result; DEADLINE_EXCEEDED when the budget ran out (the late result is
-// discarded); RESOURCE_EXHAUSTED when the executor refused the task; a
+// discarded); RESOURCE_EXHAUSTED when the executor refused the task or its
+// Submit() threw (the message names the exception; `f` is not run); a
 // status recognised by IsCallableException if `f` threw. `f` is moved into
 // the task: it must own everything it touches (see the file comment). Any
 // budget is valid: zero or negative gives f no time at all unless its
@@ -282,7 +286,18 @@ inline bool ThreadPool::Submit(std::function<void()> task) {
   {
     detail::MutexLock lock(&mu_);
     if (stopping_ || queue_.size() >= max_queue_) return false;
-    queue_.push_back(std::move(task));
+    // The queue's allocation may fail: a refusal, as a full queue, since
+    // the Executor contract is a bool and degrade never throws. (The
+    // analysis does not follow the lock into the lambda: hand it the
+    // queue by pointer.)
+    std::deque<std::function<void()>>* queue = &queue_;
+    const bool queued = detail::InvokeOr(
+        [queue, &task] {
+          queue->push_back(std::move(task));
+          return true;
+        },
+        [](absl::string_view) { return false; });
+    if (!queued) return false;
   }
   cv_.Signal();
   return true;
@@ -310,9 +325,29 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
   auto shared = std::make_shared<detail::TimedCall<Result>>();
-  const bool queued = executor.Submit([shared, f = std::move(f)]() mutable {
-    shared->Deliver(detail::InvokeCatching<T>(f, "CallWithTimeout"));
-  });
+  // A Submit() that throws (a user's executor, or the std::function's own
+  // allocation) is a refusal with its cause: `f` is not run, not even on
+  // this thread, since a hard timeout is the whole point of the call (a
+  // callable that may hang, run inline, would hold the caller past its
+  // budget). As a refused TimeLimiter task in resilience4j, or a gRPC call
+  // that cannot be scheduled, it fails at once and the caller's fallback
+  // takes over; unlike them, nothing is thrown.
+  std::optional<std::string> thrown;
+  const bool queued = detail::InvokeOr(
+      [&] {
+        return executor.Submit([shared, f = std::move(f)]() mutable {
+          shared->Deliver(detail::InvokeCatching<T>(f, "CallWithTimeout"));
+        });
+      },
+      [&thrown](absl::string_view what) {
+        thrown.emplace(what);
+        return false;
+      });
+  if (thrown.has_value()) {
+    return Result(absl::ResourceExhaustedError(
+        absl::StrCat("CallWithTimeout: the executor's Submit() threw (",
+                     *thrown, "); the task was not run")));
+  }
   if (!queued) {
     return Result(absl::ResourceExhaustedError(
         "CallWithTimeout: the executor refused the task (full, stopping, or "

@@ -423,6 +423,14 @@ DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
     }
     Wait(wait);
     rec.waited += wait;
+    // ShouldRetry saw the wait end before the deadline, but a sleep may
+    // overrun it (a loaded machine wakes the thread late; a policy's own
+    // sleep may take longer): read the clock again, so that no attempt
+    // starts after the caller's deadline.
+    if (deadline.expired()) {
+      rec.stop = RetryStop::kDeadline;
+      break;
+    }
     result = RunAttempt<T, kGuarded>(bound, number + 1);
   }
   Count(rec);

@@ -23,9 +23,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "degrade/breaker_family.hpp"
 #include "degrade/breaker_settings.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/deadline.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/grpc/interceptor.hpp"
 #include "degrade/grpc/metadata.hpp"
@@ -210,6 +212,58 @@ TEST_F(GrpcInterceptorTest, CallsWhoseDeadlineHadPassedAreNeverCounted) {
   EXPECT_EQ(breaker->state(), State::kClosed);
   EXPECT_EQ(breaker->counts().total_failures, 0u);
   EXPECT_TRUE(Say(*stub).ok());
+}
+
+// Issue 32, item 5: with the breaker forced open (as a fleet kill switch
+// does), a call whose deadline has passed must not reach the server either:
+// it fails locally with DEADLINE_EXCEEDED, before the breaker and the
+// network, and a call with time left is the breaker's rejection.
+TEST_F(GrpcInterceptorTest,
+       AnExpiredDeadlineNeverReachesTheServerEvenWhenForcedOpen) {
+  degrade_test::EchoServer server{degrade_test::EchoServer::Script{}};
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  family_->Get(kMethod)->ForceOpen();
+  // Deadlines that have only just passed, as a middle hop hands on a
+  // budget it has used up (SetDeadline of an expired Deadline sets "now"):
+  // gRPC's own check reads a cached clock and sends most of these.
+  const Deadline spent = Deadline::In(absl::ZeroDuration(), &clock_);
+  for (int i = 0; i < 20; ++i) {
+    ::grpc::ClientContext ctx;
+    if (i % 2 == 0) {
+      grpc::SetDeadline(&ctx, spent);
+    } else {
+      ctx.set_deadline(std::chrono::system_clock::now());
+    }
+    degrade::test::EchoRequest request;
+    degrade::test::EchoReply reply;
+    const ::grpc::Status s = stub->Say(&ctx, request, &reply);
+    EXPECT_EQ(s.error_code(), ::grpc::StatusCode::DEADLINE_EXCEEDED)
+        << s.error_message();
+    EXPECT_FALSE(grpc::RejectedByBreaker(ctx).has_value());
+  }
+  std::optional<std::string> rejected_by;
+  EXPECT_EQ(Say(*stub, &rejected_by).error_code(),
+            ::grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(rejected_by.has_value());
+  EXPECT_EQ(server.attempts(), 0);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kExpired), 20u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kRefused), 1u);
+  EXPECT_EQ(Outcomes(GrpcClientOutcome::kAccepted), 0u);
+  // Neither the expired calls nor the breaker saw them as outcomes.
+  EXPECT_EQ(family_->Get(kMethod)->counts().requests, 0u);
+
+  // The same with the breaker closed: still nothing is sent.
+  family_->Get(kMethod)->Reset();
+  ::grpc::ClientContext ctx;
+  grpc::SetDeadline(&ctx, spent);
+  degrade::test::EchoRequest request;
+  degrade::test::EchoReply reply;
+  EXPECT_EQ(stub->Say(&ctx, request, &reply).error_code(),
+            ::grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(server.attempts(), 0);
+  EXPECT_TRUE(Say(*stub).ok());
+  EXPECT_EQ(server.attempts(), 1);
 }
 
 TEST_F(GrpcInterceptorTest, ALocalRefusalReadsAsTheBreakersRejectionAndCannotBeForged) {

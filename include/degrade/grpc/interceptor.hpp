@@ -16,8 +16,12 @@
 //     (so Call() and a Retrier) reads it as the breaker's rejection
 //     (IsRejected), not as the server's UNAVAILABLE. The trailer carries a
 //     per-process token: a server sending the key is not believed.
-//   * A call whose deadline had passed before it started takes no permit
-//     and is not counted: the caller's budget ran out, not the backend.
+//   * A call whose deadline had passed before it started never reaches the
+//     network: the interceptor hijacks it and answers DEADLINE_EXCEEDED at
+//     once, before the breaker (so an open or forced-open breaker changes
+//     nothing for it). It takes no permit and is not a breaker outcome:
+//     the caller's budget ran out, not the backend. gRPC itself does not
+//     stop such a call (1.51 sent it, and the server answered).
 //   * Otherwise the call proceeds, and the arriving status is reported to
 //     the permit, classified by an OutcomeTable (outcome.hpp). A client's
 //     INVALID_ARGUMENT or CANCELLED never opens the breaker for everyone.
@@ -154,12 +158,16 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
     if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_INITIAL_METADATA)) {
       Scope(m);
       // A call whose deadline had passed before it started fails on its
-      // caller's budget, not the backend's health: it takes no permit and
-      // is not counted (as Call() never starts it).
-      const bool expired = context_ != nullptr &&
-                           context_->deadline() <= std::chrono::system_clock::now();
-      expired_ = expired;
-      if (!expired) {
+      // caller's budget, not the backend's health: it is answered here,
+      // first, with no permit and no breaker outcome (as Call() never
+      // starts it). gRPC would send it (1.51 did, and got answers), so
+      // hijacking it is what keeps it off the network, whatever the
+      // breaker's state.
+      expired_ = context_ != nullptr &&
+                 context_->deadline() <= std::chrono::system_clock::now();
+      if (expired_) {
+        hijack = true;
+      } else {
         absl::StatusOr<Permit> permit = breaker_->Allow();
         if (!permit.ok()) {
           rejected_ = true;
@@ -171,23 +179,32 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
         }
       }
     }
-    if (rejected_) {
+    if (rejected_ || expired_) {
       // The hijacked call's answer, filled in where gRPC asks for it.
       if (m->QueryInterceptionHookPoint(Hook::PRE_RECV_MESSAGE)) {
         m->FailHijackedRecvMessage();
       }
       if (m->QueryInterceptionHookPoint(Hook::PRE_RECV_STATUS)) {
-        *m->GetRecvStatus() = ::grpc::Status(
-            ::grpc::StatusCode::UNAVAILABLE,
-            absl::StrCat("circuit breaker '", breaker_->name(),
-                         "' is open: the call was not sent"));
-        // Valid until the call object goes, which outlives the caller's
-        // reads of the context: the value lives in this interceptor.
-        m->GetRecvTrailingMetadata()->emplace(
-            ::grpc::string_ref(::degrade::grpc::kRejectedKey.data(),
-                               ::degrade::grpc::kRejectedKey.size()),
-            ::grpc::string_ref(rejection_));
-        CountCall(counters_, GrpcClientOutcome::kRefused);
+        if (expired_) {
+          *m->GetRecvStatus() = ::grpc::Status(
+              ::grpc::StatusCode::DEADLINE_EXCEEDED,
+              absl::StrCat("gRPC call through '", breaker_->name(),
+                           "': the deadline had passed before it started; "
+                           "it was not sent"));
+          CountCall(counters_, GrpcClientOutcome::kExpired);
+        } else {
+          *m->GetRecvStatus() =
+              ::grpc::Status(::grpc::StatusCode::UNAVAILABLE,
+                             absl::StrCat("circuit breaker '", breaker_->name(),
+                                          "' is open: the call was not sent"));
+          // Valid until the call object goes, which outlives the caller's
+          // reads of the context: the value lives in this interceptor.
+          m->GetRecvTrailingMetadata()->emplace(
+              ::grpc::string_ref(::degrade::grpc::kRejectedKey.data(),
+                                 ::degrade::grpc::kRejectedKey.size()),
+              ::grpc::string_ref(rejection_));
+          CountCall(counters_, GrpcClientOutcome::kRefused);
+        }
       }
     } else if (m->QueryInterceptionHookPoint(Hook::POST_RECV_STATUS)) {
       const absl::Status s =
@@ -197,8 +214,7 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
         permit_.reset();
       }
       if (scope_ != nullptr && context_ != nullptr) scope_->MergeFrom(*context_);
-      CountCall(counters_,
-                expired_ ? GrpcClientOutcome::kExpired : ClassifyClientCall(s));
+      CountCall(counters_, ClassifyClientCall(s));
     }
     if (hijack) {
       m->Hijack();
@@ -231,7 +247,8 @@ class BreakerInterceptor final : public ::grpc::experimental::Interceptor {
   const ::degrade::grpc::CallScope* scope_ = nullptr;
   std::string rejection_;  // the degrade-rejected-v1 value, when rejected
   bool rejected_ = false;
-  bool expired_ = false;  // the deadline had passed before the call started
+  // The deadline had passed before the call started: hijacked, not sent.
+  bool expired_ = false;
 };
 
 template <typename Family>

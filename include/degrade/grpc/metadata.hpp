@@ -107,9 +107,12 @@ namespace grpc {
 // Makes `deadline` the call's gRPC deadline: the time it has left on its
 // own clock, from now on the system clock, so a FakeClock deadline in a
 // test and a real one in production both give the call what is left. An
-// infinite deadline sets none; an expired one sets now, so gRPC fails the
-// call with DEADLINE_EXCEEDED (it may still have sent it: a server then
-// reads no time left; Call() in client.hpp never starts such a call).
+// infinite deadline sets none; an expired one sets a time already past.
+// gRPC does not stop such a call by itself: 1.51 sent it and passed on the
+// server's answer (OK included). What keeps an expired call off the network
+// is degrade's check before it starts: Call() and CallAsync() (client.hpp)
+// never start one, and the breaker interceptor (interceptor.hpp) answers
+// it DEADLINE_EXCEEDED locally. A call made with neither is on its own.
 // Touches only `context`, before the call starts.
 inline void SetDeadline(::grpc::ClientContext* context, const Deadline& deadline) {
   if (deadline.when() == absl::InfiniteFuture()) return;

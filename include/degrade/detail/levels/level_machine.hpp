@@ -329,9 +329,11 @@ class LevelMachine {
 
   // The holds first (holds.hpp), then, unless an override pins the level,
   // the signals (hysteresis.hpp) above the control's floor.
+  // The holds' deadlines are applied whatever the config: a manager with
+  // none yet (its starting state) still takes a features-off control and
+  // a ForceLevel(0), and each must end at its deadline like any other.
   void EvaluateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const std::vector<CompiledLevel>& levels = compiled_.levels;
-    if (levels.empty()) return;
     const HoldDecision h =
         DecideHolds(now, override_, ControlHoldLocked(), level());
     if (h.override_ended) {
@@ -346,6 +348,7 @@ class LevelMachine {
       notifier_.Push(std::move(e));
       EndControlLocked();
     }
+    if (levels.empty()) return;  // no level to move: only 0 exists
     Decision d;
     if (h.pinned) {
       // The level is pinned, but each level's trigger is still tracked, so

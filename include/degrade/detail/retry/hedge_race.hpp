@@ -245,9 +245,17 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
       return Launched::kTooLate;
     }
     auto self = this->shared_from_this();
-    if (executor_->Submit([self, i] { self->Run(self, i); })) {
-      return Launched::kQueued;
-    }
+    // A Submit() that throws is a refusal: Hedge() promises not to throw,
+    // and a hedged call's first job is to answer. As with a refusal, the
+    // first attempt then runs on the caller's thread (what an unhedged call
+    // would have done: hedging only ever adds copies, so losing the
+    // executor must not lose the call) and a hedge is not sent (counted
+    // refused). The executor is taken at its word that a throw queued
+    // nothing.
+    const bool queued = InvokeOr(
+        [&] { return executor_->Submit([self, i] { self->Run(self, i); }); },
+        [](absl::string_view) { return false; });
+    if (queued) return Launched::kQueued;
     return Launched::kRefused;
   }
 

@@ -227,6 +227,61 @@ class EtcdWatcherTest : public ::testing::Test {
     EXPECT_TRUE(rec.WaitForView(want)) << ::testing::PrintToString(rec.view());
   }
 
+  // Issue 32: etcd is wiped and made anew (with `token`) between the
+  // watcher's read and its watch: the read is at revision 5 (/cfg/a, /cfg/b,
+  // /cfg/gone), the watch starts at 6 on a cluster that `refill` writes up
+  // to revision `head`. Writes below 6 would never reach the watch, and the
+  // keys wiped would never be deleted; only the stream's header (its
+  // cluster_id, or a revision below 5) tells. Then the watcher resyncs:
+  // on_delete for each key gone, on_put for the new cluster's keys, one
+  // ABORTED status naming `why` and OK once watching again, and the watch
+  // after it delivers.
+  void ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
+      const std::string& token, const std::function<void()>& refill,
+      int64_t head, const std::string& why,
+      const std::map<std::string, std::string>& want,
+      const std::vector<std::string>& resync) {
+    Put("/cfg/a", "old");
+    Put("/cfg/gone", "x");
+    Put("/cfg/b", "1");
+    EXPECT_EQ(Put("/cfg/b", "2"), 5);
+    Recorder rec;
+    EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+    int calls = 0;
+    // On the watcher's thread, while the test thread only waits.
+    o.after_range_for_testing = [&](int64_t revision) {
+      if (calls++ != 0) return;
+      EXPECT_EQ(revision, 5);
+      etcd_.Wipe(token);
+      absl::Status s = etcd_.Start();
+      ASSERT_TRUE(s.ok()) << s;
+      refill();
+      EXPECT_EQ(Put("/cfg/head", "h"), head);
+    };
+    EtcdPrefixWatcher w(std::move(o));
+    ASSERT_TRUE(w.Start().ok());
+    std::map<std::string, std::string> view = want;
+    view["/cfg/head"] = "h";
+    ASSERT_TRUE(rec.WaitForView(view)) << ::testing::PrintToString(rec.view());
+    ASSERT_TRUE(rec.WaitForStatuses(2));  // ABORTED, then OK: watching again
+    Put("/cfg/live", "after");
+    view["/cfg/live"] = "after";
+    ASSERT_TRUE(rec.WaitForView(view)) << ::testing::PrintToString(rec.view());
+
+    std::vector<std::string> events = {"put /cfg/a=old", "put /cfg/b=2",
+                                       "put /cfg/gone=x"};
+    events.insert(events.end(), resync.begin(), resync.end());
+    events.push_back("put /cfg/live=after");
+    EXPECT_EQ(rec.events(), events);  // nothing missed, nothing phantom
+    const std::vector<absl::Status> st = rec.statuses();
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_TRUE(absl::IsAborted(st[0])) << st[0];
+    EXPECT_THAT(std::string(st[0].message()),
+                AllOf(HasSubstr(etcd_.endpoint()), HasSubstr(why)));
+    EXPECT_TRUE(st[1].ok()) << st[1];
+    EXPECT_EQ(w.counters().resyncs, 1u);
+  }
+
   EtcdServer etcd_;
 };
 
@@ -528,6 +583,32 @@ TEST_F(EtcdWatcherTest, AClusterRemadeWithTheSameIdPastTheOldHeadIsDeliveredAgai
         EXPECT_EQ(Put("/cfg/b", "z"), 5);
       },
       {{"/cfg/a", "new"}, {"/cfg/b", "z"}});
+}
+
+TEST_F(EtcdWatcherTest, AWipeBetweenTheReadAndTheWatchIsResynced) {
+  // Same token, same cluster_id: the new cluster's head (3) is below the
+  // read's revision (5).
+  ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
+      "etcd-cluster", [this] { EXPECT_EQ(Put("/cfg/a", "new"), 2); }, 3,
+      "header.revision 3 is below the revision 5",
+      {{"/cfg/a", "new"}},
+      {"put /cfg/a=new", "put /cfg/head=h", "delete /cfg/b",
+       "delete /cfg/gone"});
+}
+
+TEST_F(EtcdWatcherTest, ARestoreWithAnotherIdBetweenTheReadAndTheWatchIsResynced) {
+  // Another cluster_id at a head (5) as high as the read's: only the id
+  // tells (a backup restored as a new cluster).
+  ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
+      "another-cluster",
+      [this] {
+        Put("/cfg/a", "new");
+        Put("/cfg/c", "1");
+        EXPECT_EQ(Put("/cfg/c", "2"), 4);
+      },
+      5, "header.cluster_id", {{"/cfg/a", "new"}, {"/cfg/c", "2"}},
+      {"put /cfg/a=new", "put /cfg/c=2", "put /cfg/head=h", "delete /cfg/b",
+       "delete /cfg/gone"});
 }
 
 TEST_F(EtcdWatcherTest, AThrowingCallbackDoesNotStopTheWatcher) {

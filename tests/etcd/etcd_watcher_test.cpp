@@ -279,7 +279,9 @@ class EtcdWatcherTest : public ::testing::Test {
     EXPECT_THAT(std::string(st[0].message()),
                 AllOf(HasSubstr(etcd_.endpoint()), HasSubstr(why)));
     EXPECT_TRUE(st[1].ok()) << st[1];
+    EXPECT_EQ(w.counters().cluster_changes, 1u);
     EXPECT_EQ(w.counters().resyncs, 1u);
+    EXPECT_EQ(w.stats().cluster_changes, 1u);
   }
 
   EtcdServer etcd_;

@@ -103,6 +103,23 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
 }
 
+inline absl::Status EtcdPrefixWatcher::CheckStreamHeader(
+    uint64_t cluster_id, int64_t revision) const {
+  if (cluster_id != 0 && cluster_id_ != 0 && cluster_id != cluster_id_) {
+    return absl::AbortedError(absl::StrCat(
+        Where(), ": stream: header.cluster_id ", cluster_id,
+        " is not the read's ", cluster_id_,
+        " (etcd made anew after the read); resyncing"));
+  }
+  if (revision > 0 && revision < seen_revision_) {
+    return absl::AbortedError(absl::StrCat(
+        Where(), ": stream: header.revision ", revision,
+        " is below the revision ", seen_revision_,
+        " already seen (etcd wiped or restored after the read); resyncing"));
+  }
+  return absl::OkStatus();
+}
+
 inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
                                              bool* created, StreamEnd* end,
                                              absl::Status* status) {
@@ -111,6 +128,17 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
   if (absl::Status bad = m.ok() ? m->error : m.status(); !bad.ok()) {
     *status = std::move(bad);
     *end = StreamEnd::kFailed;
+    return false;
+  }
+  // Every message's header must come from the cluster the read came from,
+  // at a revision no lower than one already seen: otherwise etcd was wiped
+  // or restored after the read, and this watch follows a history the
+  // delivered state is not part of (writes below the old head would never
+  // arrive, keys gone would never be deleted). Resync from a fresh read.
+  if (absl::Status moved = CheckStreamHeader(m->cluster_id, m->header_revision);
+      !moved.ok()) {
+    *status = std::move(moved);
+    *end = StreamEnd::kClusterChanged;
     return false;
   }
   if (m->created && !*created) {

@@ -787,6 +787,34 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
 // A gateway that replays an old event on every watch stream (a proxy
 // serving a stale buffer): the key's value must not roll back to it, nor
 // flap between the snapshot's value and the replayed one at each resync.
+// Issue 32: a gateway that trickles its watch stream a byte every 20 ms
+// never lets a read wait `stream_idle_timeout` (200 ms here), so a per-read
+// bound let a stream that never completes a message in time count as
+// alive. A stream with no complete message for stream_idle_timeout is
+// dropped: one UNAVAILABLE status naming it, and the stream re-established.
+TEST(EtcdWatcherTrickleTest, AStreamWithoutACompleteMessageInTimeIsDropped) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, R"({"header":{"revision":"7"}})");
+  fake.Reply("/v3/watch", 200,
+             R"({"result":{"created":true}})"
+             R"({"result":{"events":[{"kv":{"key":"L2NmZy94","value":"MQ==","mod_revision":"8"}}]}})");
+  fake.Trickle("/v3/watch", absl::Milliseconds(20));
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.stream_idle_timeout = absl::Milliseconds(200);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  ASSERT_TRUE(fake.WaitForCount("/v3/watch", 2));  // re-established
+  w.Stop();
+  const std::vector<absl::Status> st = rec.statuses();
+  ASSERT_GE(st.size(), 1u);
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+  EXPECT_THAT(std::string(st[0].message()),
+              HasSubstr("no complete message within 200ms"));
+  EXPECT_TRUE(rec.events().empty());  // nothing half-read was delivered
+}
+
 TEST(EtcdWatcherLyingGatewayTest,
      AnEventOlderThanTheDeliveredValueIsNotDelivered) {
   FakeGateway fake;

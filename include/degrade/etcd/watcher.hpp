@@ -133,8 +133,10 @@ struct EtcdWatcherOptions {
   // watch stream (>= 1 ms).
   absl::Duration connect_timeout = absl::Seconds(1);
   absl::Duration request_timeout = absl::Seconds(2);
-  // A watch stream silent for this long is dropped and re-established
-  // (after a resync): how a hung etcd is noticed. >= 1 ms; default 60 s.
+  // A watch stream silent for this long, or one message of which has been
+  // arriving for this long without being complete (bytes trickling in), is
+  // dropped and re-established (after a resync): how a hung etcd is
+  // noticed. >= 1 ms; default 60 s.
   absl::Duration stream_idle_timeout = absl::Seconds(60);
   uint64_t jitter_seed = 0x5EED;  // the backoff's random stream
   // The name its telemetry exports it under (the `watcher` label); empty:

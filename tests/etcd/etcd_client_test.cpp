@@ -4,8 +4,6 @@
 // binary keys, connection refused) and against a fake gateway answering
 // garbage (every malformed response is a clear status, never a crash).
 
-#include "degrade/etcd/client.hpp"
-
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/etcd/client.hpp"
 #include "etcd/etcd_server.hpp"
 #include "etcd/fake_gateway.hpp"
 #include "gmock/gmock.h"
@@ -197,8 +196,8 @@ TEST(EtcdClientTest, RequestTimeoutBoundsAWholeTrickledResponse) {
   const std::string body = R"({"header":{"revision":"7"}})";
   const std::string reply = absl::StrCat(
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: ",
-      std::string(400, 'p'), "\r\nContent-Length: ", body.size(),
-      "\r\n\r\n", body);
+      std::string(400, 'p'), "\r\nContent-Length: ", body.size(), "\r\n\r\n",
+      body);
   TrickleServer server(reply, absl::Milliseconds(10));
   ASSERT_TRUE(server.ok());
   EtcdClientOptions o = At(absl::StrCat("127.0.0.1:", server.port()));

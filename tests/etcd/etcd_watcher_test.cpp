@@ -592,13 +592,13 @@ TEST_F(EtcdWatcherTest, AWipeBetweenTheReadAndTheWatchIsResynced) {
   // read's revision (5).
   ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
       "etcd-cluster", [this] { EXPECT_EQ(Put("/cfg/a", "new"), 2); }, 3,
-      "header.revision 3 is below the revision 5",
-      {{"/cfg/a", "new"}},
+      "header.revision 3 is below the revision 5", {{"/cfg/a", "new"}},
       {"put /cfg/a=new", "put /cfg/head=h", "delete /cfg/b",
        "delete /cfg/gone"});
 }
 
-TEST_F(EtcdWatcherTest, ARestoreWithAnotherIdBetweenTheReadAndTheWatchIsResynced) {
+TEST_F(EtcdWatcherTest,
+       ARestoreWithAnotherIdBetweenTheReadAndTheWatchIsResynced) {
   // Another cluster_id at a head (5) as high as the read's: only the id
   // tells (a backup restored as a new cluster).
   ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
@@ -795,9 +795,10 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
 TEST(EtcdWatcherTrickleTest, AStreamWithoutACompleteMessageInTimeIsDropped) {
   FakeGateway fake;
   fake.Reply("/v3/kv/range", 200, R"({"header":{"revision":"7"}})");
-  fake.Reply("/v3/watch", 200,
-             R"({"result":{"created":true}})"
-             R"({"result":{"events":[{"kv":{"key":"L2NmZy94","value":"MQ==","mod_revision":"8"}}]}})");
+  fake.Reply(
+      "/v3/watch", 200,
+      R"({"result":{"created":true}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy94","value":"MQ==","mod_revision":"8"}}]}})");
   fake.Trickle("/v3/watch", absl::Milliseconds(20));
   Recorder rec;
   EtcdWatcherOptions o = Options(fake.endpoint(), &rec);

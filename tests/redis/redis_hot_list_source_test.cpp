@@ -25,8 +25,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -1015,8 +1015,7 @@ TEST(RedisHotListSourceTrickleTest, HotListStopIsBoundedByTheCommandTimeout) {
   }
   ASSERT_GT(server.sent(), 0u);
   const absl::Duration took = Timed([&] { hot.Stop(); });
-  EXPECT_TRUE(absl::IsDeadlineExceeded(hot.last_status()))
-      << hot.last_status();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(hot.last_status())) << hot.last_status();
   EXPECT_LT(server.sent(), reply.size());
   EXPECT_LE(took, s.command_timeout + kSlack);
   EXPECT_THAT(*hot.snapshot(), ElementsAre("baseline"));

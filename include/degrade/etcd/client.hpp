@@ -35,9 +35,10 @@
 //   Interrupt() called during the request  CANCELLED
 //   HTTP status other than 200             etcd's gRPC code when its error
 //                                          body has one (`code` or the
-//                                          gateway's `grpc_code`; e.g. OUT_OF_RANGE
-//                                          for a compacted revision), else
-//                                          INTERNAL, with the HTTP status
+//                                          gateway's `grpc_code`; e.g.
+//                                          OUT_OF_RANGE for a compacted
+//                                          revision), else INTERNAL, with the
+//                                          HTTP status
 //   body not JSON, wrong shape             INTERNAL, naming the field
 //   bad base64, a revision not a number    DATA_LOSS, naming the field
 //
@@ -492,11 +493,11 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
     return absl::CancelledError(absl::StrCat(where, ": interrupted"));
   }
   if (timed_out) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        where, ": no complete response within ",
-        absl::FormatDuration(RequestBound()),
-        " (connect_timeout + request_timeout; ", text.size(),
-        " bytes of the body had arrived)"));
+    return absl::DeadlineExceededError(
+        absl::StrCat(where, ": no complete response within ",
+                     absl::FormatDuration(RequestBound()),
+                     " (connect_timeout + request_timeout; ", text.size(),
+                     " bytes of the body had arrived)"));
   }
   const std::string source = absl::StrCat(where, ": response");
   if (text.size() > kMaxResponseBytes) {

@@ -203,7 +203,13 @@ class EtcdPrefixWatcher {
   const std::string& name() const { return name_; }
 
  private:
-  enum class StreamEnd { kStopped, kCompacted, kEnded, kFailed, kClusterChanged };
+  enum class StreamEnd {
+    kStopped,
+    kCompacted,
+    kEnded,
+    kFailed,
+    kClusterChanged
+  };
   static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
@@ -288,7 +294,8 @@ class EtcdPrefixWatcher {
   int64_t watch_start_ = 0;      // the start_revision of the last watch
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
-      cluster_changes_{0}, events_{0}, refused_count_{0}, callback_errors_{0}, outages_{0};
+      cluster_changes_{0}, events_{0}, refused_count_{0}, callback_errors_{0},
+      outages_{0};
   std::atomic<EtcdWatcherState> state_{EtcdWatcherState::kStarting};
   std::atomic<int64_t> last_revision_{0};
   const std::string name_;

@@ -33,9 +33,10 @@
 // What a fetch does: `ZREVRANGE key 0 N-1 WITHSCORES` on one connection,
 // made lazily (with `connect_timeout`, then `AUTH` and `SELECT` when
 // configured) and kept between fetches, each command (its write and all the
-// reads of its reply) bounded by `command_timeout` as a whole, all behind the adapter's own `CircuitBreaker`. Every
-// failure is a status naming the server, the key and the cause, and the
-// hot list keeps serving its previous snapshot (its `age()` keeps growing):
+// reads of its reply) bounded by `command_timeout` as a whole, all behind the
+// adapter's own `CircuitBreaker`. Every failure is a status naming the server,
+// the key and the cause, and the hot list keeps serving its previous snapshot
+// (its `age()` keeps growing):
 //
 //   Redis down, refused      UNAVAILABLE, "cannot connect: Connection refused"
 //   connection lost          UNAVAILABLE (the connection is dropped; the next
@@ -67,9 +68,10 @@
 // resolver answers at once) and `command_timeout` for each command sent
 // (AUTH, SELECT, ZREVRANGE), as a deadline for the whole command, not per
 // socket read (a server trickling its reply a byte at a time is cut off),
-// twice over when a stale connection is retried. Both timeouts are refused outside [1 ms, about
-// 24.8 days] (MinRedisTimeout/MaxRedisTimeout: what hiredis and the kernel
-// honour). Readers of the hot list never wait for any of it.
+// twice over when a stale connection is retried. Both timeouts are refused
+// outside [1 ms, about 24.8 days] (MinRedisTimeout/MaxRedisTimeout: what
+// hiredis and the kernel honour). Readers of the hot list never wait for any of
+// it.
 //
 // Thread safety: `HotListSource` is thread-safe. Fetches are serialised on
 // one connection (a second concurrent fetch waits for the first), so it may
@@ -554,9 +556,9 @@ class HotListSource {
     }
     if (redisAppendCommandArgv(c.get(), static_cast<int>(args.size()),
                                args.data(), lens.data()) != REDIS_OK) {
-      return absl::UnavailableError(
-          absl::StrCat(where_, ": ", command, ": cannot format the command: ",
-                       detail::redis::Excerpt(c->errstr)));
+      return absl::UnavailableError(absl::StrCat(
+          where_, ": ", command,
+          ": cannot format the command: ", detail::redis::Excerpt(c->errstr)));
     }
     // The time left, as the socket's timeout; false once none is left.
     const auto arm = [&c, deadline] {
@@ -610,9 +612,9 @@ class HotListSource {
           written == 0 ? " (the command was not sent)"
           : begun      ? " (the reply came too slowly)"
                        : "",
-          out_of_time ? ""
-                      : absl::StrCat(" (", detail::redis::Excerpt(c->errstr),
-                                     ")")));
+          out_of_time
+              ? ""
+              : absl::StrCat(" (", detail::redis::Excerpt(c->errstr), ")")));
     }
     return absl::UnavailableError(
         absl::StrCat(where_, ": ", command, ": connection lost: ",

@@ -121,10 +121,10 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
 inline absl::Status EtcdPrefixWatcher::CheckStreamHeader(
     uint64_t cluster_id, int64_t revision) const {
   if (cluster_id != 0 && cluster_id_ != 0 && cluster_id != cluster_id_) {
-    return absl::AbortedError(absl::StrCat(
-        Where(), ": stream: header.cluster_id ", cluster_id,
-        " is not the read's ", cluster_id_,
-        " (etcd made anew after the read); resyncing"));
+    return absl::AbortedError(
+        absl::StrCat(Where(), ": stream: header.cluster_id ", cluster_id,
+                     " is not the read's ", cluster_id_,
+                     " (etcd made anew after the read); resyncing"));
   }
   if (revision > 0 && revision < seen_revision_) {
     return absl::AbortedError(absl::StrCat(

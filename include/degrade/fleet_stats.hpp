@@ -187,6 +187,7 @@ struct EtcdWatcherStats {
   uint64_t reconnects = 0;        // watch streams opened after the first
   uint64_t resyncs = 0;           // reads of the prefix after the first
   uint64_t compactions = 0;       // watches cancelled by a compaction
+  uint64_t cluster_changes = 0;   // streams showing etcd wiped or restored
   uint64_t outages = 0;           // outages begun (each reported once)
   uint64_t events_delivered = 0;  // on_put and on_delete calls
   uint64_t values_refused = 0;    // values over max_value_bytes

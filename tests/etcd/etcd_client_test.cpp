@@ -4,17 +4,19 @@
 // binary keys, connection refused) and against a fake gateway answering
 // garbage (every malformed response is a clear status, never a crash).
 
-#include "degrade/etcd/client.hpp"
-
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "degrade/etcd/client.hpp"
 #include "etcd/etcd_server.hpp"
 #include "etcd/fake_gateway.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/trickle_server.hpp"
 
 namespace DEGRADE_TEST_UNIT {
 
@@ -23,6 +25,8 @@ using degrade::etcd::EtcdClientOptions;
 using degrade::etcd::RangeResult;
 using degrade_tests::EtcdServer;
 using degrade_tests::FakeGateway;
+using degrade_tests::TrickleServer;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 EtcdClientOptions At(const std::string& endpoint) {
@@ -179,6 +183,41 @@ TEST(EtcdClientTest, AMissingFieldIsItsDefault) {
   ASSERT_EQ(r->kvs.size(), 1u);
   EXPECT_EQ(r->kvs[0].key, "a");
   EXPECT_EQ(r->kvs[0].value, "");
+}
+
+// Issue 32: a gateway that answers one byte every 10 ms never lets a read
+// wait its 100 ms, so a per-read timeout let this ~500-byte response hold
+// a Range for about 5 s. A request is bounded as a whole, by
+// connect_timeout + request_timeout: it fails with DEADLINE_EXCEEDED in
+// the middle of the response. Asserted by the status and by the bytes the
+// server had sent; the wall-clock bound is generous (the bound plus 2 s,
+// for a loaded machine), far below the response's 5 s.
+TEST(EtcdClientTest, RequestTimeoutBoundsAWholeTrickledResponse) {
+  const std::string body = R"({"header":{"revision":"7"}})";
+  const std::string reply = absl::StrCat(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: ",
+      std::string(400, 'p'), "\r\nContent-Length: ", body.size(), "\r\n\r\n",
+      body);
+  TrickleServer server(reply, absl::Milliseconds(10));
+  ASSERT_TRUE(server.ok());
+  EtcdClientOptions o = At(absl::StrCat("127.0.0.1:", server.port()));
+  o.connect_timeout = absl::Milliseconds(100);
+  o.request_timeout = absl::Milliseconds(100);
+  EtcdClient client(o);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<RangeResult> r = client.Range("/cfg/");
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              AllOf(HasSubstr(o.endpoint), HasSubstr("Range '/cfg/'"),
+                    HasSubstr("no complete response within 200ms")));
+  EXPECT_LT(server.sent(), reply.size());
+  EXPECT_LE(took, absl::Milliseconds(200) + absl::Seconds(2));
+  // The client is usable again: the next request is bounded the same way
+  // (on a new connection).
+  r = client.Range("/cfg/");
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_EQ(server.connections(), 2);
 }
 
 }  // namespace DEGRADE_TEST_UNIT

@@ -227,6 +227,63 @@ class EtcdWatcherTest : public ::testing::Test {
     EXPECT_TRUE(rec.WaitForView(want)) << ::testing::PrintToString(rec.view());
   }
 
+  // Issue 32: etcd is wiped and made anew (with `token`) between the
+  // watcher's read and its watch: the read is at revision 5 (/cfg/a, /cfg/b,
+  // /cfg/gone), the watch starts at 6 on a cluster that `refill` writes up
+  // to revision `head`. Writes below 6 would never reach the watch, and the
+  // keys wiped would never be deleted; only the stream's header (its
+  // cluster_id, or a revision below 5) tells. Then the watcher resyncs:
+  // on_delete for each key gone, on_put for the new cluster's keys, one
+  // ABORTED status naming `why` and OK once watching again, and the watch
+  // after it delivers.
+  void ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
+      const std::string& token, const std::function<void()>& refill,
+      int64_t head, const std::string& why,
+      const std::map<std::string, std::string>& want,
+      const std::vector<std::string>& resync) {
+    Put("/cfg/a", "old");
+    Put("/cfg/gone", "x");
+    Put("/cfg/b", "1");
+    EXPECT_EQ(Put("/cfg/b", "2"), 5);
+    Recorder rec;
+    EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
+    int calls = 0;
+    // On the watcher's thread, while the test thread only waits.
+    o.after_range_for_testing = [&](int64_t revision) {
+      if (calls++ != 0) return;
+      EXPECT_EQ(revision, 5);
+      etcd_.Wipe(token);
+      absl::Status s = etcd_.Start();
+      ASSERT_TRUE(s.ok()) << s;
+      refill();
+      EXPECT_EQ(Put("/cfg/head", "h"), head);
+    };
+    EtcdPrefixWatcher w(std::move(o));
+    ASSERT_TRUE(w.Start().ok());
+    std::map<std::string, std::string> view = want;
+    view["/cfg/head"] = "h";
+    ASSERT_TRUE(rec.WaitForView(view)) << ::testing::PrintToString(rec.view());
+    ASSERT_TRUE(rec.WaitForStatuses(2));  // ABORTED, then OK: watching again
+    Put("/cfg/live", "after");
+    view["/cfg/live"] = "after";
+    ASSERT_TRUE(rec.WaitForView(view)) << ::testing::PrintToString(rec.view());
+
+    std::vector<std::string> events = {"put /cfg/a=old", "put /cfg/b=2",
+                                       "put /cfg/gone=x"};
+    events.insert(events.end(), resync.begin(), resync.end());
+    events.push_back("put /cfg/live=after");
+    EXPECT_EQ(rec.events(), events);  // nothing missed, nothing phantom
+    const std::vector<absl::Status> st = rec.statuses();
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_TRUE(absl::IsAborted(st[0])) << st[0];
+    EXPECT_THAT(std::string(st[0].message()),
+                AllOf(HasSubstr(etcd_.endpoint()), HasSubstr(why)));
+    EXPECT_TRUE(st[1].ok()) << st[1];
+    EXPECT_EQ(w.counters().cluster_changes, 1u);
+    EXPECT_EQ(w.counters().resyncs, 1u);
+    EXPECT_EQ(w.stats().cluster_changes, 1u);
+  }
+
   EtcdServer etcd_;
 };
 
@@ -530,6 +587,32 @@ TEST_F(EtcdWatcherTest, AClusterRemadeWithTheSameIdPastTheOldHeadIsDeliveredAgai
       {{"/cfg/a", "new"}, {"/cfg/b", "z"}});
 }
 
+TEST_F(EtcdWatcherTest, AWipeBetweenTheReadAndTheWatchIsResynced) {
+  // Same token, same cluster_id: the new cluster's head (3) is below the
+  // read's revision (5).
+  ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
+      "etcd-cluster", [this] { EXPECT_EQ(Put("/cfg/a", "new"), 2); }, 3,
+      "header.revision 3 is below the revision 5", {{"/cfg/a", "new"}},
+      {"put /cfg/a=new", "put /cfg/head=h", "delete /cfg/b",
+       "delete /cfg/gone"});
+}
+
+TEST_F(EtcdWatcherTest,
+       ARestoreWithAnotherIdBetweenTheReadAndTheWatchIsResynced) {
+  // Another cluster_id at a head (5) as high as the read's: only the id
+  // tells (a backup restored as a new cluster).
+  ExpectAClusterMadeAnewBeforeTheWatchIsResynced(
+      "another-cluster",
+      [this] {
+        Put("/cfg/a", "new");
+        Put("/cfg/c", "1");
+        EXPECT_EQ(Put("/cfg/c", "2"), 4);
+      },
+      5, "header.cluster_id", {{"/cfg/a", "new"}, {"/cfg/c", "2"}},
+      {"put /cfg/a=new", "put /cfg/c=2", "put /cfg/head=h", "delete /cfg/b",
+       "delete /cfg/gone"});
+}
+
 TEST_F(EtcdWatcherTest, AThrowingCallbackDoesNotStopTheWatcher) {
   Recorder rec;
   EtcdWatcherOptions o = Options(etcd_.endpoint(), &rec);
@@ -704,6 +787,35 @@ TEST_P(EtcdWatcherEmptyStreamsTest, AreOneStatusWithBackoffUntilAnEvent) {
 // A gateway that replays an old event on every watch stream (a proxy
 // serving a stale buffer): the key's value must not roll back to it, nor
 // flap between the snapshot's value and the replayed one at each resync.
+// Issue 32: a gateway that trickles its watch stream a byte every 20 ms
+// never lets a read wait `stream_idle_timeout` (200 ms here), so a per-read
+// bound let a stream that never completes a message in time count as
+// alive. A stream with no complete message for stream_idle_timeout is
+// dropped: one UNAVAILABLE status naming it, and the stream re-established.
+TEST(EtcdWatcherTrickleTest, AStreamWithoutACompleteMessageInTimeIsDropped) {
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, R"({"header":{"revision":"7"}})");
+  fake.Reply(
+      "/v3/watch", 200,
+      R"({"result":{"created":true}})"
+      R"({"result":{"events":[{"kv":{"key":"L2NmZy94","value":"MQ==","mod_revision":"8"}}]}})");
+  fake.Trickle("/v3/watch", absl::Milliseconds(20));
+  Recorder rec;
+  EtcdWatcherOptions o = Options(fake.endpoint(), &rec);
+  o.stream_idle_timeout = absl::Milliseconds(200);
+  EtcdPrefixWatcher w(std::move(o));
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(rec.WaitForStatuses(1));
+  ASSERT_TRUE(fake.WaitForCount("/v3/watch", 2));  // re-established
+  w.Stop();
+  const std::vector<absl::Status> st = rec.statuses();
+  ASSERT_GE(st.size(), 1u);
+  EXPECT_TRUE(absl::IsUnavailable(st[0])) << st[0];
+  EXPECT_THAT(std::string(st[0].message()),
+              HasSubstr("no complete message within 200ms"));
+  EXPECT_TRUE(rec.events().empty());  // nothing half-read was delivered
+}
+
 TEST(EtcdWatcherLyingGatewayTest,
      AnEventOlderThanTheDeliveredValueIsNotDelivered) {
   FakeGateway fake;

@@ -36,15 +36,35 @@ class FakeGateway {
       server_.Post(path, [this, p = std::string(path)](
                              const httplib::Request&, httplib::Response& res) {
         std::pair<int, std::string> reply{404, "{}"};
-        absl::Duration hold;
+        absl::Duration hold, trickle;
         {
           std::lock_guard<std::mutex> l(mu_);
           ++counts_[p];
           auto it = replies_.find(p);
           if (it != replies_.end()) reply = it->second;
           hold = holds_[p];
+          trickle = trickles_[p];
         }
         res.status = reply.first;
+        if (trickle > absl::ZeroDuration()) {
+          // The body one byte (one chunk) per `trickle`, then the end.
+          res.set_chunked_content_provider(
+              "application/json",
+              [this, body = reply.second, trickle](std::size_t offset,
+                                                   httplib::DataSink& sink) {
+                const absl::Time next = absl::Now() + trickle;
+                while (absl::Now() < next && !quit_.load()) {
+                  absl::SleepFor(absl::Milliseconds(1));
+                }
+                if (quit_.load()) return false;
+                if (offset >= body.size()) {
+                  sink.done();
+                  return true;
+                }
+                return sink.write(body.data() + offset, 1);
+              });
+          return;
+        }
         if (hold <= absl::ZeroDuration()) {
           res.set_content(reply.second, "application/json");
           return;
@@ -88,6 +108,12 @@ class FakeGateway {
     std::lock_guard<std::mutex> l(mu_);
     holds_[path] = hold;
   }
+  // Replies to `path` send their body one byte every `interval` (a gateway
+  // that trickles); zero: at once.
+  void Trickle(const std::string& path, absl::Duration interval) {
+    std::lock_guard<std::mutex> l(mu_);
+    trickles_[path] = interval;
+  }
   int Count(const std::string& path) {
     std::lock_guard<std::mutex> l(mu_);
     return counts_[path];
@@ -112,6 +138,7 @@ class FakeGateway {
   std::map<std::string, std::pair<int, std::string>> replies_;
   std::map<std::string, int> counts_;
   std::map<std::string, absl::Duration> holds_;
+  std::map<std::string, absl::Duration> trickles_;
   std::atomic<bool> quit_{false};
 };
 

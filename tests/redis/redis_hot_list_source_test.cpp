@@ -25,8 +25,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -56,6 +56,7 @@
 #include "gtest/gtest.h"
 #include "redis/redis_server.hpp"
 #include "redis/silent_server.hpp"
+#include "support/trickle_server.hpp"
 
 namespace degrade {
 namespace redis {
@@ -63,6 +64,7 @@ namespace DEGRADE_TEST_UNIT {
 
 using ::degrade_tests::RedisServer;
 using ::degrade_tests::SilentServer;
+using ::degrade_tests::TrickleServer;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -945,6 +947,77 @@ TEST(RedisHotListSourceSilentServerTest,
   EXPECT_LE(took, kCommandTimeout + kSlack);
   EXPECT_TRUE(absl::IsDeadlineExceeded(hot.last_status()))
       << hot.last_status();
+  EXPECT_THAT(*hot.snapshot(), ElementsAre("baseline"));
+}
+
+// A ZREVRANGE ... WITHSCORES reply of `n` members, as Redis sends it.
+std::string ScoredReply(int n) {
+  std::string r = absl::StrCat("*", 2 * n, "\r\n");
+  for (int i = 0; i < n; ++i) {
+    const std::string member = absl::StrCat("m", 1000 + i);
+    absl::StrAppend(&r, "$", member.size(), "\r\n", member, "\r\n$1\r\n1\r\n");
+  }
+  return r;
+}
+
+// Issue 32: a Redis that answers one byte every 10 ms never lets a socket
+// read wait its 100 ms, so a per-read timeout let this ~1.2 kB reply hold
+// the fetch (and a HotList's Stop() or destructor) for about 12 s. The
+// command timeout is a deadline for the whole command: the fetch gives up
+// in the middle of the reply. Asserted by the status and by the bytes the
+// server had sent (not the whole reply); the wall-clock bound is the
+// file's generous one (the timeout plus kSlack), far below the reply's 12 s.
+TEST(RedisHotListSourceTrickleTest, TheCommandTimeoutBoundsTheWholeReply) {
+  const std::string reply = ScoredReply(70);
+  TrickleServer server(reply, absl::Milliseconds(10));
+  ASSERT_TRUE(server.ok());
+  FakeClock clock;
+  HotListSourceSettings s = BaseSettings(server.port(), &clock);
+  s.command_timeout = absl::Milliseconds(100);
+  s.top_n = 70;
+  std::unique_ptr<HotListSource> source = MustCreate(s);
+  ASSERT_NE(source, nullptr);
+  absl::Status status;
+  const absl::Duration took = Timed([&] { status = source->Fetch().status(); });
+  EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("key 'hot'"),
+                    HasSubstr("ZREVRANGE: no answer within 100ms")));
+  EXPECT_LT(server.sent(), reply.size());
+  EXPECT_LE(took, s.command_timeout + kSlack);
+  EXPECT_FALSE(source->connected());  // the rest must not be read as a reply
+}
+
+// The same through a HotList: its Stop() waits for the refresh in progress,
+// which the command's deadline ends.
+TEST(RedisHotListSourceTrickleTest, HotListStopIsBoundedByTheCommandTimeout) {
+  const std::string reply = ScoredReply(70);
+  TrickleServer server(reply, absl::Milliseconds(10));
+  ASSERT_TRUE(server.ok());
+  FakeClock clock;
+  HotListSourceSettings s = BaseSettings(server.port(), &clock);
+  s.command_timeout = absl::Milliseconds(100);
+  s.top_n = 70;
+  std::unique_ptr<HotListSource> source = MustCreate(s);
+  ASSERT_NE(source, nullptr);
+  HotListOptions<std::string> o;
+  o.name = "hot";
+  o.clock = &clock;
+  o.source = source->SourceFor<std::string>();
+  HotList<std::string> hot(std::move(o));
+  ASSERT_TRUE(hot.Publish({"baseline"}).ok());
+  ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
+  // The refresh is under way once the server has its connection (a bound,
+  // not a timing: it comes at once).
+  const absl::Time bound = absl::Now() + absl::Seconds(30);
+  while (server.sent() == 0 && absl::Now() < bound) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_GT(server.sent(), 0u);
+  const absl::Duration took = Timed([&] { hot.Stop(); });
+  EXPECT_TRUE(absl::IsDeadlineExceeded(hot.last_status())) << hot.last_status();
+  EXPECT_LT(server.sent(), reply.size());
+  EXPECT_LE(took, s.command_timeout + kSlack);
   EXPECT_THAT(*hot.snapshot(), ElementsAre("baseline"));
 }
 

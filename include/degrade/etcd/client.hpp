@@ -30,12 +30,15 @@
 //   read or write timeout                  UNAVAILABLE (cpp-httplib does not
 //                                          tell it from a lost connection)
 //   connect timeout                        DEADLINE_EXCEEDED
+//   no complete response within            DEADLINE_EXCEEDED (the request's
+//     connect_timeout + request_timeout      deadline; e.g. a trickled reply)
 //   Interrupt() called during the request  CANCELLED
 //   HTTP status other than 200             etcd's gRPC code when its error
 //                                          body has one (`code` or the
-//                                          gateway's `grpc_code`; e.g. OUT_OF_RANGE
-//                                          for a compacted revision), else
-//                                          INTERNAL, with the HTTP status
+//                                          gateway's `grpc_code`; e.g.
+//                                          OUT_OF_RANGE for a compacted
+//                                          revision), else INTERNAL, with the
+//                                          HTTP status
 //   body not JSON, wrong shape             INTERNAL, naming the field
 //   bad base64, a revision not a number    DATA_LOSS, naming the field
 //
@@ -60,6 +63,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -71,10 +75,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/sigpipe.hpp"
+#include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -83,8 +89,12 @@ namespace etcd {
 // EtcdClientOptions
 //
 // `endpoint` is "host:port" (an IPv4 address or name; plain HTTP). The
-// timeouts bound each phase of one request; each must be at least 1 ms
-// (smaller values are raised to 1 ms).
+// timeouts bound each phase of one request (`connect_timeout` the connect,
+// `request_timeout` each socket read and write), and their sum the whole
+// request: a response that has not arrived complete by then is
+// DEADLINE_EXCEEDED however steadily its bytes trickle in (a watchdog
+// thread, started with the first request, interrupts it). Each must be at
+// least 1 ms (smaller values are raised to 1 ms).
 struct EtcdClientOptions {
   std::string endpoint = "127.0.0.1:2379";
   absl::Duration connect_timeout = absl::Seconds(1);
@@ -116,6 +126,9 @@ class EtcdClient {
   explicit EtcdClient(EtcdClientOptions options);
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
+  // Joins the watchdog thread, if one was started. REQUIRES: no request in
+  // progress.
+  ~EtcdClient();
 
   // Every key starting with `prefix` ("" means every key), with the store
   // revision the read was taken at.
@@ -151,6 +164,13 @@ class EtcdClient {
 
   static constexpr std::size_t kMaxResponseBytes = std::size_t{256} << 20;
 
+  // The watchdog's loop: stops the request in flight once its deadline has
+  // passed (and again every 10 ms while it stays in flight: a stop during
+  // the connect finds no socket to shut yet).
+  void Watchdog();
+  // connect_timeout + request_timeout, each as httplib applies it.
+  absl::Duration RequestBound() const;
+
   const EtcdClientOptions options_;
   detail::Mutex mu_;  // one request at a time
   std::unique_ptr<httplib::Client> http_ ABSL_GUARDED_BY(mu_);
@@ -159,6 +179,14 @@ class EtcdClient {
   detail::Mutex flight_mu_;
   httplib::Client* in_flight_ ABSL_GUARDED_BY(flight_mu_) = nullptr;
   bool interrupted_ ABSL_GUARDED_BY(flight_mu_) = false;
+  // The deadline of the request in flight, and whether the watchdog
+  // stopped it; the watchdog runs until closing_.
+  detail::CondVar flight_cv_;
+  absl::Time deadline_ ABSL_GUARDED_BY(flight_mu_) = absl::InfiniteFuture();
+  bool timed_out_ ABSL_GUARDED_BY(flight_mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(flight_mu_) = false;
+  bool watchdog_started_ ABSL_GUARDED_BY(flight_mu_) = false;
+  std::thread watchdog_;  // set once, under flight_mu_; joined at the end
 };
 
 }  // namespace etcd
@@ -341,6 +369,51 @@ namespace etcd {
 inline EtcdClient::EtcdClient(EtcdClientOptions options)
     : options_(std::move(options)) {}
 
+inline EtcdClient::~EtcdClient() {
+  {
+    detail::MutexLock f(&flight_mu_);
+    closing_ = true;
+    flight_cv_.SignalAll();
+  }
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+inline absl::Duration EtcdClient::RequestBound() const {
+  const auto at_least_1ms = [](absl::Duration d) {
+    return std::max(d, absl::Milliseconds(1));
+  };
+  return at_least_1ms(options_.connect_timeout) +
+         at_least_1ms(options_.request_timeout);
+}
+
+inline void EtcdClient::Watchdog() {
+  detail::MutexLock f(&flight_mu_);
+  while (!closing_) {
+    if (in_flight_ == nullptr) {
+      flight_cv_.Wait(&flight_mu_,
+                      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flight_mu_) {
+                        return closing_ || in_flight_ != nullptr;
+                      });
+      continue;
+    }
+    httplib::Client* const request = in_flight_;
+    const absl::Time deadline = deadline_;
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      timed_out_ = true;
+      request->stop();  // safe against the request running on its thread
+    }
+    // Until the deadline (or 10 ms after a stop), or until this request
+    // is over and another may have begun.
+    flight_cv_.WaitFor(
+        &flight_mu_,
+        left > absl::ZeroDuration() ? left : absl::Milliseconds(10),
+        [this, request, deadline]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flight_mu_) {
+          return closing_ || in_flight_ != request || deadline_ != deadline;
+        });
+  }
+}
+
 inline void EtcdClient::Interrupt() {
   detail::MutexLock l(&flight_mu_);
   interrupted_ = true;
@@ -370,7 +443,18 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   {
     detail::MutexLock f(&flight_mu_);
     interrupted_ = false;
+    timed_out_ = false;
     in_flight_ = http_.get();
+    deadline_ = absl::Now() + RequestBound();
+    if (!watchdog_started_) {
+      watchdog_started_ = true;
+      // Without a thread (none could be made), each read and write is
+      // still bounded by request_timeout, the connect by connect_timeout.
+      absl::StatusOr<std::thread> t =
+          detail::StartThread("etcd client watchdog", [this] { Watchdog(); });
+      if (t.ok()) watchdog_ = std::move(*t);
+    }
+    flight_cv_.SignalAll();
   }
   // The body is collected by hand: etcd's gateway ends its chunked error
   // bodies with a trailer (Grpc-Trailer-Content-Type) that cpp-httplib 0.11
@@ -396,14 +480,24 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   // (cpp-httplib does not pass MSG_NOSIGNAL): blocked, it is EPIPE.
   detail::ScopedSigpipeBlock no_sigpipe;
   httplib::Result res = http_->send(req);
-  bool interrupted = false;
+  bool interrupted = false, timed_out = false;
   {
     detail::MutexLock f(&flight_mu_);
     in_flight_ = nullptr;
+    deadline_ = absl::InfiniteFuture();
     interrupted = interrupted_;
+    timed_out = timed_out_;
+    flight_cv_.SignalAll();
   }
   if (interrupted) {
     return absl::CancelledError(absl::StrCat(where, ": interrupted"));
+  }
+  if (timed_out) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(where, ": no complete response within ",
+                     absl::FormatDuration(RequestBound()),
+                     " (connect_timeout + request_timeout; ", text.size(),
+                     " bytes of the body had arrived)"));
   }
   const std::string source = absl::StrCat(where, ": response");
   if (text.size() > kMaxResponseBytes) {

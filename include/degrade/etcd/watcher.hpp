@@ -43,6 +43,13 @@
 //     directory, a restored backup), every key is delivered again; and a
 //     key is delivered whenever its value's hash differs from the one
 //     delivered, even at the same mod_revision (a cluster remade unseen).
+//     The watch stream is checked too: a message whose header has another
+//     cluster_id than the read's, or a revision below one already seen
+//     (etcd wiped or restored between the read and the watch, where writes
+//     below the old head would never arrive), ends the stream; on_status
+//     gets ABORTED naming it (an outage the next "created" ends),
+//     `cluster_changes` counts it, and a fresh read delivers the new
+//     cluster as above (on_delete for each key gone).
 //   * Outage reported once. on_status gets the first failure of an outage
 //     (UNAVAILABLE when etcd is unreachable or shutting down; INTERNAL or
 //     DATA_LOSS for a response that makes no sense), not one per retry, and
@@ -126,8 +133,10 @@ struct EtcdWatcherOptions {
   // watch stream (>= 1 ms).
   absl::Duration connect_timeout = absl::Seconds(1);
   absl::Duration request_timeout = absl::Seconds(2);
-  // A watch stream silent for this long is dropped and re-established
-  // (after a resync): how a hung etcd is noticed. >= 1 ms; default 60 s.
+  // A watch stream silent for this long, or one message of which has been
+  // arriving for this long without being complete (bytes trickling in), is
+  // dropped and re-established (after a resync): how a hung etcd is
+  // noticed. >= 1 ms; default 60 s.
   absl::Duration stream_idle_timeout = absl::Seconds(60);
   uint64_t jitter_seed = 0x5EED;  // the backoff's random stream
   // The name its telemetry exports it under (the `watcher` label); empty:
@@ -153,6 +162,9 @@ struct EtcdWatcherCounters {
   uint64_t reconnects = 0;        // watch streams opened after the first
   uint64_t resyncs = 0;           // reads of the prefix after the first
   uint64_t compactions = 0;       // watches cancelled by a compaction
+  // Watch streams whose header showed another cluster_id than the read's,
+  // or a revision below one seen (etcd wiped or restored after the read).
+  uint64_t cluster_changes = 0;
   uint64_t events_delivered = 0;  // on_put and on_delete calls
   uint64_t values_refused = 0;    // values over max_value_bytes
   uint64_t callback_errors = 0;   // callbacks that threw
@@ -191,7 +203,13 @@ class EtcdPrefixWatcher {
   const std::string& name() const { return name_; }
 
  private:
-  enum class StreamEnd { kStopped, kCompacted, kEnded, kFailed };
+  enum class StreamEnd {
+    kStopped,
+    kCompacted,
+    kEnded,
+    kFailed,
+    kClusterChanged
+  };
   static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
@@ -215,6 +233,9 @@ class EtcdPrefixWatcher {
                         detail::etcd::Quoted(options_.prefix));
   }
   StreamEnd Watch(int64_t start_revision, absl::Status* status);
+  // ABORTED when a stream message's header shows another cluster than the
+  // read's, or a revision below one already seen.
+  absl::Status CheckStreamHeader(uint64_t cluster_id, int64_t revision) const;
   // One message of the stream; false ends the stream (with *end set).
   bool HandleMessage(absl::string_view text, bool* created, StreamEnd* end,
                      absl::Status* status);
@@ -268,11 +289,13 @@ class EtcdPrefixWatcher {
   uint64_t stream_events_ = 0;   // events the last watch delivered
   int empty_ends_ = 0;           // quick empty stream ends in a row
   uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
+  bool cluster_changed_ = false;  // a stream saw it: the next read starts over
   int64_t seen_revision_ = 0;    // the highest revision seen
   int64_t watch_start_ = 0;      // the start_revision of the last watch
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
-      events_{0}, refused_count_{0}, callback_errors_{0}, outages_{0};
+      cluster_changes_{0}, events_{0}, refused_count_{0}, callback_errors_{0},
+      outages_{0};
   std::atomic<EtcdWatcherState> state_{EtcdWatcherState::kStarting};
   std::atomic<int64_t> last_revision_{0};
   const std::string name_;
@@ -349,6 +372,7 @@ inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
   c.reconnects = reconnects_.load(std::memory_order_relaxed);
   c.resyncs = resyncs_.load(std::memory_order_relaxed);
   c.compactions = compactions_.load(std::memory_order_relaxed);
+  c.cluster_changes = cluster_changes_.load(std::memory_order_relaxed);
   c.events_delivered = events_.load(std::memory_order_relaxed);
   c.values_refused = refused_count_.load(std::memory_order_relaxed);
   c.callback_errors = callback_errors_.load(std::memory_order_relaxed);
@@ -362,6 +386,7 @@ inline EtcdWatcherStats EtcdPrefixWatcher::stats() const {
   s.reconnects = c.reconnects;
   s.resyncs = c.resyncs;
   s.compactions = c.compactions;
+  s.cluster_changes = c.cluster_changes;
   s.outages = outages_.load(std::memory_order_relaxed);
   s.events_delivered = c.events_delivered;
   s.values_refused = c.values_refused;
@@ -373,6 +398,7 @@ inline EtcdWatcherStats EtcdPrefixWatcher::stats() const {
 inline void EtcdPrefixWatcher::Run() {
   worker_.store(std::this_thread::get_id(), std::memory_order_release);
   int failures = 0;
+  int changes_in_row = 0;  // streams ended by a cluster change, in a row
   bool first_read = true, first_watch = true;
   while (!stopping()) {
     if (failures > 0 && !Backoff(failures)) break;
@@ -407,6 +433,18 @@ inline void EtcdPrefixWatcher::Run() {
     const StreamEnd end = Watch(r->revision + 1, &status);
     if (end == StreamEnd::kStopped) break;
     if (end == StreamEnd::kCompacted) Bump(compactions_);
+    if (end == StreamEnd::kClusterChanged) {
+      // Reported (ABORTED) as an outage the next watch's "created" ends;
+      // the resync from a fresh read starts at once.
+      // Twice in a row (a gateway whose reads and streams disagree), it
+      // backs off: never a tight loop.
+      Bump(cluster_changes_);
+      cluster_changed_ = true;
+      Failure(status);
+      failures = std::min(changes_in_row++, 62);
+      continue;
+    }
+    changes_in_row = 0;
     // Quick empty ends in a row, and a stream gone bad (or failed quickly)
     // once created, are an outage only an event or a lasting stream ends;
     // a lasting stream's end with UNAVAILABLE (etcd going away) is one the
@@ -482,12 +520,13 @@ inline absl::Status EtcdPrefixWatcher::CheckRange(const RangeResult& r) const {
 inline void EtcdPrefixWatcher::NoticeCluster(const RangeResult& r) {
   const bool other_cluster =
       cluster_id_ != 0 && r.cluster_id != 0 && r.cluster_id != cluster_id_;
-  if (other_cluster || r.revision < seen_revision_) {
+  if (other_cluster || cluster_changed_ || r.revision < seen_revision_) {
     // Its revisions restarted: a delivered mod_revision says nothing now.
     for (auto& kv : delivered_) kv.second = Delivered{};
     refused_.clear();
     seen_revision_ = 0;
   }
+  cluster_changed_ = false;
   if (r.cluster_id != 0) cluster_id_ = r.cluster_id;
   seen_revision_ = std::max(seen_revision_, r.revision);
   PublishRevision();

@@ -32,10 +32,11 @@
 //
 // What a fetch does: `ZREVRANGE key 0 N-1 WITHSCORES` on one connection,
 // made lazily (with `connect_timeout`, then `AUTH` and `SELECT` when
-// configured) and kept between fetches, every socket operation bounded by
-// `command_timeout`, all behind the adapter's own `CircuitBreaker`. Every
-// failure is a status naming the server, the key and the cause, and the
-// hot list keeps serving its previous snapshot (its `age()` keeps growing):
+// configured) and kept between fetches, each command (its write and all the
+// reads of its reply) bounded by `command_timeout` as a whole, all behind the
+// adapter's own `CircuitBreaker`. Every failure is a status naming the server,
+// the key and the cause, and the hot list keeps serving its previous snapshot
+// (its `age()` keeps growing):
 //
 //   Redis down, refused      UNAVAILABLE, "cannot connect: Connection refused"
 //   connection lost          UNAVAILABLE (the connection is dropped; the next
@@ -64,11 +65,13 @@
 //
 // How long a fetch can block: `connect_timeout` (plus name resolution, which
 // hiredis does with a blocking getaddrinfo: use an IP address, or a name the
-// resolver answers at once) and `command_timeout` per socket read or write
-// of each command sent (AUTH, SELECT, ZREVRANGE), twice over when a stale
-// connection is retried. Both timeouts are refused outside [1 ms, about
-// 24.8 days] (MinRedisTimeout/MaxRedisTimeout: what hiredis and the kernel
-// honour). Readers of the hot list never wait for any of it.
+// resolver answers at once) and `command_timeout` for each command sent
+// (AUTH, SELECT, ZREVRANGE), as a deadline for the whole command, not per
+// socket read (a server trickling its reply a byte at a time is cut off),
+// twice over when a stale connection is retried. Both timeouts are refused
+// outside [1 ms, about 24.8 days] (MinRedisTimeout/MaxRedisTimeout: what
+// hiredis and the kernel honour). Readers of the hot list never wait for any of
+// it.
 //
 // Thread safety: `HotListSource` is thread-safe. Fetches are serialised on
 // one connection (a second concurrent fetch waits for the first), so it may
@@ -183,8 +186,9 @@ struct HotListSourceOptions {
   // Bound on establishing the TCP connection. In [kMinRedisTimeout,
   // kMaxRedisTimeout]; rounded up to a whole microsecond.
   absl::Duration connect_timeout = absl::Milliseconds(500);
-  // Bound on each socket read or write of a command. In [kMinRedisTimeout,
-  // kMaxRedisTimeout]; rounded up to a whole microsecond.
+  // Deadline for each command as a whole: its write and every read of its
+  // reply (each socket operation waits only for the time left). In
+  // [kMinRedisTimeout, kMaxRedisTimeout]; rounded up to a whole microsecond.
   absl::Duration command_timeout = absl::Milliseconds(500);
   // If set, `AUTH [username] password` after connecting. `username` (Redis 6
   // ACL users) requires `password`; neither may be empty.
@@ -530,13 +534,18 @@ class HotListSource {
     if (now_connected) ++connects_;
   }
 
-  // Sends `argv` on `c` and reads the reply (an error reply is a reply).
+  // Sends `argv` on `c` and reads the reply (an error reply is a reply),
+  // all of it within `command_timeout` of the start: a deadline for the
+  // whole command, not for each socket read (a server trickling its reply
+  // a byte at a time would otherwise hold it as long as it likes). Before
+  // each write and read the socket's timeout is set to the time left.
   // A transport failure is UNAVAILABLE or DEADLINE_EXCEEDED naming
   // `command`; `*stale` says whether the other end had closed the
   // connection. `c` is then unusable.
   absl::StatusOr<detail::redis::ReplyPtr> Command(
       const detail::redis::ContextPtr& c, absl::string_view command,
       const std::vector<absl::string_view>& argv, bool* stale) const {
+    const absl::Time deadline = absl::Now() + settings_.command_timeout;
     std::vector<const char*> args;
     std::vector<std::size_t> lens;
     args.reserve(argv.size());
@@ -545,24 +554,82 @@ class HotListSource {
       args.push_back(a.data());
       lens.push_back(a.size());
     }
-    void* raw = redisCommandArgv(c.get(), static_cast<int>(args.size()),
-                                 args.data(), lens.data());
-    const int command_errno = errno;
+    if (redisAppendCommandArgv(c.get(), static_cast<int>(args.size()),
+                               args.data(), lens.data()) != REDIS_OK) {
+      return absl::UnavailableError(absl::StrCat(
+          where_, ": ", command,
+          ": cannot format the command: ", detail::redis::Excerpt(c->errstr)));
+    }
+    // The time left, as the socket's timeout; false once none is left.
+    const auto arm = [&c, deadline] {
+      const absl::Duration left = deadline - absl::Now();
+      return left > absl::ZeroDuration() &&
+             redisSetTimeout(c.get(), Timeval(left)) == REDIS_OK;
+    };
+    bool out_of_time = false;
+    int io_errno = 0;
+    int written = 0;
+    while (written == 0) {
+      if (!arm()) {
+        out_of_time = true;
+        break;
+      }
+      errno = 0;
+      if (redisBufferWrite(c.get(), &written) != REDIS_OK) {
+        io_errno = errno;
+        break;
+      }
+    }
+    void* raw = nullptr;
+    while (written != 0) {
+      if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) {
+        io_errno = 0;  // a protocol error: c->errstr says which
+        break;
+      }
+      if (raw != nullptr) break;
+      if (!arm()) {
+        out_of_time = true;
+        break;
+      }
+      errno = 0;
+      if (redisBufferRead(c.get()) != REDIS_OK) {
+        io_errno = errno;
+        break;
+      }
+    }
     detail::redis::ReplyPtr reply(static_cast<redisReply*>(raw));
     if (reply != nullptr) return reply;
     *stale = c->err == REDIS_ERR_EOF ||
              (c->err == REDIS_ERR_IO &&
-              (command_errno == ECONNRESET || command_errno == EPIPE));
-    if (c->err == REDIS_ERR_IO && IsTimeoutErrno(command_errno)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(where_, ": ", command, ": no answer within ",
-                       absl::FormatDuration(settings_.command_timeout), " (",
-                       detail::redis::Excerpt(c->errstr), ")"));
+              (io_errno == ECONNRESET || io_errno == EPIPE));
+    if (out_of_time || (c->err == REDIS_ERR_IO && IsTimeoutErrno(io_errno)) ||
+        IsTimeoutError(c->err)) {
+      const bool begun = written != 0 && c->reader != nullptr &&
+                         c->reader->len > c->reader->pos;
+      return absl::DeadlineExceededError(absl::StrCat(
+          where_, ": ", command, ": no answer within ",
+          absl::FormatDuration(settings_.command_timeout),
+          written == 0 ? " (the command was not sent)"
+          : begun      ? " (the reply came too slowly)"
+                       : "",
+          out_of_time
+              ? ""
+              : absl::StrCat(" (", detail::redis::Excerpt(c->errstr), ")")));
     }
     return absl::UnavailableError(
         absl::StrCat(where_, ": ", command, ": connection lost: ",
                      c->err != 0 ? detail::redis::Excerpt(c->errstr)
                                  : std::string("no reply")));
+  }
+
+  // hiredis 1.x reports a socket timeout as its own error kind.
+  static bool IsTimeoutError(int err) {
+#ifdef REDIS_ERR_TIMEOUT
+    return err == REDIS_ERR_TIMEOUT;
+#else
+    (void)err;
+    return false;
+#endif
   }
 
   // Rounded up, so a validated timeout is never shorter than asked and never

@@ -182,6 +182,7 @@ TEST(FleetMetricsTest, AnEtcdWatcherExportsItsStateOutagesAndRevision) {
   view->st.resyncs = 4;
   view->st.outages = 2;
   view->st.reconnects = 3;
+  view->st.cluster_changes = 1;
   view->st.last_revision = 812;
   auto attachment = registry.AttachComponent(*view);
   ASSERT_NE(attachment, nullptr);
@@ -195,6 +196,7 @@ TEST(FleetMetricsTest, AnEtcdWatcherExportsItsStateOutagesAndRevision) {
           HasSubstr("degrade_etcd_watcher_outages_total" + l + " 2\n"),
           HasSubstr("degrade_etcd_watcher_reconnects_total" + l + " 3\n"),
           HasSubstr("degrade_etcd_watcher_compactions_total" + l + " 0\n"),
+          HasSubstr("degrade_etcd_watcher_cluster_changes_total" + l + " 1\n"),
           HasSubstr("degrade_etcd_watcher_events_total" + l + " 0\n"),
           HasSubstr("degrade_etcd_watcher_values_refused_total" + l + " 0\n"),
           HasSubstr("degrade_etcd_watcher_callback_errors_total" + l + " 0\n"),

@@ -130,6 +130,11 @@ inline void WriteEtcdWatcherMetrics(const EtcdWatcherStats& st,
       {"degrade_etcd_watcher_compactions_total",
        "Watches cancelled because their revision was compacted.",
        st.compactions},
+      {"degrade_etcd_watcher_cluster_changes_total",
+       "Watch streams whose header showed etcd wiped or restored after the "
+       "read (another cluster_id, or a revision gone back); each followed "
+       "by a resync.",
+       st.cluster_changes},
       {"degrade_etcd_watcher_outages_total",
        "Outages begun: etcd unreachable or answering nonsense.", st.outages},
       {"degrade_etcd_watcher_events_total",

@@ -47,6 +47,7 @@ struct WatchMessage {
   bool canceled = false;
   int64_t compact_revision = 0;  // > 0: canceled because compacted
   uint64_t cluster_id = 0;       // result.header.cluster_id, 0 if absent
+  int64_t header_revision = 0;   // result.header.revision, 0 if absent
   std::string canceled_result;   // the result, described, when canceled
   std::vector<WatchEvent> events;
 };
@@ -157,6 +158,9 @@ inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,
   if (auto h = r.find("header"); h != r.end()) {
     absl::Status s = ReadUint64(*h, "cluster_id", "result.header",
                                 &out.cluster_id);
+    if (s.ok()) {
+      s = ReadInt64(*h, "revision", "result.header", &out.header_revision);
+    }
     if (!s.ok()) return fail(s.code(), s.message());
   }
   if (out.canceled) {

@@ -23,6 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/sigpipe.hpp"
 #include "degrade/etcd/detail/json_stream.hpp"
@@ -44,10 +46,10 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   // While garbled_, a stream silent for Lasting() ends (kEnded, not
   // quick): a healthy quiet stream ends the outage then, not at the idle
   // timeout.
-  detail::etcd::SetStreamTimeouts(
-      &http, options_.connect_timeout,
-      garbled_ ? Lasting() : options_.stream_idle_timeout,
-      options_.request_timeout);
+  const absl::Duration idle =
+      garbled_ ? Lasting() : options_.stream_idle_timeout;
+  detail::etcd::SetStreamTimeouts(&http, options_.connect_timeout, idle,
+                                  options_.request_timeout);
   httplib::Request req =
       detail::etcd::WatchRequest(options_.prefix, start_revision);
   int http_status = 0;
@@ -62,6 +64,10 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   bool created = false, ended_here = false;
   StreamEnd end = StreamEnd::kEnded;
   stream_events_ = 0;
+  // The read timeout bounds each socket read; this bounds each message,
+  // from its first byte to its last, so that bytes trickling in do not keep
+  // a stream that delivers nothing alive.
+  absl::Time message_began = absl::Now();
   req.content_receiver = [&](const char* data, std::size_t n, uint64_t,
                              uint64_t) {
     if (stopping()) return false;
@@ -69,15 +75,24 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
       error_body.append(data, std::min<std::size_t>(n, 4096));
       return error_body.size() < 4096;
     }
+    if (!splitter.inside()) message_began = absl::Now();
     absl::Status s = splitter.Feed(
         absl::string_view(data, n),
         [&](absl::string_view m) {
+          message_began = absl::Now();  // the next one's bytes may follow
           return HandleMessage(m, &created, &end, status);
         },
         &ended_here);
     if (!s.ok()) {
       *status = absl::Status(s.code(),
                              absl::StrCat(where, ": stream: ", s.message()));
+      end = StreamEnd::kFailed;
+      ended_here = true;
+    } else if (!ended_here && splitter.inside() &&
+               absl::Now() - message_began > idle) {
+      *status = absl::UnavailableError(absl::StrCat(
+          where, ": stream: no complete message within ",
+          absl::FormatDuration(idle), " (its bytes trickle in); dropped"));
       end = StreamEnd::kFailed;
       ended_here = true;
     }
@@ -103,6 +118,23 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
 }
 
+inline absl::Status EtcdPrefixWatcher::CheckStreamHeader(
+    uint64_t cluster_id, int64_t revision) const {
+  if (cluster_id != 0 && cluster_id_ != 0 && cluster_id != cluster_id_) {
+    return absl::AbortedError(
+        absl::StrCat(Where(), ": stream: header.cluster_id ", cluster_id,
+                     " is not the read's ", cluster_id_,
+                     " (etcd made anew after the read); resyncing"));
+  }
+  if (revision > 0 && revision < seen_revision_) {
+    return absl::AbortedError(absl::StrCat(
+        Where(), ": stream: header.revision ", revision,
+        " is below the revision ", seen_revision_,
+        " already seen (etcd wiped or restored after the read); resyncing"));
+  }
+  return absl::OkStatus();
+}
+
 inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
                                              bool* created, StreamEnd* end,
                                              absl::Status* status) {
@@ -111,6 +143,17 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
   if (absl::Status bad = m.ok() ? m->error : m.status(); !bad.ok()) {
     *status = std::move(bad);
     *end = StreamEnd::kFailed;
+    return false;
+  }
+  // Every message's header must come from the cluster the read came from,
+  // at a revision no lower than one already seen: otherwise etcd was wiped
+  // or restored after the read, and this watch follows a history the
+  // delivered state is not part of (writes below the old head would never
+  // arrive, keys gone would never be deleted). Resync from a fresh read.
+  if (absl::Status moved = CheckStreamHeader(m->cluster_id, m->header_revision);
+      !moved.ok()) {
+    *status = std::move(moved);
+    *end = StreamEnd::kClusterChanged;
     return false;
   }
   if (m->created && !*created) {

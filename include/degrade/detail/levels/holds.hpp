@@ -52,8 +52,7 @@
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
-namespace detail {
-namespace levels {
+namespace detail::levels {
 
 // A ForceLevel override.
 struct OverrideHold {
@@ -210,8 +209,7 @@ inline absl::Status CheckControl(absl::string_view who,
   return absl::OkStatus();
 }
 
-}  // namespace levels
-}  // namespace detail
+}  // namespace detail::levels
 DEGRADE_NAMESPACE_END
 
 #endif  // DEGRADE_DETAIL_LEVELS_HOLDS_HPP_

@@ -88,12 +88,14 @@ TEST_F(ControlDocumentTest, EveryBadInputIsRefusedWithPathValueAndRule) {
       {absl::StrCat(R"({"degrade_control": {"version": 0, "expires_at": ")",
                     later_, R"(", "reason": "r"}})"),
        "degrade_control.version = 0: must be >= 1"},
-      {absl::StrCat(R"({"degrade_control": {"version": 18446744073709551615, "expires_at": ")",
-                    later_, R"(", "reason": "r"}})"),
+      {absl::StrCat(
+           R"({"degrade_control": {"version": 18446744073709551615, "expires_at": ")",
+           later_, R"(", "reason": "r"}})"),
        "degrade_control.version = 18446744073709551615: must be <= "
        "9007199254740992 (2^53)"},
-      {absl::StrCat(R"({"degrade_control": {"version": 9007199254740993, "expires_at": ")",
-                    later_, R"(", "reason": "r"}})"),
+      {absl::StrCat(
+           R"({"degrade_control": {"version": 9007199254740993, "expires_at": ")",
+           later_, R"(", "reason": "r"}})"),
        "degrade_control.version = 9007199254740993: must be <="},
       {absl::StrCat(R"({"degrade_control": {"version": -3, "expires_at": ")",
                     later_, R"(", "reason": "r"}})"),

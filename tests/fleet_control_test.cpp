@@ -234,8 +234,8 @@ TEST_F(FleetControlTest, OlderAndEqualVersionsChangeNothing) {
 // (versions only grow) until a restart. Above 2^53 it is refused, and the
 // next honest version applies.
 TEST_F(FleetControlTest, AHugeVersionIsRefusedAndBlocksNothing) {
-  const absl::Status s = Apply(Doc(18446744073709551615u, absl::Minutes(30),
-                                   kLevel2CacheOff));
+  const absl::Status s =
+      Apply(Doc(18446744073709551615u, absl::Minutes(30), kLevel2CacheOff));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("must be <= 9007199254740992 (2^53)"));
   EXPECT_EQ(control_->version(), 0u);

@@ -26,9 +26,9 @@
 //
 // `version` is an integer in [1, 2^53] (kMaxControlVersion) and only ever
 // grows: an instance refuses a version older than the one it applied, so a
-// stale re-push changes nothing. `expires_at` is an absolute RFC 3339 time (a relative TTL would
-// restart on every re-push); a document already expired is refused, and
-// one in force stops applying at that instant. `reason` (required,
+// stale re-push changes nothing. `expires_at` is an absolute RFC 3339 time (a
+// relative TTL would restart on every re-push); a document already expired is
+// refused, and one in force stops applying at that instant. `reason` (required,
 // non-empty) is carried by every log line the document causes. `managers`
 // holds, per manager name, a floor under the level (the signals still
 // raise it above) and features to switch off; `breakers_open` forces breakers

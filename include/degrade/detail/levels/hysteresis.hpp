@@ -67,7 +67,8 @@ struct HysteresisState {
   // for changes of its own (a forced level, a reload that clamps).
   int level = 0;
   // When the level last changed, for whatever reason (cooldown counts from
-  // it). Step sets it; so must the caller when it sets `level`.
+  // it), on the time line `now` is on (the manager's SteadyTime). Step
+  // sets it; so must the caller when it sets `level`.
   absl::Time last_change = absl::InfinitePast();
   // enter_since[k-1]: since when level k's trigger has held without a
   // break; nullopt while it does not hold.

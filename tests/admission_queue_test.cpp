@@ -9,14 +9,20 @@
 // setting named. Threads: admission_queue_concurrency_test.cpp.
 
 #include "degrade/admission_queue.hpp"
-#include "degrade/admission.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "degrade/admission.hpp"
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -873,6 +879,55 @@ TEST(AdmissionQueueTest, AProbeReplacesAStaleServiceEstimate) {
   ASSERT_TRUE(f.queue->Push(std::move(b), f.clock.Now() + absl::Seconds(1)).ok());
   int c = 3;  // a deadline inside the estimate is refused again
   EXPECT_TRUE(IsShed(f.queue->Push(std::move(c), f.clock.Now() + absl::Milliseconds(10))));
+}
+
+// One absurd sample (400 years) once made the probe wait 800 years, so
+// every push with a finite deadline was refused for good. The probe waits
+// at most a minute, and its batch's sample replaces the estimate.
+TEST(AdmissionQueueTest, AnAbsurdServiceTimeSampleIsForgottenWithinAMinute) {
+  Fixture f;
+  f.queue->RecordServiceTime(absl::Hours(24 * 365 * 400));
+  int a = 1, b = 2;
+  EXPECT_TRUE(
+      IsShed(f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1))));
+  f.clock.Advance(absl::Seconds(59));
+  EXPECT_TRUE(
+      IsShed(f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1))));
+  f.clock.Advance(absl::Seconds(1));  // a minute without a hand-out
+  ASSERT_TRUE(
+      f.queue->Push(std::move(a), f.clock.Now() + absl::Seconds(1)).ok())
+      << "no probe a minute after an absurd sample";
+  EXPECT_THAT(f.Pop(8), ElementsAre(1));
+  f.queue->RecordServiceTime(absl::Milliseconds(20));
+  EXPECT_EQ(f.queue->service_time_estimate(), absl::Milliseconds(20));
+  EXPECT_TRUE(
+      f.queue->Push(std::move(b), f.clock.Now() + absl::Seconds(1)).ok());
+}
+
+// A queue at the largest capacity (2^24) once allocated and zeroed all its
+// slots up front, about 640 MB; the slots now grow as the queue fills.
+TEST(AdmissionQueueTest, TheLargestCapacityCommitsLittleUntilUsed) {
+#if defined(__linux__)
+  const auto resident_bytes = [] {
+    std::ifstream statm("/proc/self/statm");
+    long size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * sysconf(_SC_PAGESIZE);
+  };
+  const long before = resident_bytes();
+#endif
+  Fixture f(Cfg(kMaxQueueCapacity));
+#if defined(__linux__)
+  EXPECT_LT(resident_bytes() - before, 16L << 20)
+      << "resident memory grew by more than 16 MiB for an empty queue";
+#endif
+  for (int i = 0; i < 1000; ++i) {
+    int v = i;
+    ASSERT_TRUE(f.queue->Push(std::move(v), absl::InfiniteFuture()).ok());
+  }
+  std::vector<int> out;
+  EXPECT_EQ(f.queue->PopBatch(&out, 1000), 1000u);
+  EXPECT_EQ(f.queue->stats().depth, 0u);
 }
 
 // Close() refuses pushes with UNAVAILABLE, wakes waiters, leaves the queued

@@ -54,6 +54,15 @@ TEST_F(ControlDocumentTest, AValidDocumentParses) {
   EXPECT_EQ(d->breakers_open.at("y"), now_ + absl::Minutes(10));
 }
 
+TEST_F(ControlDocumentTest, TheLargestVersionIsTwoToThe53) {
+  const std::string text = absl::StrCat(
+      R"({"degrade_control": {"version": 9007199254740992, "expires_at": ")",
+      later_, R"(", "reason": "r"}})");
+  absl::StatusOr<ControlDocument> d = ParseControlDocument(text, "t", now_);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->version, kMaxControlVersion);
+}
+
 TEST_F(ControlDocumentTest, EveryBadInputIsRefusedWithPathValueAndRule) {
   const std::string head =
       absl::StrCat(R"({"degrade_control": {"version": 1, "expires_at": ")",
@@ -79,6 +88,15 @@ TEST_F(ControlDocumentTest, EveryBadInputIsRefusedWithPathValueAndRule) {
       {absl::StrCat(R"({"degrade_control": {"version": 0, "expires_at": ")",
                     later_, R"(", "reason": "r"}})"),
        "degrade_control.version = 0: must be >= 1"},
+      {absl::StrCat(
+           R"({"degrade_control": {"version": 18446744073709551615, "expires_at": ")",
+           later_, R"(", "reason": "r"}})"),
+       "degrade_control.version = 18446744073709551615: must be <= "
+       "9007199254740992 (2^53)"},
+      {absl::StrCat(
+           R"({"degrade_control": {"version": 9007199254740993, "expires_at": ")",
+           later_, R"(", "reason": "r"}})"),
+       "degrade_control.version = 9007199254740993: must be <="},
       {absl::StrCat(R"({"degrade_control": {"version": -3, "expires_at": ")",
                     later_, R"(", "reason": "r"}})"),
        "degrade_control.version = -3: must be >= 1"},

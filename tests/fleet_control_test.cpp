@@ -230,6 +230,20 @@ TEST_F(FleetControlTest, OlderAndEqualVersionsChangeNothing) {
   EXPECT_THAT(control_lines_.back(), HasSubstr("etcd: /svc/control"));
 }
 
+// A version of 2^64 - 1 once applied and then blocked every later document
+// (versions only grow) until a restart. Above 2^53 it is refused, and the
+// next honest version applies.
+TEST_F(FleetControlTest, AHugeVersionIsRefusedAndBlocksNothing) {
+  const absl::Status s =
+      Apply(Doc(18446744073709551615u, absl::Minutes(30), kLevel2CacheOff));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("must be <= 9007199254740992 (2^53)"));
+  EXPECT_EQ(control_->version(), 0u);
+  ASSERT_TRUE(Apply(Doc(2, absl::Minutes(30), kLevel2CacheOff)).ok());
+  EXPECT_EQ(control_->in_force()->version, 2u);
+  EXPECT_EQ(manager_->level(), 2);
+}
+
 // Refusals go through the EventLog's rate limit (5 a second by default):
 // a watcher re-reading a bad document cannot flood the log, and the next
 // line says how many were dropped. Applied and lifted documents are audit

@@ -197,12 +197,10 @@ TEST_F(LatencyTrackerTest, ConcurrentSaturatedSamplesNeverCarry) {
       }
     });
   }
-  // The mean is sum / 1000 / count in doubles, so it may be a few ulps off
-  // the sample; a carry would move it by orders of magnitude (the sum
-  // losing 2^44 us while the count gains one).
-  const auto is_sample = [&](double v) {
-    return std::abs(v - saturated_ms) <= saturated_ms * 1e-9;
-  };
+  // The mean is one correctly rounded division of exact operands, so it is
+  // exactly the sample; a carry would move it by orders of magnitude (the
+  // sum losing 2^44 us while the count gains one).
+  const auto is_sample = [&](double v) { return v == saturated_ms; };
   std::vector<double> odd;
   go.store(true, std::memory_order_release);
   for (int i = 0; i < 200; ++i) {
@@ -217,6 +215,28 @@ TEST_F(LatencyTrackerTest, ConcurrentSaturatedSamplesNeverCarry) {
   for (double v : odd) shown << v << " ";
   EXPECT_TRUE(odd.empty()) << "means other than the sample " << saturated_ms
                            << ": " << shown;
+}
+
+// The mean was sum / 1000 / count, rounded twice: three samples of 2^40 us
+// averaged to 1099511627.7759998 ms. Equal samples must average to exactly
+// the sample, through the packed word and through the fold (eight such
+// samples reach the fold threshold).
+TEST_F(LatencyTrackerTest, MeanOfEqualSaturatedSamplesIsExact) {
+  LatencyTracker tracker(LatencyTracker::Kind::kAverage);
+  const absl::Duration sample = absl::Microseconds(int64_t{1} << 40);
+  // Counts the two roundings got wrong (71, 141, 283, 563) and others.
+  for (int n : {1, 2, 3, 7, 8, 9, 71, 141, 283, 563, 1000}) {
+    for (int i = 0; i < n; ++i) tracker.Record(sample);
+    const double mean = tracker.TakeMillis();
+    EXPECT_EQ(mean, 1099511627.776)
+        << n << " samples: " << std::setprecision(17) << mean;
+  }
+  for (int n = 1; n <= 40; ++n) {
+    for (int i = 0; i < n; ++i) tracker.Record(absl::Microseconds(3));
+    const double mean = tracker.TakeMillis();
+    EXPECT_EQ(mean, 0.003) << n << " samples: " << std::setprecision(17)
+                           << mean;
+  }
 }
 
 // ---- InFlightGauge ---------------------------------------------------------

@@ -155,6 +155,8 @@ TEST(AdaptiveThrottlerTest, RefusesBadSettingsNamingSettingAndValue) {
   };
   const Case cases[] = {
       {[](ThrottleSettings& s) { s.k = 0.5; }, "'k' = 0.5"},
+      {[](ThrottleSettings& s) { s.k = 1.0; }, "'k' = 1 is invalid"},
+      {[](ThrottleSettings& s) { s.k = 1.09; }, "'k' = 1.09"},
       {[](ThrottleSettings& s) { s.k = std::nan(""); }, "'k' = nan"},
       {[](ThrottleSettings& s) { s.window = absl::ZeroDuration(); },
        "'window' = 0"},
@@ -175,6 +177,48 @@ TEST(AdaptiveThrottlerTest, RefusesBadSettingsNamingSettingAndValue) {
   }
 }
 
+// k = 1 once passed validation, and a client at the cap then needed about
+// six windows (twelve minutes) to send 90% again after the server healed,
+// and without fast recovery never did: k below 1.1 is refused, saying why.
+TEST(AdaptiveThrottlerTest, RefusesKBelowTheRecoveryBoundSayingWhy) {
+  ThrottleSettings s;
+  s.k = 1.0;
+  const absl::Status st = ValidateThrottleSettings(s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("throttle 'throttle': setting 'k' = 1"));
+  EXPECT_THAT(st.message(), HasSubstr("[1.1, 100]"));
+  EXPECT_THAT(st.message(), HasSubstr("after the server heals"));
+  s.k = kMinThrottleK;
+  EXPECT_TRUE(ValidateThrottleSettings(s).ok());
+}
+
+// At the smallest k accepted, a client at 100 requests/s that an outage
+// drove to the cap sends 90% of its requests again within 3 minutes of the
+// server healing (120 s measured; 40 s at k = 2).
+TEST(AdaptiveThrottlerTest, TheSmallestKRecoversWithinAFewMinutes) {
+  FakeClock clock;
+  ThrottleSettings s;
+  s.k = kMinThrottleK;
+  auto t = MakeThrottler(clock, s);
+  for (int i = 0; i < 3000; ++i) {  // five minutes refused
+    if (t->Admit().ok()) t->Record(false);
+    clock.Advance(absl::Milliseconds(100));
+  }
+  ASSERT_DOUBLE_EQ(t->rejection_probability(), 0.9);
+  int seconds = 0;
+  for (int sent = 0; sent < 90 && seconds < 3600; seconds += 10) {
+    sent = 0;
+    for (int i = 0; i < 100; ++i) {  // ten seconds, all accepted
+      if (t->Admit().ok()) {
+        ++sent;
+        t->Record(true);
+      }
+      clock.Advance(absl::Milliseconds(100));
+    }
+  }
+  EXPECT_LE(seconds, 180);
+}
+
 TEST(AdaptiveThrottlerTest, ValidateAcceptsTheDefaultsAndEscapesTheName) {
   EXPECT_TRUE(ValidateThrottleSettings(ThrottleSettings{}).ok());
   ThrottleSettings s;
@@ -182,7 +226,10 @@ TEST(AdaptiveThrottlerTest, ValidateAcceptsTheDefaultsAndEscapesTheName) {
   s.k = 0.5;
   EXPECT_EQ(ValidateThrottleSettings(s).message(),
             "throttle 'a\\nb': setting 'k' = 0.5 is invalid: must be a "
-            "finite number in [1, 100]");
+            "finite number in [1.1, 100]: at k = 1 the client never sends "
+            "more than the server accepted, so it takes many windows to "
+            "send everything again after the server heals (the SRE book "
+            "uses 2)");
 }
 
 TEST(AdaptiveThrottlerTest, ExportsItsSeriesThroughTheRegistry) {

@@ -70,6 +70,7 @@
 #include "degrade/detail/macros.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/overload/admission_window.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/setting_error.hpp"
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/overload_stats.hpp"
@@ -292,9 +293,8 @@ class AdmissionController final {
   // Times are Unix ns (saturated at the infinities, so a clock stuck at
   // InfiniteFuture never times a window out: only the request count does).
   bool TimeUp(int64_t now, int64_t start) const {
-    return now > start &&
-           static_cast<uint64_t>(now) - static_cast<uint64_t>(start) >=
-               interval_ns_;
+    return now > start && static_cast<uint64_t>(detail::ElapsedNanosSince(
+                              now, start)) >= interval_ns_;
   }
   void CloseIfDueLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CloseWindowLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

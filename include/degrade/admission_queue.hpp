@@ -22,8 +22,9 @@
 //     FIFO again once it clears;
 //   * deadline awareness: an item whose deadline falls before now plus the
 //     observed batch service time is dropped instead of served (one item is
-//     let through as a probe when nothing was served for that long, so a
-//     slow first batch cannot lock the queue out);
+//     let through as a probe when nothing was served for twice that long,
+//     a minute at most, so a slow first batch, or one absurd sample, cannot
+//     lock the queue out);
 //   * admission: items whose class the admission controller no longer
 //     admits are refused at push and dropped at pop;
 //   * every drop is handed back through `on_drop` with its reason.
@@ -194,7 +195,8 @@ class AdmissionQueue final {
   // Reports how long the last batch took to serve. The deadline checks use
   // an EWMA of these (weight 1/4 for the newest; the first sample is taken
   // as is). Negative and infinite durations are ignored. Once no item has
-  // been handed out for twice the estimate, the next one is let through
+  // been handed out for twice the estimate (at most a minute), the next
+  // one is let through
   // whatever its deadline (a probe, see detail::ServiceEstimate), and the
   // next sample is taken as is: one slow batch cannot make the queue refuse
   // everything for good.

@@ -24,11 +24,11 @@
 //     }
 //   }
 //
-// `version` is an integer >= 1 and only ever grows: an instance refuses a
-// version older than the one it applied, so a stale re-push changes
-// nothing. `expires_at` is an absolute RFC 3339 time (a relative TTL would
-// restart on every re-push); a document already expired is refused, and
-// one in force stops applying at that instant. `reason` (required,
+// `version` is an integer in [1, 2^53] (kMaxControlVersion) and only ever
+// grows: an instance refuses a version older than the one it applied, so a
+// stale re-push changes nothing. `expires_at` is an absolute RFC 3339 time (a
+// relative TTL would restart on every re-push); a document already expired is
+// refused, and one in force stops applying at that instant. `reason` (required,
 // non-empty) is carried by every log line the document causes. `managers`
 // holds, per manager name, a floor under the level (the signals still
 // raise it above) and features to switch off; `breakers_open` forces breakers
@@ -76,6 +76,14 @@ DEGRADE_NAMESPACE_BEGIN
 // The largest control document accepted, 64 KiB: a real one is a few
 // hundred bytes, and a config centre's value near this is a wrong key.
 inline constexpr std::size_t kMaxControlBytes = std::size_t{64} << 10;
+
+// The highest `version` a document may carry: 2^53, the largest integer
+// every JSON reader (JavaScript, jq) keeps exact. Versions only grow, so a
+// document at 2^64 - 1 (a typo, a -1 through an unsigned cast) would be
+// the last one any instance ever applied until it restarts; above 2^53 a
+// document is refused instead. Counters, Unix seconds, milliseconds and
+// microseconds fit; Unix nanoseconds do not.
+inline constexpr uint64_t kMaxControlVersion = uint64_t{1} << 53;
 
 // What a control document asks of one manager.
 struct ManagerControlSpec {
@@ -232,6 +240,12 @@ inline absl::Status ReadBody(absl::string_view source, const json::Json& body,
       if (v.is_number_unsigned() ? v.get<uint64_t>() == 0
                                  : v.get<int64_t>() < 1) {
         return json::Error(source, p, v, "must be >= 1");
+      }
+      if (v.is_number_unsigned() && v.get<uint64_t>() > kMaxControlVersion) {
+        return json::Error(source, p, v,
+                           "must be <= 9007199254740992 (2^53): versions only "
+                           "grow, so a larger one would block every later "
+                           "document");
       }
       doc->version = v.get<uint64_t>();
     } else if (it.key() == "expires_at") {

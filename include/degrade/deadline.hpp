@@ -58,6 +58,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
 
@@ -72,8 +73,13 @@ class CircuitBreaker;  // degrade/circuit_breaker.hpp
 class Deadline {
  public:
   // A deadline `budget` from now on `clock` (the real clock by default).
+  // An infinite budget is no deadline (InfiniteFuture), whatever the clock
+  // reads, even InfinitePast.
   static Deadline In(absl::Duration budget, const Clock* clock = nullptr) {
     const Clock* c = clock != nullptr ? clock : &RealClock::Instance();
+    if (budget == absl::InfiniteDuration()) {
+      return Deadline(absl::InfiniteFuture(), c);
+    }
     return Deadline(c->Now() + budget, c);
   }
   static Deadline At(absl::Time when, const Clock* clock = nullptr) {
@@ -81,11 +87,15 @@ class Deadline {
   }
 
   absl::Time when() const { return when_; }
-  // Time left, never negative.
+  // Time left, never negative; InfiniteDuration for a deadline at
+  // InfiniteFuture (In(InfiniteDuration()): no deadline), whatever the
+  // clock reads.
   absl::Duration remaining() const {
-    return std::max(when_ - clock_->Now(), absl::ZeroDuration());
+    return detail::RemainingUntil(when_, clock_->Now());
   }
-  bool expired() const { return clock_->Now() >= when_; }
+  // Whether the clock has reached the deadline: exactly when remaining() is
+  // zero, so a deadline at InfiniteFuture never expires.
+  bool expired() const { return detail::DeadlineReached(when_, clock_->Now()); }
 
  private:
   Deadline(absl::Time when, const Clock* clock) : when_(when), clock_(clock) {}

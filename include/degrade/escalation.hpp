@@ -40,6 +40,7 @@
 #include "degrade/detail/json_line.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/metrics_registry.hpp"
 #include "degrade/version.hpp"
@@ -111,9 +112,9 @@ class EscalationWatch {
         const bool already = it != fired_.end() && it->second == e.since;
         if (already) {
           still.emplace(key, e.since);
-        } else if (now - e.since > options_.after) {
+        } else if (detail::ElapsedSince(now, e.since) > options_.after) {
           still.emplace(key, e.since);
-          lasted.push_back(now - e.since);
+          lasted.push_back(detail::ElapsedSince(now, e.since));
           due.push_back(std::move(e));
         }
       }

@@ -81,6 +81,7 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/retry/hedge_book.hpp"
 #include "degrade/detail/retry/hedge_race.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/hedge_settings.hpp"  // IWYU pragma: export
 #include "degrade/hedge_stats.hpp"     // IWYU pragma: export
 #include "degrade/telemetry.hpp"
@@ -252,7 +253,7 @@ ResultOf<T> RunHedged(HedgedCall<T> call, const Clock& clock) {
   for (;;) {
     const absl::Time at = call.next_hedge_at();
     if (at == absl::InfiniteFuture()) break;
-    if (call.WaitFor(at - clock.Now())) break;
+    if (call.WaitFor(RemainingUntil(at, clock.Now()))) break;
     call.SendHedge();  // false: refused or answered; the loop then ends
   }
   return call.Take();

@@ -46,8 +46,10 @@
 
 DEGRADE_NAMESPACE_BEGIN
 
-// The largest capacity Create() accepts: the slots are allocated up front,
-// and a typo of a few digits should be an error, not an allocation failure.
+// The largest capacity Create() accepts: a typo of a few digits should be an
+// error, not an allocation failure. The slots are allocated as the queue
+// fills (64 first, doubling), so an empty queue at this capacity commits a
+// few KiB, not the 640 MB its full ring takes.
 inline constexpr std::size_t kMaxQueueCapacity = std::size_t{1} << 24;
 
 // QueueSettings

@@ -240,6 +240,7 @@ class CohortRotation {
   int64_t PeriodIndex(absl::Time now) const {
     if (period_ == absl::InfiniteDuration()) return 0;
     absl::Duration rem;
+    // raw-time-ok: an instant as a Duration since the epoch (absl saturates)
     const int64_t q = absl::IDivDuration(now - absl::UnixEpoch(), period_, &rem);
     // Floor, not truncation, before the epoch; IDivDuration saturates at the
     // extremes, so the floor step must not go below the minimum.

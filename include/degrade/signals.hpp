@@ -204,8 +204,12 @@ inline double LatencyTracker::TakeMillis() {
   const double sum_us = folded_sum_us_;
   folded_count_ = 0;
   folded_sum_us_ = 0.0;
+  // One division, of exact operands (the sum is whole microseconds, exact
+  // below 2^53 us, and 1000 x count is exact): the mean is the exact mean,
+  // correctly rounded, so equal samples average to exactly that sample.
+  // Dividing twice rounded twice (2^40 us came back as 1099511627.7759998).
   const double mean =
-      count == 0 ? 0.0 : sum_us / 1000.0 / static_cast<double>(count);
+      count == 0 ? 0.0 : sum_us / (1000.0 * static_cast<double>(count));
   if (kind_ == Kind::kAverage) return mean;
   if (count > 0) {
     ewma_ = has_ewma_ ? alpha_ * mean + (1.0 - alpha_) * ewma_ : mean;

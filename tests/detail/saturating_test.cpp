@@ -196,6 +196,64 @@ TEST(SaturatingTest, MulDurationBecomesInfiniteBeyondTheRange) {
   }
 }
 
+TEST(SaturatingTest, RemainingUntilAndDeadlineReachedAgree) {
+  const absl::Time t = absl::FromUnixSeconds(1'700'000'000);
+  const absl::Time past = absl::InfinitePast();
+  const absl::Time future = absl::InfiniteFuture();
+  const absl::Duration inf = absl::InfiniteDuration();
+  struct Row {
+    absl::Time deadline;
+    absl::Time now;
+    absl::Duration remaining;
+  };
+  const std::vector<Row> rows = {
+      {t, t - absl::Seconds(2), absl::Seconds(2)},
+      {t, t, absl::ZeroDuration()},
+      {t, t + absl::Hours(1), absl::ZeroDuration()},
+      {t, past, inf},
+      {t, future, absl::ZeroDuration()},
+      {future, t, inf},
+      {future, future, inf},  // no deadline, whatever the clock reads
+      {future, past, inf},
+      {past, t, absl::ZeroDuration()},
+      {past, past, absl::ZeroDuration()},
+      {past, future, absl::ZeroDuration()},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(RemainingUntil(r.deadline, r.now), r.remaining)
+        << r.deadline << " at " << r.now;
+    EXPECT_EQ(DeadlineReached(r.deadline, r.now),
+              r.remaining == absl::ZeroDuration())
+        << r.deadline << " at " << r.now;
+  }
+}
+
+TEST(SaturatingTest, SteadyTimeCountsOnlyForwardFiniteSteps) {
+  const absl::Time t = absl::FromUnixSeconds(1'700'000'000);
+  SteadyTime s;
+  EXPECT_EQ(s.Advance(t), t);
+  EXPECT_EQ(s.Advance(t + absl::Seconds(30)), t + absl::Seconds(30));
+  // Stepped back an hour: no time passes, and what had run is kept.
+  EXPECT_EQ(s.Advance(t - absl::Hours(1)), t + absl::Seconds(30));
+  EXPECT_EQ(s.Advance(t - absl::Hours(1) + absl::Seconds(30)),
+            t + absl::Seconds(60));
+  // Infinite readings are no time passing, and neither is the way back.
+  EXPECT_EQ(s.Advance(absl::InfiniteFuture()), t + absl::Seconds(60));
+  EXPECT_EQ(s.Advance(absl::InfinitePast()), t + absl::Seconds(60));
+  EXPECT_EQ(s.Advance(t - absl::Hours(1) + absl::Seconds(40)),
+            t + absl::Seconds(70));
+  EXPECT_EQ(s.now(), t + absl::Seconds(70));
+}
+
+TEST(SaturatingTest, SteadyTimeStartingAtAnInfiniteReading) {
+  const absl::Time t = absl::FromUnixSeconds(1'700'000'000);
+  SteadyTime s;
+  EXPECT_EQ(s.Advance(absl::InfinitePast()), absl::UnixEpoch());
+  EXPECT_EQ(s.Advance(t), absl::UnixEpoch());  // no time passed
+  EXPECT_EQ(s.Advance(t + absl::Seconds(5)),
+            absl::UnixEpoch() + absl::Seconds(5));
+}
+
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

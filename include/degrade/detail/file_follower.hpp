@@ -70,6 +70,7 @@
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/reentry.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/fleet_stats.hpp"
 #include "degrade/version.hpp"
 
@@ -141,8 +142,7 @@ class FileFollower {
     s.last_poll_ok = last_status_.ok();
     s.last_success = last_success_;
     if (last_success_ != absl::InfinitePast()) {
-      s.since_success =
-          std::max(absl::ZeroDuration(), clock_->Now() - last_success_);
+      s.since_success = ElapsedSince(clock_->Now(), last_success_);
     }
     return s;
   }

@@ -26,7 +26,15 @@
 // negative age that would, say, hold a level forever or underflow a
 // counter), and zero between two equal infinite instants.
 //
-// Pure functions; thread-safe.
+// The rule, for the whole library: every elapsed-time computation goes
+// through ElapsedSince / ElapsedNanosSince / RemainingUntil (never a raw
+// `now - then`), so it saturates and treats a clock going backwards as no
+// time passing; timers that must survive a stepped clock measure on a
+// SteadyTime. tests/hygiene/raw_time_subtraction.py finds raw
+// subtractions of times under include/; a reviewed exception carries a
+// `raw-time-ok:` comment saying why.
+//
+// Pure functions (SteadyTime aside); thread-safe.
 
 #ifndef DEGRADE_DETAIL_SATURATING_HPP_
 #define DEGRADE_DETAIL_SATURATING_HPP_
@@ -82,6 +90,7 @@ constexpr int64_t SatMulNanos(int64_t d, int64_t k) {
 // clamped to INT64_MAX (from INT64_MIN to INT64_MAX is 2^64 - 1 ns).
 constexpr int64_t ElapsedNanosSince(int64_t now, int64_t then) {
   if (now <= then) return 0;
+  // raw-time-ok: now > then, and the difference is taken unsigned
   const uint64_t diff = static_cast<uint64_t>(now) - static_cast<uint64_t>(then);
   return diff > static_cast<uint64_t>(kSatMaxNanos)
              ? kSatMaxNanos
@@ -97,7 +106,9 @@ inline absl::Time SatAdd(absl::Time t, absl::Duration d) { return t + d; }
 // a - b. Beyond the range: +/-InfiniteDuration. An infinite `a` wins
 // (InfiniteFuture - InfiniteFuture is InfiniteDuration); use ElapsedSince for
 // "how long since", which is zero there.
-inline absl::Duration SatSub(absl::Time a, absl::Time b) { return a - b; }
+inline absl::Duration SatSub(absl::Time a, absl::Time b) {
+  return a - b;  // raw-time-ok: the saturating helper itself
+}
 
 // d * k. Beyond the range: +/-InfiniteDuration. An infinite `d` stays
 // infinite (signed by k; `InfiniteDuration() * 0` is InfiniteDuration).
@@ -109,8 +120,70 @@ inline absl::Duration SatMul(absl::Duration d, int64_t k) { return d * k; }
 // the gap exceeds the Duration range.
 inline absl::Duration ElapsedSince(absl::Time now, absl::Time then) {
   if (now <= then) return absl::ZeroDuration();
-  return now - then;
+  return now - then;  // raw-time-ok: now > then, and absl saturates
 }
+
+// The time left until `deadline` at `now`, never negative: InfiniteDuration
+// for a deadline at InfiniteFuture (no deadline) whatever the clock reads,
+// ZeroDuration once `now` has reached a finite deadline.
+inline absl::Duration RemainingUntil(absl::Time deadline, absl::Time now) {
+  if (deadline == absl::InfiniteFuture()) return absl::InfiniteDuration();
+  return ElapsedSince(deadline, now);
+}
+
+// Whether `now` has reached `deadline`; a deadline at InfiniteFuture is
+// never reached, even by a clock at InfiniteFuture. The same answer as
+// `RemainingUntil(deadline, now) == ZeroDuration()`.
+inline bool DeadlineReached(absl::Time deadline, absl::Time now) {
+  return deadline != absl::InfiniteFuture() && now >= deadline;
+}
+
+// SteadyTime
+//
+// Follows a clock that may step and gives a time line that never does:
+// what timers (holds, ttls) are measured on. The first finite reading is
+// taken as it is; each later finite reading moves the line on by
+// ElapsedSince(reading, previous finite reading), so a clock stepped back
+// counts as no time passing (and the time already run is kept, not run
+// again), and a reading at InfinitePast or InfiniteFuture (or at an end of
+// the int64 nanosecond range, which stands for them), which no real clock
+// gives, counts as no time passing either. When the first readings
+// are infinite the line starts at the Unix epoch, and the first finite
+// reading after them moves it by nothing. Not thread-safe: its owner
+// guards it.
+class SteadyTime {
+ public:
+  // The line's time at `reading`.
+  absl::Time Advance(absl::Time reading) {
+    const bool first = !read_;
+    read_ = true;
+    if (AtAnInfinity(reading)) return now_;
+    if (first) {
+      now_ = reading;
+    } else if (has_last_) {
+      now_ = now_ + ElapsedSince(reading, last_);
+    }
+    has_last_ = true;
+    last_ = reading;
+    return now_;
+  }
+  // The line's time at the last reading (the epoch before any).
+  absl::Time now() const { return now_; }
+
+  // InfinitePast, InfiniteFuture, or a reading at an end of the int64
+  // nanosecond range, which plays their part (a FakeClock set to an
+  // infinite instant reads FromUnixNanos(INT64_MAX)).
+  static bool AtAnInfinity(absl::Time t) {
+    return t >= absl::FromUnixNanos(kSatMaxNanos) ||
+           t <= absl::FromUnixNanos(kSatMinNanos);
+  }
+
+ private:
+  absl::Time now_ = absl::UnixEpoch();
+  absl::Time last_ = absl::UnixEpoch();
+  bool has_last_ = false;  // a finite reading seen
+  bool read_ = false;      // any reading seen
+};
 
 }  // namespace detail
 DEGRADE_NAMESPACE_END

@@ -79,6 +79,7 @@
 #include "absl/time/time.h"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/version.hpp"
@@ -398,7 +399,7 @@ inline void EtcdClient::Watchdog() {
     }
     httplib::Client* const request = in_flight_;
     const absl::Time deadline = deadline_;
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = detail::RemainingUntil(deadline, absl::Now());
     if (left <= absl::ZeroDuration()) {
       timed_out_ = true;
       request->stop();  // safe against the request running on its thread

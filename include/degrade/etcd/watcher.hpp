@@ -106,6 +106,7 @@
 #include "degrade/detail/backoff.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/thread_start.hpp"
 #include "degrade/etcd/client.hpp"
@@ -449,7 +450,7 @@ inline void EtcdPrefixWatcher::Run() {
     // once created, are an outage only an event or a lasting stream ends;
     // a lasting stream's end with UNAVAILABLE (etcd going away) is one the
     // next "created" ends.
-    const bool quick = absl::Now() - opened < Lasting();
+    const bool quick = detail::ElapsedSince(absl::Now(), opened) < Lasting();
     const bool looping = CountEmptyEnd(end, quick);
     if (end == StreamEnd::kFailed) {
       const bool lasted = stream_created_ && !quick;

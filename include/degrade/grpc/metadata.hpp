@@ -160,9 +160,10 @@ inline Deadline ReadDeadline(const ::grpc::ServerContext& context,
   if (when == std::chrono::system_clock::time_point::max()) {
     return Deadline::At(absl::InfiniteFuture(), clock);
   }
-  const auto left = when - std::chrono::system_clock::now();
-  return Deadline::In(
-      std::max(absl::FromChrono(left), absl::ZeroDuration()), clock);
+  const auto now = std::chrono::system_clock::now();
+  if (when <= now) return Deadline::In(absl::ZeroDuration(), clock);
+  // raw-time-ok: when > now, and both are within the clock's range
+  return Deadline::In(absl::FromChrono(when - now), clock);
 }
 
 // AttachTrace(context, trace) / AttachLevel(context, level)

@@ -113,6 +113,7 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/setting_error.hpp"
 #include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/status_payload.hpp"
@@ -562,7 +563,7 @@ class HotListSource {
     }
     // The time left, as the socket's timeout; false once none is left.
     const auto arm = [&c, deadline] {
-      const absl::Duration left = deadline - absl::Now();
+      const absl::Duration left = detail::RemainingUntil(deadline, absl::Now());
       return left > absl::ZeroDuration() &&
              redisSetTimeout(c.get(), Timeval(left)) == REDIS_OK;
     };

@@ -45,6 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/version.hpp"
 
@@ -376,7 +377,7 @@ inline Decision DecideInPhase(const Phase& phase, absl::Time now,
       if (phase.up > absl::ZeroDuration()) {
         // `now >= phase.start` here, so the remainder is in [0, up + down).
         const absl::Duration into =
-            (now - phase.start) % (phase.up + phase.down);
+            ElapsedSince(now, phase.start) % (phase.up + phase.down);
         if (into < phase.up) break;  // the up part of the cycle
       }
       fail();

@@ -107,8 +107,10 @@ const Row kRows[] = {
   // too, so the override ends at once; a later deadline never does.
   {"ClockAtInfinitePastEndsSuchAnOverride", kPast,   Pin(2, kPast),      {},                        0, true,  false, false, 0, 0, '-'},
   {"ClockAtInfinitePastKeepsFiniteHolds", kPast,     Pin(2, kT),         Floor(1, kT),              0, false, false, true,  1, 2, 'o'},
-  // At InfiniteFuture every deadline has come, an infinite one included.
-  {"ClockAtInfiniteFutureEndsEverything", kFuture,   Pin(2, kFuture),    Floor(1, kFuture),         2, true,  true,  false, 0, 0, '-'},
+  // At InfiniteFuture every finite deadline has come, but an infinite one
+  // never does (DeadlineReached, saturating.hpp).
+  {"ClockAtInfiniteFutureEndsFiniteHolds", kFuture,  Pin(2, kT),         Floor(1, kT),              2, true,  true,  false, 0, 0, '-'},
+  {"ClockAtInfiniteFutureKeepsInfiniteHolds", kFuture, Pin(2, kFuture),  Floor(1, kFuture),         2, false, false, true,  1, 0, '-'},
   {"InfiniteHoldsAtAFiniteTime",        kT,          Pin(2, kFuture),    Floor(3, kFuture),         0, false, false, true,  3, 3, 'c'},
   // A clock that stepped back ends nothing early: only the order counts.
   {"ClockSteppedBackKeepsTheOverride",  kT - absl::Hours(5), Pin(2, kT), {},                        2, false, false, true,  0, 0, '-'},

@@ -259,10 +259,17 @@ TEST(ServiceEstimateTest, AverageAndProbe) {
        100,
        {{999, true}, {1000, false}}},
       {"a zero estimate is due at once", {Rec(0, 50)}, 0, {{50, true}}},
-      {"a saturated estimate is due only at a saturated elapsed time",
+      // Once due only at a saturated elapsed time: one absurd sample
+      // refused every finite deadline for good.
+      {"a huge estimate's probe waits at most a minute",
        {Rec(kMax, 0)},
        kMax,
-       {{kMax - 1, false}, {kMax, true}}},
+       {{ServiceEstimate::kMaxProbeWait - 1, false},
+        {ServiceEstimate::kMaxProbeWait, true}}},
+      {"under a minute, twice the estimate still rules",
+       {Rec(20'000'000'000, 0)},
+       20'000'000'000,
+       {{39'999'999'999, false}, {40'000'000'000, true}}},
   };
   for (const EstimateCase& c : cases) {
     SCOPED_TRACE(c.name);

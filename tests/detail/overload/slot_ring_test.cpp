@@ -57,6 +57,44 @@ TEST(SlotRingTest, RemoveAtKeepsTheOrderAndMovesTheShorterSide) {
   }
 }
 
+// The slots grow as the ring fills (a ring of 2^24 once allocated them all
+// up front): order survives each growth, from any wrap offset, and the ring
+// grows to exactly its capacity, not past it.
+TEST(SlotRingTest, SlotsGrowAsTheRingFillsKeepingTheOrder) {
+  SlotRing<int> huge(std::size_t{1} << 24);
+  EXPECT_EQ(huge.allocated(), SlotRing<int>::kInitialSlots);
+  SlotRing<int> tiny(5);
+  EXPECT_EQ(tiny.allocated(), 5u);
+
+  constexpr std::size_t kCap = 300;  // 64, 128, 256, then 300
+  for (std::size_t start :
+       {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{100}}) {
+    SlotRing<int> ring(kCap);
+    for (std::size_t k = 0; k < start; ++k) {  // move the head
+      ring.push_back(-1);
+      (void)ring.pop_front();
+    }
+    for (std::size_t k = 0; k < kCap; ++k) {
+      ring.push_back(static_cast<int>(k));
+      if (k == 100) {
+        EXPECT_EQ(ring.remove_at(50), 50);  // a removal across a growth
+        ring.push_back(-2);
+      }
+    }
+    EXPECT_TRUE(ring.full());
+    EXPECT_EQ(ring.allocated(), kCap);
+    std::vector<int> got;
+    while (!ring.empty()) got.push_back(ring.pop_front());
+    std::vector<int> want;
+    for (std::size_t k = 0; k < kCap; ++k) {
+      if (k == 50) continue;
+      want.push_back(static_cast<int>(k));
+      if (k == 100) want.push_back(-2);
+    }
+    EXPECT_EQ(got, want) << "start " << start;
+  }
+}
+
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace detail
 }  // namespace degrade

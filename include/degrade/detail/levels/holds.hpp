@@ -49,15 +49,20 @@
 #include "degrade/detail/json_text.hpp"
 #include "degrade/detail/levels/hysteresis.hpp"
 #include "degrade/detail/levels/level_compiler.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace detail::levels {
 
-// A ForceLevel override.
+// A ForceLevel override. `until` is its deadline on the time line the
+// holds are decided on (the manager's SteadyTime, saturating.hpp), so that a
+// clock stepped back does not stretch it; `shown_until` is the same
+// deadline on the clock, for the LevelChange that reports it.
 struct OverrideHold {
   int level = 0;
   absl::Time until = absl::InfiniteFuture();
+  absl::Time shown_until = absl::InfiniteFuture();
 };
 
 // What of a fleet control bears on the level: its floor (none for a control
@@ -90,9 +95,10 @@ struct HoldDecision {
   std::optional<Held> held;
 };
 
-// Rule 1.
+// Rule 1. A deadline at InfiniteFuture never comes, not even on a clock
+// at InfiniteFuture.
 inline bool HoldEnded(absl::Time until, absl::Time now) {
-  return !(now < until);
+  return DeadlineReached(until, now);
 }
 
 // Rules 2 and 3 for holds in force at `level`, ignoring their deadlines.
@@ -112,11 +118,14 @@ inline std::optional<Held> HeldLevel(std::optional<OverrideHold> override_hold,
 }
 
 // Ends the holds whose deadline has come, then applies the others to `level`.
-inline HoldDecision DecideHolds(absl::Time now,
-                                std::optional<OverrideHold> override_hold,
-                                std::optional<ControlHold> control, int level) {
+// `now` is the clock's reading (a control's deadline is an instant on it);
+// `steady`, the time the override's deadline is on (`now` when not given).
+inline HoldDecision DecideHolds(
+    absl::Time now, std::optional<OverrideHold> override_hold,
+    std::optional<ControlHold> control, int level,
+    std::optional<absl::Time> steady = std::nullopt) {
   HoldDecision d;
-  if (override_hold && HoldEnded(override_hold->until, now)) {
+  if (override_hold && HoldEnded(override_hold->until, steady.value_or(now))) {
     d.override_ended = true;
     override_hold.reset();
   }
@@ -150,11 +159,12 @@ inline Decision StepAbove(int floor, const std::vector<CompiledLevel>& levels,
 
 // The override ForceLevel(level, ttl) puts in force at `now`, or why not
 // (INVALID_ARGUMENT, after `who`): a level outside [0, num_levels], or a
-// ttl not above zero. An infinite ttl holds until cleared.
-inline absl::StatusOr<OverrideHold> MakeOverride(absl::string_view who,
-                                                 int num_levels, int level,
-                                                 absl::Duration ttl,
-                                                 absl::Time now) {
+// ttl not above zero. An infinite ttl holds until cleared. The deadline is
+// `ttl` after `steady` (after `now` when not given), shown as `ttl` after
+// `now`.
+inline absl::StatusOr<OverrideHold> MakeOverride(
+    absl::string_view who, int num_levels, int level, absl::Duration ttl,
+    absl::Time now, std::optional<absl::Time> steady = std::nullopt) {
   if (level < 0 || level > num_levels) {
     return absl::InvalidArgumentError(
         absl::StrCat(who, ": ForceLevel(", level,
@@ -165,9 +175,10 @@ inline absl::StatusOr<OverrideHold> MakeOverride(absl::string_view who,
         absl::StrCat(who, ": ForceLevel(", level, ", ",
                      absl::FormatDuration(ttl), "): the ttl must be > 0"));
   }
-  return OverrideHold{level, ttl == absl::InfiniteDuration()
-                                 ? absl::InfiniteFuture()
-                                 : now + ttl};
+  if (ttl == absl::InfiniteDuration()) {
+    return OverrideHold{level, absl::InfiniteFuture(), absl::InfiniteFuture()};
+  }
+  return OverrideHold{level, steady.value_or(now) + ttl, now + ttl};
 }
 
 // Rule 4. `features_off` is the control's list; nullptr without a control.

@@ -37,6 +37,11 @@
 //       levels::Step(compiled.levels, values, state, now, cooldown);
 //   if (d.changed()) Announce(d.from, d.to, d.reason);
 //
+// Every "how long since" is ElapsedSince (saturating.hpp): a `now` before a
+// timer's start counts as no time passed. The manager hands Step the time of
+// a SteadyTime, not its clock's reading, so a clock stepped back neither
+// stretches a hold nor, stepped to InfiniteFuture, skips one.
+//
 // Plain values and a function of them: thread-compatible.
 
 #ifndef DEGRADE_DETAIL_LEVELS_HYSTERESIS_HPP_
@@ -48,6 +53,7 @@
 
 #include "absl/time/time.h"
 #include "degrade/detail/levels/level_compiler.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/version.hpp"
 
@@ -61,7 +67,8 @@ struct HysteresisState {
   // for changes of its own (a forced level, a reload that clamps).
   int level = 0;
   // When the level last changed, for whatever reason (cooldown counts from
-  // it). Step sets it; so must the caller when it sets `level`.
+  // it), on the time line `now` is on (the manager's SteadyTime). Step
+  // sets it; so must the caller when it sets `level`.
   absl::Time last_change = absl::InfinitePast();
   // enter_since[k-1]: since when level k's trigger has held without a
   // break; nullopt while it does not hold.
@@ -147,7 +154,7 @@ inline Wanted TrackTriggers(const std::vector<CompiledLevel>& levels,
       continue;
     }
     if (!since) since = now;
-    if (now - *since >= levels[i].enter_after) {
+    if (ElapsedSince(now, *since) >= levels[i].enter_after) {
       wanted.level = static_cast<int>(i) + 1;
       wanted.why = hit;
     }
@@ -193,7 +200,8 @@ inline Decision Step(const std::vector<CompiledLevel>& levels,
   if (!state.recover_since) state.recover_since = now;
   const absl::Duration hold =
       levels[static_cast<std::size_t>(current) - 1].hold;
-  if (now - *state.recover_since < hold || now - state.last_change < cooldown) {
+  if (ElapsedSince(now, *state.recover_since) < hold ||
+      ElapsedSince(now, state.last_change) < cooldown) {
     return d;
   }
   d.to = current - 1;

@@ -39,6 +39,7 @@
 #include "degrade/detail/levels/manager_event.hpp"
 #include "degrade/detail/levels/manager_notifier.hpp"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/level_change.hpp"
 #include "degrade/manager_listener.hpp"
@@ -209,8 +210,9 @@ class LevelMachine {
     {
       MutexLock lock(&mu_);
       const absl::Time now = clock_->Now();
-      absl::StatusOr<OverrideHold> o = MakeOverride(
-          who_, static_cast<int>(compiled_.levels.size()), level, ttl, now);
+      absl::StatusOr<OverrideHold> o =
+          MakeOverride(who_, static_cast<int>(compiled_.levels.size()), level,
+                       ttl, now, steady_.Advance(now));
       if (!o.ok()) return o.status();
       override_ = *o;
       // Only an evaluation ends holds (and reports it); this applies them.
@@ -334,8 +336,11 @@ class LevelMachine {
   // a ForceLevel(0), and each must end at its deadline like any other.
   void EvaluateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const std::vector<CompiledLevel>& levels = compiled_.levels;
+    // Timers run on the steady line: a clock stepped back, or read at an
+    // infinite instant, is no time passing (saturating.hpp).
+    const absl::Time steady = steady_.Advance(now);
     const HoldDecision h =
-        DecideHolds(now, override_, ControlHoldLocked(), level());
+        DecideHolds(now, override_, ControlHoldLocked(), level(), steady);
     if (h.override_ended) {
       notifier_.Push(Event::OverrideExpired(name_, now, override_->level));
       override_.reset();
@@ -353,9 +358,9 @@ class LevelMachine {
     if (h.pinned) {
       // The level is pinned, but each level's trigger is still tracked, so
       // that `enter_after` measures real persistence.
-      (void)TrackTriggers(levels, values_, hysteresis_, now);
+      (void)TrackTriggers(levels, values_, hysteresis_, steady);
     } else {
-      d = StepAbove(h.floor, levels, values_, hysteresis_, now,
+      d = StepAbove(h.floor, levels, values_, hysteresis_, steady,
                     config_->cooldown);
     }
     if (!d.changed()) {
@@ -424,7 +429,7 @@ class LevelMachine {
       c.until = control_->hold.until;
       c.note = control_->note;
     } else {
-      c.until = override_->until;
+      c.until = override_->shown_until;
     }
     ChangeLevelLocked(std::move(c));
   }
@@ -444,7 +449,7 @@ class LevelMachine {
   void ChangeLevelLocked(LevelChange c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     history_.Record(c.from, c.to, c.time);
     hysteresis_.level = c.to;  // already so when Step moved it
-    hysteresis_.last_change = c.time;
+    hysteresis_.last_change = steady_.Advance(c.time);
     level_.store(c.to, std::memory_order_relaxed);
     transitions_.fetch_add(1, std::memory_order_relaxed);
     RecomputeGatesLocked();
@@ -469,6 +474,8 @@ class LevelMachine {
   // The last value of each signal, by compiled_.signal_index.
   std::vector<std::optional<double>> values_ ABSL_GUARDED_BY(mu_);
   HysteresisState hysteresis_ ABSL_GUARDED_BY(mu_);
+  // The time line hysteresis_'s timers and override_'s deadline are on.
+  SteadyTime steady_ ABSL_GUARDED_BY(mu_);
   LevelHistory history_ ABSL_GUARDED_BY(mu_);
   std::optional<OverrideHold> override_ ABSL_GUARDED_BY(mu_);
   std::optional<ControlState> control_ ABSL_GUARDED_BY(mu_);

@@ -23,6 +23,7 @@
 #include "degrade/breaker_types.hpp"
 #include "degrade/degradation_episode.hpp"
 #include "degrade/detail/json_line.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/metric_writer.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
@@ -34,7 +35,7 @@ namespace detail {
 // degraded) or in the future.
 inline double SecondsSince(absl::Time since, absl::Time now) {
   if (since == absl::InfiniteFuture()) return 0.0;
-  return std::max(0.0, absl::ToDoubleSeconds(now - since));
+  return absl::ToDoubleSeconds(ElapsedSince(now, since));
 }
 
 // degrade_breaker_*, labelled with the registered (unique) `name`.
@@ -203,6 +204,7 @@ inline void WriteManagerMetrics(const ManagerStats& st, const std::string& name,
           st.control_version == 0 ? 0.0
           : st.control_until == absl::InfiniteFuture()
               ? std::numeric_limits<double>::infinity()
+              // raw-time-ok: an instant as Unix seconds (absl saturates)
               : absl::ToDoubleSeconds(st.control_until - absl::UnixEpoch()));
   w.Gauge("degrade_manager_degraded_seconds",
           "How long the manager has been above level 0; 0 at level 0.",

@@ -53,6 +53,7 @@ inline void WriteFleetControlMetrics(const FleetControlStats& st,
           "none is.",
           {{label, name}},
           st.in_force()
+              // raw-time-ok: an instant as Unix seconds (absl saturates)
               ? absl::ToDoubleSeconds(st.expires_at - absl::UnixEpoch())
               : 0.0);
   w.Counter("degrade_fleet_documents_accepted_total",
@@ -97,6 +98,7 @@ inline void WriteFileWatcherMetrics(const FileWatcherStats& st,
       "degrade_file_watcher_last_success_timestamp_seconds",
       "When a poll last succeeded, in Unix seconds; 0 before the first.",
       labels,
+      // raw-time-ok: an instant as Unix seconds (absl saturates)
       ever ? absl::ToDoubleSeconds(st.last_success - absl::UnixEpoch()) : 0.0);
   w.Gauge("degrade_file_watcher_last_success_age_seconds",
           "How long ago a poll last succeeded (never negative); +Inf before "

@@ -25,6 +25,7 @@
 #ifndef DEGRADE_DETAIL_OVERLOAD_CODEL_HPP_
 #define DEGRADE_DETAIL_OVERLOAD_CODEL_HPP_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -124,9 +125,18 @@ class CodelState {
 // handed out for twice the estimate (longer than a batch takes, so a busy
 // server is never probed), the estimate is unconfirmed and one item is let
 // through regardless of its deadline; the batch it makes brings a fresh
-// sample. A pure value; the queue calls it under its lock.
+// sample. The wait for a probe is capped at kMaxProbeWait (a minute): one
+// absurd sample (a batch timed across a suspend, a clock stepped, 400
+// years) would otherwise make the probe wait twice as long, refusing every
+// push with a finite deadline for good; with the cap the next probe, at
+// most a minute away, replaces it. A batch longer than half a minute may
+// then see a probe while it runs: one item through per minute. A pure
+// value; the queue calls it under its lock.
 class ServiceEstimate {
  public:
+  // The longest a probe waits, in ns: one minute.
+  static constexpr int64_t kMaxProbeWait = int64_t{60} * 1'000'000'000;
+
   // A batch took `ns`, reported at `now`.
   void Record(int64_t ns, int64_t now) {
     if (!has_) since_ = now;  // the probe clock starts with the estimate
@@ -148,8 +158,9 @@ class ServiceEstimate {
   }
   // Whether the next item goes through whatever its deadline (see above).
   bool ProbeDue(int64_t now) const {
-    return has_ && (now < since_ || ElapsedNanosSince(now, since_) >=
-                                        SatAddNanos(estimate_, estimate_));
+    const int64_t wait =
+        std::min(SatAddNanos(estimate_, estimate_), kMaxProbeWait);
+    return has_ && (now < since_ || ElapsedNanosSince(now, since_) >= wait);
   }
   void HandedOut(int64_t now) { since_ = now; }
   // A probe went out: the next sample is the server as it is now, taken as

@@ -1,11 +1,15 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// A fixed-capacity double-ended ring of `std::optional<E>` slots, allocated
-// once: pushing, popping at either end and the rare removal from the middle
-// never allocate, and an element is constructed in place in its slot, so E
-// needs no default constructor. The disciplined queue (admission_queue.hpp)
-// keeps its items here, and the items waiting for their drop callback in a
-// second one. Not thread-safe: its owner locks.
+// A bounded double-ended ring of `std::optional<E>` slots: popping at either
+// end and the rare removal from the middle never allocate, and an element
+// is constructed in place in its slot, so E needs no default constructor.
+// The slots are allocated as the ring fills, not up front: it starts with
+// kInitialSlots (or its capacity, if smaller) and doubles, up to its
+// capacity, when a push finds them all in use, so a queue created at its
+// largest capacity (2^24) commits a few KiB, not 640 MB, and one that
+// fills allocates about log2(capacity / 64) times in its life. The
+// disciplined queue (admission_queue.hpp) keeps its items here. Not
+// thread-safe: its owner locks.
 
 #ifndef DEGRADE_DETAIL_OVERLOAD_SLOT_RING_HPP_
 #define DEGRADE_DETAIL_OVERLOAD_SLOT_RING_HPP_
@@ -23,13 +27,19 @@ namespace detail {
 template <typename E>
 class SlotRing {
  public:
+  // The slots a ring starts with (fewer if its capacity is smaller).
+  static constexpr std::size_t kInitialSlots = 64;
+
   // REQUIRES: capacity > 0.
   explicit SlotRing(std::size_t capacity)
-      : slots_(std::make_unique<std::optional<E>[]>(capacity)),
-        capacity_(capacity) {}
+      : capacity_(capacity),
+        allocated_(capacity < kInitialSlots ? capacity : kInitialSlots),
+        slots_(std::make_unique<std::optional<E>[]>(allocated_)) {}
 
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return capacity_; }
+  // The slots allocated so far: in [min(capacity, kInitialSlots), capacity].
+  std::size_t allocated() const { return allocated_; }
   bool empty() const { return size_ == 0; }
   bool full() const { return size_ == capacity_; }
 
@@ -39,8 +49,10 @@ class SlotRing {
   E& front() { return at(0); }
   E& back() { return at(size_ - 1); }
 
-  // REQUIRES: !full().
+  // REQUIRES: !full(). May allocate (doubling the slots) when every
+  // allocated slot is in use; references into the ring are then invalid.
   void push_back(E&& e) {
+    if (size_ == allocated_) Grow();
     slots_[Index(size_)].emplace(std::move(e));
     ++size_;
   }
@@ -48,7 +60,7 @@ class SlotRing {
   // REQUIRES: !empty().
   E pop_front() {
     E e = Take(Index(0));
-    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+    head_ = head_ + 1 == allocated_ ? 0 : head_ + 1;
     --size_;
     return e;
   }
@@ -70,7 +82,7 @@ class SlotRing {
         slots_[Index(j)].emplace(std::move(*prev));
         prev.reset();
       }
-      head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+      head_ = head_ + 1 == allocated_ ? 0 : head_ + 1;
     } else {
       for (std::size_t j = i; j + 1 < size_; ++j) {
         std::optional<E>& next = slots_[Index(j + 1)];
@@ -85,7 +97,7 @@ class SlotRing {
  private:
   std::size_t Index(std::size_t i) const {
     const std::size_t k = head_ + i;
-    return k >= capacity_ ? k - capacity_ : k;
+    return k >= allocated_ ? k - allocated_ : k;
   }
 
   E Take(std::size_t slot) {
@@ -94,8 +106,23 @@ class SlotRing {
     return e;
   }
 
-  std::unique_ptr<std::optional<E>[]> slots_;
+  // Doubles the slots (up to capacity_), moving the elements to the front
+  // of the new array in order.
+  void Grow() {
+    const std::size_t grown =
+        allocated_ > capacity_ / 2 ? capacity_ : allocated_ * 2;
+    auto bigger = std::make_unique<std::optional<E>[]>(grown);
+    for (std::size_t i = 0; i < size_; ++i) {
+      bigger[i].emplace(Take(Index(i)));
+    }
+    slots_ = std::move(bigger);
+    allocated_ = grown;
+    head_ = 0;
+  }
+
   const std::size_t capacity_;
+  std::size_t allocated_;
+  std::unique_ptr<std::optional<E>[]> slots_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
 };

@@ -289,7 +289,7 @@ class BudgetLedger {
            (std::min(allowed, kMaxField) << kAllowedShift);
   }
   static uint64_t Since(uint64_t base, uint64_t now) {
-    return now > base ? now - base : 0;
+    return now > base ? now - base : 0;  // raw-time-ok: guarded, unsigned
   }
 
   // Retries the window allows for `requests` deposits.

@@ -34,6 +34,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/retry/latency_histogram.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/tick_window.hpp"
 #include "degrade/hedge_settings.hpp"
 #include "degrade/hedge_stats.hpp"
@@ -69,8 +70,8 @@ class HedgeBook {
     if (settings_.delay.has_value()) return *settings_.delay;
     const int64_t at = cached_at_.load(std::memory_order_acquire);
     const int64_t now_ns = absl::ToUnixNanos(now);
-    if (at == kNever || now_ns - at >= absl::ToInt64Nanoseconds(refresh_) ||
-        now_ns < at) {
+    if (at == kNever || now_ns < at ||
+        ElapsedNanosSince(now_ns, at) >= absl::ToInt64Nanoseconds(refresh_)) {
       Refresh(now);
     }
     const int64_t d = cached_delay_.load(std::memory_order_relaxed);

@@ -53,6 +53,7 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/retry/hedge_book.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/hedge_settings.hpp"
 #include "degrade/version.hpp"
 
@@ -325,7 +326,7 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
         outcome = StatusOf(*r);
         verdict = CallVerdict::kDefault;
         if (outcome.ok()) {
-          book_->RecordLatency(now, now - s.start);
+          book_->RecordLatency(now, ElapsedSince(now, s.start));
           DecideLocked(i, std::move(*r), now);
         } else {
           last_error_ = outcome;
@@ -357,7 +358,7 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
     for (int k = 0; k < launched_; ++k) {
       if (k == winner || slots_[k].done) continue;
       ++losers;
-      const absl::Duration ran = now - slots_[k].start;
+      const absl::Duration ran = ElapsedSince(now, slots_[k].start);
       if (ran > absl::ZeroDuration()) book_->RecordLatency(now, ran);
     }
     if (losers > 0) book_->Cancelled(losers);

@@ -267,6 +267,7 @@ inline absl::Status DecodeTrace(absl::string_view text, TraceFields* out) {
   while (pos < text.size()) {
     const std::size_t start = pos + 1;
     const std::size_t end = std::min(text.find(';', start), text.size());
+    // raw-time-ok: string offsets, not times
     const absl::string_view token = text.substr(start, end - start);
     if (token.empty()) {
       return TraceDecodeError(start, token,

@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/detail/mutex.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/sigpipe.hpp"
 #include "degrade/etcd/detail/json_stream.hpp"
 #include "degrade/etcd/detail/watch_message.hpp"
@@ -89,7 +90,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
       end = StreamEnd::kFailed;
       ended_here = true;
     } else if (!ended_here && splitter.inside() &&
-               absl::Now() - message_began > idle) {
+               detail::ElapsedSince(absl::Now(), message_began) > idle) {
       *status = absl::UnavailableError(absl::StrCat(
           where, ": stream: no complete message within ",
           absl::FormatDuration(idle), " (its bytes trickle in); dropped"));

@@ -117,6 +117,7 @@
 #include "degrade/detail/setting_error.hpp"
 #include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/status_payload.hpp"
+#include "degrade/redis/detail/command.hpp"
 #include "degrade/redis/detail/reply.hpp"
 #include "degrade/redis/scored_member.hpp"
 #include "degrade/status.hpp"
@@ -474,9 +475,9 @@ class HotListSource {
   // Connects, sets the command timeout, authenticates and selects the
   // database; keeps the connection only if all of it worked.
   absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_) {
-    detail::redis::ContextPtr c(
-        redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
-                                Timeval(settings_.connect_timeout)));
+    detail::redis::ContextPtr c(redisConnectWithTimeout(
+        settings_.host.c_str(), settings_.port,
+        detail::redis::Timeval(settings_.connect_timeout)));
     const int connect_errno = errno;
     if (c == nullptr) {
       return absl::UnavailableError(
@@ -487,11 +488,12 @@ class HotListSource {
           absl::StrCat(where_, ": cannot connect within ",
                        absl::FormatDuration(settings_.connect_timeout), ": ",
                        detail::redis::Excerpt(c->errstr));
-      return IsTimeoutErrno(connect_errno) ? absl::DeadlineExceededError(msg)
-                                           : absl::UnavailableError(msg);
+      return detail::redis::IsTimeoutErrno(connect_errno)
+                 ? absl::DeadlineExceededError(msg)
+                 : absl::UnavailableError(msg);
     }
-    if (redisSetTimeout(c.get(), Timeval(settings_.command_timeout)) !=
-        REDIS_OK) {
+    if (redisSetTimeout(c.get(), detail::redis::Timeval(
+                                     settings_.command_timeout)) != REDIS_OK) {
       return absl::UnavailableError(
           absl::StrCat(where_, ": cannot set the command timeout: ",
                        detail::redis::Excerpt(c->errstr)));
@@ -535,113 +537,12 @@ class HotListSource {
     if (now_connected) ++connects_;
   }
 
-  // Sends `argv` on `c` and reads the reply (an error reply is a reply),
-  // all of it within `command_timeout` of the start: a deadline for the
-  // whole command, not for each socket read (a server trickling its reply
-  // a byte at a time would otherwise hold it as long as it likes). Before
-  // each write and read the socket's timeout is set to the time left.
-  // A transport failure is UNAVAILABLE or DEADLINE_EXCEEDED naming
-  // `command`; `*stale` says whether the other end had closed the
-  // connection. `c` is then unusable.
+  // One command on `c` within command_timeout (detail/command.hpp).
   absl::StatusOr<detail::redis::ReplyPtr> Command(
       const detail::redis::ContextPtr& c, absl::string_view command,
       const std::vector<absl::string_view>& argv, bool* stale) const {
-    const absl::Time deadline = absl::Now() + settings_.command_timeout;
-    std::vector<const char*> args;
-    std::vector<std::size_t> lens;
-    args.reserve(argv.size());
-    lens.reserve(argv.size());
-    for (absl::string_view a : argv) {
-      args.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(c.get(), static_cast<int>(args.size()),
-                               args.data(), lens.data()) != REDIS_OK) {
-      return absl::UnavailableError(absl::StrCat(
-          where_, ": ", command,
-          ": cannot format the command: ", detail::redis::Excerpt(c->errstr)));
-    }
-    // The time left, as the socket's timeout; false once none is left.
-    const auto arm = [&c, deadline] {
-      const absl::Duration left = detail::RemainingUntil(deadline, absl::Now());
-      return left > absl::ZeroDuration() &&
-             redisSetTimeout(c.get(), Timeval(left)) == REDIS_OK;
-    };
-    bool out_of_time = false;
-    int io_errno = 0;
-    int written = 0;
-    while (written == 0) {
-      if (!arm()) {
-        out_of_time = true;
-        break;
-      }
-      errno = 0;
-      if (redisBufferWrite(c.get(), &written) != REDIS_OK) {
-        io_errno = errno;
-        break;
-      }
-    }
-    void* raw = nullptr;
-    while (written != 0) {
-      if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) {
-        io_errno = 0;  // a protocol error: c->errstr says which
-        break;
-      }
-      if (raw != nullptr) break;
-      if (!arm()) {
-        out_of_time = true;
-        break;
-      }
-      errno = 0;
-      if (redisBufferRead(c.get()) != REDIS_OK) {
-        io_errno = errno;
-        break;
-      }
-    }
-    detail::redis::ReplyPtr reply(static_cast<redisReply*>(raw));
-    if (reply != nullptr) return reply;
-    *stale = c->err == REDIS_ERR_EOF ||
-             (c->err == REDIS_ERR_IO &&
-              (io_errno == ECONNRESET || io_errno == EPIPE));
-    if (out_of_time || (c->err == REDIS_ERR_IO && IsTimeoutErrno(io_errno)) ||
-        IsTimeoutError(c->err)) {
-      const bool begun = written != 0 && c->reader != nullptr &&
-                         c->reader->len > c->reader->pos;
-      return absl::DeadlineExceededError(absl::StrCat(
-          where_, ": ", command, ": no answer within ",
-          absl::FormatDuration(settings_.command_timeout),
-          written == 0 ? " (the command was not sent)"
-          : begun      ? " (the reply came too slowly)"
-                       : "",
-          out_of_time
-              ? ""
-              : absl::StrCat(" (", detail::redis::Excerpt(c->errstr), ")")));
-    }
-    return absl::UnavailableError(
-        absl::StrCat(where_, ": ", command, ": connection lost: ",
-                     c->err != 0 ? detail::redis::Excerpt(c->errstr)
-                                 : std::string("no reply")));
-  }
-
-  // hiredis 1.x reports a socket timeout as its own error kind.
-  static bool IsTimeoutError(int err) {
-#ifdef REDIS_ERR_TIMEOUT
-    return err == REDIS_ERR_TIMEOUT;
-#else
-    (void)err;
-    return false;
-#endif
-  }
-
-  // Rounded up, so a validated timeout is never shorter than asked and never
-  // the zero timeval that means "no timeout".
-  static timeval Timeval(absl::Duration d) {
-    return absl::ToTimeval(absl::Ceil(d, absl::Microseconds(1)));
-  }
-
-  static bool IsTimeoutErrno(int e) {
-    return e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT ||
-           e == EINPROGRESS;
+    return detail::redis::RunCommand(c, where_, command, argv,
+                                     settings_.command_timeout, stale);
   }
 
   const HotListSourceOptions settings_;

@@ -1,0 +1,145 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// One Redis command on a connected hiredis context, within a deadline for
+// the whole command (its write and every read of its reply), not for each
+// socket read: a server trickling its reply a byte at a time would
+// otherwise hold the caller as long as it likes. Used by HotListSource
+// (hot_list_source.hpp).
+//
+// Thread-compatible: one context, one caller at a time. Not a public API.
+
+#ifndef DEGRADE_REDIS_DETAIL_COMMAND_HPP_
+#define DEGRADE_REDIS_DETAIL_COMMAND_HPP_
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/detail/saturating.hpp"
+#include "degrade/redis/detail/reply.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+namespace redis {
+
+// hiredis 1.x reports a socket timeout as its own error kind.
+inline bool IsTimeoutError(int err) {
+#ifdef REDIS_ERR_TIMEOUT
+  return err == REDIS_ERR_TIMEOUT;
+#else
+  (void)err;
+  return false;
+#endif
+}
+
+// Rounded up, so a validated timeout is never shorter than asked and never
+// the zero timeval that means "no timeout".
+inline timeval Timeval(absl::Duration d) {
+  return absl::ToTimeval(absl::Ceil(d, absl::Microseconds(1)));
+}
+
+inline bool IsTimeoutErrno(int e) {
+  return e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT || e == EINPROGRESS;
+}
+
+// Sends `argv` on `c` and reads the reply (an error reply is a reply),
+// all of it within `timeout` of the start (`where` names the source in
+// messages). Before each write and read the socket's timeout is set to the
+// time left.
+// A transport failure is UNAVAILABLE or DEADLINE_EXCEEDED naming
+// `command`; `*stale` says whether the other end had closed the
+// connection. `c` is then unusable.
+inline absl::StatusOr<ReplyPtr> RunCommand(
+    const ContextPtr& c, absl::string_view where, absl::string_view command,
+    const std::vector<absl::string_view>& argv, absl::Duration timeout,
+    bool* stale) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<const char*> args;
+  std::vector<std::size_t> lens;
+  args.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (absl::string_view a : argv) {
+    args.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(c.get(), static_cast<int>(args.size()),
+                             args.data(), lens.data()) != REDIS_OK) {
+    return absl::UnavailableError(
+        absl::StrCat(where, ": ", command,
+                     ": cannot format the command: ", Excerpt(c->errstr)));
+  }
+  // The time left, as the socket's timeout; false once none is left.
+  const auto arm = [&c, deadline] {
+    const absl::Duration left =
+        ::degrade::detail::RemainingUntil(deadline, absl::Now());
+    return left > absl::ZeroDuration() &&
+           redisSetTimeout(c.get(), Timeval(left)) == REDIS_OK;
+  };
+  bool out_of_time = false;
+  int io_errno = 0;
+  int written = 0;
+  while (written == 0) {
+    if (!arm()) {
+      out_of_time = true;
+      break;
+    }
+    errno = 0;
+    if (redisBufferWrite(c.get(), &written) != REDIS_OK) {
+      io_errno = errno;
+      break;
+    }
+  }
+  void* raw = nullptr;
+  while (written != 0) {
+    if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) {
+      io_errno = 0;  // a protocol error: c->errstr says which
+      break;
+    }
+    if (raw != nullptr) break;
+    if (!arm()) {
+      out_of_time = true;
+      break;
+    }
+    errno = 0;
+    if (redisBufferRead(c.get()) != REDIS_OK) {
+      io_errno = errno;
+      break;
+    }
+  }
+  ReplyPtr reply(static_cast<redisReply*>(raw));
+  if (reply != nullptr) return reply;
+  *stale =
+      c->err == REDIS_ERR_EOF ||
+      (c->err == REDIS_ERR_IO && (io_errno == ECONNRESET || io_errno == EPIPE));
+  if (out_of_time || (c->err == REDIS_ERR_IO && IsTimeoutErrno(io_errno)) ||
+      IsTimeoutError(c->err)) {
+    const bool begun =
+        written != 0 && c->reader != nullptr && c->reader->len > c->reader->pos;
+    return absl::DeadlineExceededError(absl::StrCat(
+        where, ": ", command, ": no answer within ",
+        absl::FormatDuration(timeout),
+        written == 0 ? " (the command was not sent)"
+        : begun      ? " (the reply came too slowly)"
+                     : "",
+        out_of_time ? "" : absl::StrCat(" (", Excerpt(c->errstr), ")")));
+  }
+  return absl::UnavailableError(
+      absl::StrCat(where, ": ", command, ": connection lost: ",
+                   c->err != 0 ? Excerpt(c->errstr) : std::string("no reply")));
+}
+
+}  // namespace redis
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_REDIS_DETAIL_COMMAND_HPP_

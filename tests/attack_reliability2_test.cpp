@@ -73,6 +73,9 @@ class Sim {
         next_(clock->Now()) {}
 
   std::function<absl::Duration(int)> latency;
+  // Every cancel_every-th admitted call is cancelled by its client at the
+  // time it would have answered: Ignore() (0: none).
+  int cancel_every = 0;
 
   void Run(absl::Duration d) {
     const absl::Time end = clock_->Now() + d;
@@ -80,9 +83,13 @@ class Sim {
       while (!pending_.empty() && pending_.begin()->first <= next_) {
         auto it = pending_.begin();
         clock_->Set(it->first);
-        it->second.permit.Success(it->second.latency);
-        served_latency_ += it->second.latency;
-        ++served_;
+        if (cancel_every > 0 && ++completions_ % cancel_every == 0) {
+          it->second.permit.Ignore();
+        } else {
+          it->second.permit.Success(it->second.latency);
+          served_latency_ += it->second.latency;
+          ++served_;
+        }
         max_limit_ = std::max(max_limit_, limiter_->limit());
         pending_.erase(it);
       }
@@ -101,6 +108,7 @@ class Sim {
 
   struct Window {
     double refused = 0;
+    uint64_t served = 0;
     absl::Duration mean_latency;
     int max_limit = 0;
   };
@@ -114,6 +122,7 @@ class Sim {
         served_ == 0 ? absl::ZeroDuration()
                      : served_latency_ / static_cast<double>(served_);
     w.max_limit = max_limit_;
+    w.served = served_;
     arrivals_ = refused_ = served_ = 0;
     served_latency_ = absl::ZeroDuration();
     max_limit_ = 0;
@@ -133,6 +142,7 @@ class Sim {
   uint64_t arrivals_ = 0;
   uint64_t refused_ = 0;
   uint64_t served_ = 0;
+  uint64_t completions_ = 0;
   absl::Duration served_latency_;
   int max_limit_ = 0;
 };
@@ -354,6 +364,42 @@ TEST_P(LimiterAttack, HalfAnHourOfTrueOverloadDoesNotCreepUp) {
       << "early max " << early.max_limit << ", late max " << late.max_limit;
   EXPECT_LT(late.mean_latency, base * 1.8) << late.mean_latency;
   EXPECT_GT(late.refused, 0.5);  // it is overload: 2/3 must be refused
+  // The holds must not cost the server its throughput: capacity is
+  // c / base = 400 calls a second.
+  EXPECT_GT(static_cast<double>(late.served), 0.9 * 400 * 300)
+      << "served " << late.served << " in 5 minutes";
+}
+
+// Production traffic has client cancels. With 2% of calls cancelled
+// (Ignore()d) at 80% load, a re-measurement soon has one among its first
+// window_samples calls while later arrivals have already been counted; it
+// never ends, and the limit stops following the server. Then the server's
+// capacity halves (offered load 1.6x): the limit must follow it, as it
+// does without cancels (the convergence tests).
+TEST_P(LimiterAttack, ClientCancelsDoNotStopTheLimitFollowingTheServer) {
+  LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
+  auto limiter = MakeLimiter(s);
+  ASSERT_NE(limiter, nullptr);
+  FakeClock clock;
+  int c = 50;
+  absl::Duration base = absl::Milliseconds(100);
+  Sim sim(limiter.get(), &clock, 0.8 * c / 0.100);
+  sim.latency = Workers(&c, &base);
+  sim.cancel_every = 50;
+  sim.Run(absl::Minutes(10));
+  const int before = limiter->limit();
+  c = 25;
+  sim.Run(absl::Minutes(3));
+  (void)sim.Take();
+  sim.Run(absl::Minutes(1));
+  const Sim::Window w = sim.Take();
+  const double hi = GetParam() == LimitAlgorithm::kGradient2
+                        ? 1.5 * c + 4 + 0.1 * c
+                        : c + 6 * std::log10(2.0 * c) + 1;
+  EXPECT_LE(limiter->limit(), hi)
+      << "limit " << before << " before the halving, " << limiter->limit()
+      << " after; re-measuring: " << limiter->stats().re_measuring;
+  EXPECT_LT(w.mean_latency, base * 2) << w.mean_latency;
 }
 
 // The latency steps up and down, again and again (a noisy neighbour, a GC
@@ -462,8 +508,14 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, LimiterAttack,
 // window_samples 1 that was the only slot: the re-measurement never ends.
 // After the threads stop, a single caller must see it end.
 TEST(LimiterConcurrencyAttack, RacingAcquirersNeverWedgeAReMeasurement) {
-  for (LimitAlgorithm a : {LimitAlgorithm::kGradient2, LimitAlgorithm::kVegas}) {
-    SCOPED_TRACE(LimitAlgorithmName(a));
+  // The race needs a thread delayed between two loads in TryAcquire (the
+  // epoch before its compare-and-swap, `probing_` after it); most rounds
+  // hit it on two cores, and ten rounds make a pass by luck unlikely.
+  int wedged = 0;
+  int last_limit = 0;
+  for (int round = 0; round < 10; ++round) {
+    const LimitAlgorithm a =
+        round % 2 == 0 ? LimitAlgorithm::kGradient2 : LimitAlgorithm::kVegas;
     LimiterSettings s = Settings(a, 1, 8, 64);
     s.window_samples = 1;
     s.probe_multiplier = 1;  // a re-measurement every 4..8 samples
@@ -476,7 +528,9 @@ TEST(LimiterConcurrencyAttack, RacingAcquirersNeverWedgeAReMeasurement) {
         int i = 0;
         while (!stop.load(std::memory_order_relaxed)) {
           std::optional<LimiterPermit> p = limiter->TryAcquire();
-          if (p.has_value()) p->Success(absl::Microseconds(100 + (i++ + t) % 50));
+          if (p.has_value()) {
+            p->Success(absl::Microseconds(100 + (i++ + t) % 50));
+          }
         }
       });
     }
@@ -491,10 +545,14 @@ TEST(LimiterConcurrencyAttack, RacingAcquirersNeverWedgeAReMeasurement) {
       std::optional<LimiterPermit> p = limiter->TryAcquire();
       if (p.has_value()) p->Success(absl::Microseconds(100));
     }
-    EXPECT_TRUE(ended) << "a re-measurement stayed under way for 1000 calls "
-                          "after the threads stopped; limit "
-                       << limiter->limit();
+    if (!ended) {
+      ++wedged;
+      last_limit = limiter->limit();
+    }
   }
+  EXPECT_EQ(wedged, 0) << wedged << " of 10 limiters stayed re-measuring for "
+                       << "1000 calls after their threads stopped (limit "
+                       << last_limit << ", frozen)";
 }
 
 // ---- Managers without a config ------------------------------------------

@@ -196,9 +196,8 @@ class ConcurrencyLimiter final {
     // while one ordinary call does, and a window of the first finishers
     // is mostly hits).
     if (DEGRADE_UNLIKELY(probing_.load(std::memory_order_relaxed)) &&
-        ((held < 0 && total >= limit) ||
-         probe_admitted_.fetch_add(1, std::memory_order_relaxed) >=
-             probe_window_)) {
+        epoch == epoch_.load(std::memory_order_acquire) &&
+        ((held < 0 && total >= limit) || !TakeProbeSlot())) {
       epoch |= 1;
     }
     shards_[detail::ThreadShardIndex()].acquired[c].Add(1);
@@ -399,11 +398,44 @@ class ConcurrencyLimiter final {
         return GiveBackProbeSlot(p);
     }
     if (algorithm_ == LimitAlgorithm::kFixed) return;
-    // Taken before a re-measurement began: it saw the loaded latency.
-    if (p.epoch_ != epoch_.load(std::memory_order_acquire)) return;
+    // Taken before a re-measurement began: it saw the loaded latency. Or
+    // not one of the calls a re-measurement measures.
+    if (p.epoch_ != epoch_.load(std::memory_order_acquire)) {
+      if (probing_.load(std::memory_order_relaxed)) NoteProbeStray();
+      return;
+    }
     bool drop = outcome == Outcome::kDropped;
     if (algorithm_ == LimitAlgorithm::kAimd && latency > aimd_timeout_) drop = true;
     if (window_.Add(drop, latency, p.in_flight_)) CloseWindow();
+  }
+
+  // One of the first window_samples places of a re-measurement; false once
+  // they are all taken. Saturates, so a place given back is taken by the
+  // next arrival.
+  bool TakeProbeSlot() {
+    uint64_t n = probe_admitted_.load(std::memory_order_relaxed);
+    while (n < probe_window_) {
+      if (probe_admitted_.compare_exchange_weak(n, n + 1,
+                                                std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A report a re-measurement does not use. Past a budget of them (the
+  // permits out when it began, then ten windows' worth) it is abandoned
+  // and the estimate kept: a measured call that never reports (a stream,
+  // a leaked permit) must not hold the limit still, whatever happens to
+  // the server meanwhile.
+  void NoteProbeStray() {
+    const uint64_t n =
+        probe_strays_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n != probe_stray_budget_.load(std::memory_order_relaxed)) return;
+    detail::MutexLock lock(&mu_);
+    if (!core_.probing()) return;
+    core_.EndProbe();
+    Publish();
   }
 
   // One of a re-measurement's calls ended without a sample: its place goes
@@ -436,6 +468,11 @@ class ConcurrencyLimiter final {
       window_.Clear();
       probe_refusals_.store(0, std::memory_order_relaxed);
       probe_admitted_.store(0, std::memory_order_relaxed);
+      probe_strays_.store(0, std::memory_order_relaxed);
+      probe_stray_budget_.store(
+          4 * static_cast<uint64_t>(core_.published_limit()) +
+              10 * probe_window_,
+          std::memory_order_relaxed);
       refused_.store(false, std::memory_order_relaxed);
       probe_budget_.store(core_.probe_refusal_budget(), std::memory_order_relaxed);
     }
@@ -480,6 +517,8 @@ class ConcurrencyLimiter final {
   // Permits admitted during a holding re-measurement, and how many of them
   // it measures (window_samples).
   std::atomic<uint64_t> probe_admitted_{0};
+  std::atomic<uint64_t> probe_strays_{0};
+  std::atomic<uint64_t> probe_stray_budget_{0};
   const uint64_t probe_window_;
   detail::SampleWindow window_;
 

@@ -366,6 +366,7 @@ struct ProbeRow {
   LimitWindow window;  // the window after the re-measurement began
   bool probing;        // after it
   double no_load_us;   // after it
+  double limit = 10;   // after it
 };
 
 LimitWindow Partial(LimitWindow w) {
@@ -392,8 +393,10 @@ TEST(LimitCoreTest, ReMeasurement) {
        false, Saturated(Ok(3000, 4)), false, 1000},
       {"a saturated window at probe_limit is a measurement", kG, false,
        Saturated(Ok(3000, 3)), false, 3000},
-      {"a window of drops only ends it without a measurement", kG, false,
-       W(10, 10, 0, 10), false, 1000},
+      {"a window of drops only ends it without a measurement, and cuts", kG,
+       false, W(10, 10, 0, 10), false, 1000, 9},
+      {"a window mostly of drops is overload, not a no-load latency", kV, false,
+       W(10, 9, 50, 10), false, 1000, 9},
       {"holding admissions: the same rules", kG, true, Ok(3000, 3), false,
        3000},
       {"Vegas: a full window becomes the no-load latency", kV, false,
@@ -428,8 +431,10 @@ TEST(LimitCoreTest, ReMeasurement) {
     EXPECT_FALSE(core.Update(r.window)) << "its own window begins none";
     EXPECT_EQ(core.probing(), r.probing);
     EXPECT_EQ(core.no_load_latency(), absl::Microseconds(r.no_load_us));
-    EXPECT_EQ(core.limit(), 10) << "a re-measurement window moves no limit";
-    EXPECT_EQ(core.admission_limit(), r.probing && r.hold_admissions ? 3 : 10);
+    EXPECT_EQ(core.limit(), r.limit)
+        << "a re-measurement window moves no limit, unless it is overload";
+    EXPECT_EQ(core.admission_limit(),
+              r.probing && r.hold_admissions ? 3 : static_cast<int>(r.limit));
   }
 }
 

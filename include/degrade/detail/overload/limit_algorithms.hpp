@@ -132,12 +132,20 @@ class LimitCore {
     }
     const bool used = 2.0 * w.max_in_flight >= limit_;
 
+    bool ended_probe = false;
     if (probing_) {
       // The window of the re-measurement: a partial one (cut short as it
       // began) does not end it.
       if (!w.full) return false;
+      ended_probe = true;
       const bool held = holding();
-      if (have_latency && (!w.saturated || w.max_in_flight <= p_.probe_limit)) {
+      if (overloaded) {
+        // Drops (or latency over max_healthy_latency) are overload, not a
+        // no-load latency: the probe ends unmeasured and the window cuts
+        // the limit below like any other.
+        EndProbe();
+      } else if (have_latency &&
+                 (!w.saturated || w.max_in_flight <= p_.probe_limit)) {
         if (held) {
           // Held re-measurements cost traffic: while they only confirm
           // the estimate (within 10%), each waits twice as long as the
@@ -159,8 +167,10 @@ class LimitCore {
         // hold_admissions says: saturation can not starve the estimate.
         starved_ = true;
       }
-      EndProbe();
-      return false;
+      if (probing_) {
+        EndProbe();
+        return false;
+      }
     }
     if (w.full) {
       refusals_per_sample_ =
@@ -192,7 +202,7 @@ class LimitCore {
     }
     limit_ = Clamp(next);
 
-    if (p_.algorithm == LimitAlgorithm::kAimd) return false;
+    if (p_.algorithm == LimitAlgorithm::kAimd || ended_probe) return false;
     samples_since_probe_ += w.samples;
     if (no_load_ > 0 && samples_since_probe_ >= probe_due_) {
       probing_ = true;

@@ -514,8 +514,9 @@ class ConcurrencyLimiter final {
   std::atomic<uint32_t> epoch_{0};
   std::atomic<uint64_t> probe_refusals_{0};
   std::atomic<uint64_t> probe_budget_{0};
-  // Permits admitted during a holding re-measurement, and how many of them
-  // it measures (window_samples).
+  // Measured places taken since a re-measurement began (at most
+  // probe_window_, window_samples), and the reports it has not used (its
+  // budget of them: see NoteProbeStray).
   std::atomic<uint64_t> probe_admitted_{0};
   std::atomic<uint64_t> probe_strays_{0};
   std::atomic<uint64_t> probe_stray_budget_{0};

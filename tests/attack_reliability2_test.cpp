@@ -38,114 +38,15 @@
 #include "degrade/telemetry.hpp"
 #include "degrade/testing/manual_executor.hpp"
 #include "gtest/gtest.h"
+#include "limiter_test_util.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
 
-// ---- Limiter helpers ----------------------------------------------------
+// ---- Limiter helpers (limiter_test_util.hpp) ------------------------------
 
-LimiterSettings Settings(LimitAlgorithm a, int min, int initial, int max) {
-  LimiterSettings s;
-  s.algorithm = a;
-  s.min_limit = min;
-  s.initial_limit = initial;
-  s.max_limit = max;
-  s.metrics = NoTelemetry();
-  return s;
-}
-
-std::unique_ptr<ConcurrencyLimiter> MakeLimiter(const LimiterSettings& s) {
-  absl::StatusOr<std::unique_ptr<ConcurrencyLimiter>> l =
-      ConcurrencyLimiter::Create(s);
-  EXPECT_TRUE(l.ok()) << l.status();
-  return l.ok() ? *std::move(l) : nullptr;
-}
-
-// An open-loop load on a FakeClock (as the limiter's own test drives it):
-// one arrival every 1/qps; an admitted one is served with
-// latency(in flight at admission) and reports Success() then.
-class Sim {
- public:
-  Sim(ConcurrencyLimiter* limiter, FakeClock* clock, double qps)
-      : limiter_(limiter),
-        clock_(clock),
-        gap_(absl::Seconds(1) / qps),
-        next_(clock->Now()) {}
-
-  std::function<absl::Duration(int)> latency;
-  // Every cancel_every-th admitted call is cancelled by its client at the
-  // time it would have answered: Ignore() (0: none).
-  int cancel_every = 0;
-
-  void Run(absl::Duration d) {
-    const absl::Time end = clock_->Now() + d;
-    while (next_ < end) {
-      while (!pending_.empty() && pending_.begin()->first <= next_) {
-        auto it = pending_.begin();
-        clock_->Set(it->first);
-        if (cancel_every > 0 && ++completions_ % cancel_every == 0) {
-          it->second.permit.Ignore();
-        } else {
-          it->second.permit.Success(it->second.latency);
-          served_latency_ += it->second.latency;
-          ++served_;
-        }
-        max_limit_ = std::max(max_limit_, limiter_->limit());
-        pending_.erase(it);
-      }
-      clock_->Set(next_);
-      ++arrivals_;
-      std::optional<LimiterPermit> p = limiter_->TryAcquire();
-      if (p.has_value()) {
-        const absl::Duration lat = latency(limiter_->in_flight());
-        pending_.emplace(clock_->Now() + lat, Pending{std::move(*p), lat});
-      } else {
-        ++refused_;
-      }
-      next_ += gap_;
-    }
-  }
-
-  struct Window {
-    double refused = 0;
-    uint64_t served = 0;
-    absl::Duration mean_latency;
-    int max_limit = 0;
-  };
-  // What happened since the last call.
-  Window Take() {
-    Window w;
-    w.refused = arrivals_ == 0 ? 0.0
-                               : static_cast<double>(refused_) /
-                                     static_cast<double>(arrivals_);
-    w.mean_latency =
-        served_ == 0 ? absl::ZeroDuration()
-                     : served_latency_ / static_cast<double>(served_);
-    w.max_limit = max_limit_;
-    w.served = served_;
-    arrivals_ = refused_ = served_ = 0;
-    served_latency_ = absl::ZeroDuration();
-    max_limit_ = 0;
-    return w;
-  }
-
- private:
-  struct Pending {
-    LimiterPermit permit;
-    absl::Duration latency;
-  };
-  ConcurrencyLimiter* const limiter_;
-  FakeClock* const clock_;
-  const absl::Duration gap_;
-  absl::Time next_;
-  std::multimap<absl::Time, Pending> pending_;
-  uint64_t arrivals_ = 0;
-  uint64_t refused_ = 0;
-  uint64_t served_ = 0;
-  uint64_t completions_ = 0;
-  absl::Duration served_latency_;
-  int max_limit_ = 0;
-};
+using namespace limiter_test;  // NOLINT: the shared helpers
+using Sim = Simulation;
 
 // Latency = base up to *c in flight, growing linearly above (c workers
 // with a queue in front).
@@ -179,8 +80,8 @@ class LimiterAttack : public ::testing::TestWithParam<LimitAlgorithm> {};
 // Dropped) never lowers it.
 TEST_P(LimiterAttack,
        ALongLivedPermitInTheReMeasurementWindowDoesNotFreezeTheLimit) {
-  LimiterSettings s = Settings(GetParam(), 1, 50, 1000);  // the defaults
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 50, 1000);  // the defaults
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   ASSERT_TRUE(
       ReportUntilReMeasuring(limiter.get(), absl::Milliseconds(10), 100'000))
@@ -201,9 +102,9 @@ TEST_P(LimiterAttack,
 // The same with the holding re-measurement (the one a saturated limiter
 // gets whatever the settings): its refusal budget must end it.
 TEST_P(LimiterAttack, ALongLivedPermitInAHoldingReMeasurementIsAbandoned) {
-  LimiterSettings s = Settings(GetParam(), 1, 50, 1000);
+  LimiterSettings s = Base(GetParam(), 1, 50, 1000);
   s.probe_holds_admissions = true;
-  auto limiter = MakeLimiter(s);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   ASSERT_TRUE(
       ReportUntilReMeasuring(limiter.get(), absl::Milliseconds(10), 100'000));
@@ -229,8 +130,8 @@ TEST_P(LimiterAttack, ALongLivedPermitInAHoldingReMeasurementIsAbandoned) {
 TEST_P(LimiterAttack, AReMeasurementOfIgnoredOrBackwardsSamplesStillEnds) {
   for (int how = 0; how < 3; ++how) {
     SCOPED_TRACE(how);
-    LimiterSettings s = Settings(GetParam(), 1, 50, 1000);
-    auto limiter = MakeLimiter(s);
+    LimiterSettings s = Base(GetParam(), 1, 50, 1000);
+    auto limiter = Make(s);
     ASSERT_NE(limiter, nullptr);
     ASSERT_TRUE(ReportUntilReMeasuring(limiter.get(), absl::Milliseconds(10),
                                        100'000));
@@ -258,8 +159,8 @@ TEST_P(LimiterAttack, AReMeasurementOfIgnoredOrBackwardsSamplesStillEnds) {
 // calls, and the re-measurement (and the limit) never ends.
 TEST_P(LimiterAttack,
        OneCancelledCallAmongTheFirstWindowDoesNotWedgeTheReMeasurement) {
-  LimiterSettings s = Settings(GetParam(), 1, 50, 1000);  // the defaults
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 50, 1000);  // the defaults
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   ASSERT_TRUE(
       ReportUntilReMeasuring(limiter.get(), absl::Milliseconds(10), 100'000));
@@ -290,8 +191,8 @@ TEST_P(LimiterAttack,
 // overload, not a no-load latency: it must not set the estimate from the
 // few that answered, nor skip the decrease an ordinary window would make.
 TEST_P(LimiterAttack, DropsDuringAReMeasurementStillCutTheLimit) {
-  LimiterSettings s = Settings(GetParam(), 1, 50, 1000);
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 50, 1000);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   ASSERT_TRUE(
       ReportUntilReMeasuring(limiter.get(), absl::Milliseconds(10), 100'000));
@@ -318,8 +219,8 @@ TEST_P(LimiterAttack, DropsDuringAReMeasurementStillCutTheLimit) {
 // queueing at the old latency (Vegas would read 100 ms as no queue, and
 // Gradient2 tolerates 1.5x its long RTT) within a couple of minutes.
 TEST_P(LimiterAttack, AServerTenTimesFasterIsUsedWithinTwoMinutes) {
-  LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 20, 1000);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   FakeClock clock;
   int c = 20;
@@ -345,8 +246,8 @@ TEST_P(LimiterAttack, AServerTenTimesFasterIsUsedWithinTwoMinutes) {
 // re-measurements that saturation now triggers must not let the limit
 // creep above the server's concurrency band.
 TEST_P(LimiterAttack, HalfAnHourOfTrueOverloadDoesNotCreepUp) {
-  LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 20, 1000);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   FakeClock clock;
   int c = 40;
@@ -379,8 +280,8 @@ TEST_P(LimiterAttack, HalfAnHourOfTrueOverloadDoesNotCreepUp) {
 // capacity halves (offered load 1.6x): the limit must follow it, as it
 // does without cancels (the convergence tests).
 TEST_P(LimiterAttack, ClientCancelsDoNotStopTheLimitFollowingTheServer) {
-  LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 20, 1000);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   FakeClock clock;
   int c = 50;
@@ -408,8 +309,8 @@ TEST_P(LimiterAttack, ClientCancelsDoNotStopTheLimitFollowingTheServer) {
 // regime, a cache warming and cooling): after each step the limit must
 // serve the 30 in flight offered to 100 workers within two minutes.
 TEST_P(LimiterAttack, LatencyStepsUpAndDownNeverStickTheLimit) {
-  LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 20, 1000);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   FakeClock clock;
   int c = 100;
@@ -455,12 +356,12 @@ TEST_P(LimiterAttack, DISABLED_TheExtremeSettingsStillRecoverFromALatencyStep) {
   };
   for (const Extreme& r : rows) {
     SCOPED_TRACE(r.name);
-    LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
+    LimiterSettings s = Base(GetParam(), 1, 20, 1000);
     s.window_samples = r.window_samples;
     s.probe_limit = r.probe_limit;
     s.probe_multiplier = r.probe_multiplier;
     s.probe_holds_admissions = r.hold;
-    auto limiter = MakeLimiter(s);
+    auto limiter = Make(s);
     ASSERT_NE(limiter, nullptr);
     FakeClock clock;
     int c = 100;
@@ -482,8 +383,8 @@ TEST_P(LimiterAttack, DISABLED_TheExtremeSettingsStillRecoverFromALatencyStep) {
 // Re-measurements at 80% load, with the per-call latency varying by
 // +-20% (real servers are not constant): still nothing shed by default.
 TEST_P(LimiterAttack, AtEightyPercentLoadWithJitterNothingIsShed) {
-  LimiterSettings s = Settings(GetParam(), 1, 20, 1000);
-  auto limiter = MakeLimiter(s);
+  LimiterSettings s = Base(GetParam(), 1, 20, 1000);
+  auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   FakeClock clock;
   int c = 50;
@@ -524,10 +425,10 @@ TEST(LimiterConcurrencyAttack, RacingAcquirersNeverWedgeAReMeasurement) {
   for (int round = 0; round < 10; ++round) {
     const LimitAlgorithm a =
         round % 2 == 0 ? LimitAlgorithm::kGradient2 : LimitAlgorithm::kVegas;
-    LimiterSettings s = Settings(a, 1, 8, 64);
+    LimiterSettings s = Base(a, 1, 8, 64);
     s.window_samples = 1;
     s.probe_multiplier = 1;  // a re-measurement every 4..8 samples
-    auto limiter = MakeLimiter(s);
+    auto limiter = Make(s);
     ASSERT_NE(limiter, nullptr);
     std::atomic<bool> stop{false};
     std::vector<std::thread> threads;

@@ -35,9 +35,12 @@
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
 #include "gtest/gtest.h"
+#include "limiter_test_util.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
+
+using namespace limiter_test;  // NOLINT: the shared helpers
 
 constexpr int kCrit = static_cast<int>(Criticality::kCritical);
 constexpr int kCritPlus = static_cast<int>(Criticality::kCriticalPlus);
@@ -47,23 +50,6 @@ RequestClass Class(Criticality c) {
   RequestClass rc;
   rc.criticality = c;
   return rc;
-}
-
-LimiterSettings Base(LimitAlgorithm a, int min, int initial, int max) {
-  LimiterSettings s;
-  s.algorithm = a;
-  s.min_limit = min;
-  s.initial_limit = initial;
-  s.max_limit = max;
-  s.metrics = NoTelemetry();
-  return s;
-}
-
-std::unique_ptr<ConcurrencyLimiter> Make(const LimiterSettings& s) {
-  absl::StatusOr<std::unique_ptr<ConcurrencyLimiter>> l =
-      ConcurrencyLimiter::Create(s);
-  EXPECT_TRUE(l.ok()) << l.status();
-  return l.ok() ? *std::move(l) : nullptr;
 }
 
 // ---- The simulated server ---------------------------------------------------
@@ -76,85 +62,15 @@ std::function<absl::Duration(int)> Server(const int* c, absl::Duration base) {
   return [c, base](int n) { return n <= *c ? base : base * n / *c; };
 }
 
-// An open-loop load on a FakeClock: requests arrive every 1/qps; each one
-// admitted is served with latency(in flight when it was admitted) and
-// reports Success() then. `observe` sees the limit after every report.
-class Simulation {
- public:
-  Simulation(ConcurrencyLimiter* limiter, FakeClock* clock, double qps)
-      : limiter_(limiter),
-        clock_(clock),
-        gap_(absl::Seconds(1) / qps),
-        next_arrival_(clock->Now()) {}
-
-  std::function<absl::Duration(int)> latency;
-  // (when reported, when acquired, the limit after the report)
-  std::function<void(absl::Time, absl::Time, int)> observe =
-      [](absl::Time, absl::Time, int) {};
-
-  void Run(absl::Duration d) {
-    const absl::Time end = clock_->Now() + d;
-    while (next_arrival_ < end) {
-      while (!pending_.empty() && pending_.begin()->first <= next_arrival_) {
-        auto it = pending_.begin();
-        clock_->Set(it->first);
-        it->second.permit.Success(it->second.latency);
-        const absl::Time acquired = it->second.acquired;
-        pending_.erase(it);
-        ++reports_;
-        observe(clock_->Now(), acquired, limiter_->limit());
-      }
-      clock_->Set(next_arrival_);
-      ++arrivals_;
-      std::optional<LimiterPermit> p = limiter_->TryAcquire();
-      if (p.has_value()) {
-        const absl::Duration lat = latency(limiter_->in_flight());
-        pending_.emplace(clock_->Now() + lat,
-                         Pending{std::move(*p), lat, clock_->Now()});
-      } else {
-        ++refused_;
-      }
-      next_arrival_ += gap_;
-    }
-  }
-
-  uint64_t reports() const { return reports_; }
-  // The fraction of arrivals refused since the last call.
-  double TakeRefusedFraction() {
-    const double f = arrivals_ == 0 ? 0.0
-                                    : static_cast<double>(refused_) /
-                                          static_cast<double>(arrivals_);
-    arrivals_ = refused_ = 0;
-    return f;
-  }
-
-  // `load` x the capacity of a Server(c, kBaseLatency), warmed up a minute.
-  static std::unique_ptr<Simulation> Warm(ConcurrencyLimiter* limiter,
-                                          FakeClock* clock, const int* c,
-                                          double load) {
-    auto sim = std::make_unique<Simulation>(
-        limiter, clock, load * *c / absl::ToDoubleSeconds(kBaseLatency));
-    sim->latency = Server(c, kBaseLatency);
-    sim->Run(absl::Seconds(60));
-    return sim;
-  }
-
- private:
-  struct Pending {
-    LimiterPermit permit;
-    absl::Duration latency;
-    absl::Time acquired;
-  };
-  ConcurrencyLimiter* const limiter_;
-  FakeClock* const clock_;
-  const absl::Duration gap_;
-  absl::Time next_arrival_;
-  std::multimap<absl::Time, Pending> pending_;
-  uint64_t reports_ = 0;
-  uint64_t arrivals_ = 0;
-  uint64_t refused_ = 0;
-};
-
+// `load` x the capacity of a Server(c, kBaseLatency), warmed up a minute.
+std::unique_ptr<Simulation> Warm(ConcurrencyLimiter* limiter, FakeClock* clock,
+                                 const int* c, double load) {
+  auto sim = std::make_unique<Simulation>(
+      limiter, clock, load * *c / absl::ToDoubleSeconds(kBaseLatency));
+  sim->latency = Server(c, kBaseLatency);
+  sim->Run(absl::Seconds(60));
+  return sim;
+}
 
 struct Band {
   double lo;
@@ -196,7 +112,7 @@ TEST_P(ConvergenceTest, SettlesNearTheServersConcurrencyAndFollowsItsHalving) {
   auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   int c = 40;
-  auto sim_ptr = Simulation::Warm(limiter.get(), &clock, &c, 3);
+  auto sim_ptr = Warm(limiter.get(), &clock, &c, 3);
   Simulation& sim = *sim_ptr;
 
   const Band before = Expected(GetParam(), 40);
@@ -241,7 +157,7 @@ TEST_P(ConvergenceTest, TenMinutePlateauDriftsAtMostTenPercent) {
   auto limiter = Make(Adaptive(GetParam()));
   ASSERT_NE(limiter, nullptr);
   int c = 20;
-  auto sim_ptr = Simulation::Warm(limiter.get(), &clock, &c, 1.2);
+  auto sim_ptr = Warm(limiter.get(), &clock, &c, 1.2);
   Simulation& sim = *sim_ptr;
   std::vector<double> minute_means;
   for (int m = 0; m < 10; ++m) {
@@ -275,7 +191,7 @@ TEST_P(ConvergenceTest, KeepsDecreasingThroughALatencyIncident) {
   auto limiter = Make(s);
   ASSERT_NE(limiter, nullptr);
   int c = 20;
-  auto sim_ptr = Simulation::Warm(limiter.get(), &clock, &c, 3);
+  auto sim_ptr = Warm(limiter.get(), &clock, &c, 3);
   Simulation& sim = *sim_ptr;
   const int before = limiter->limit();
   // Five minutes at 10x the latency whatever the load (a slow dependency).
@@ -306,7 +222,7 @@ TEST(ConcurrencyLimiterTest, WithoutMaxHealthyLatencyVegasStopsDecreasingInAnInc
     s.probe_holds_admissions = hold;
     auto limiter = Make(s);
     int c = 20;
-    auto sim_ptr = Simulation::Warm(limiter.get(), &clock, &c, 3);
+    auto sim_ptr = Warm(limiter.get(), &clock, &c, 3);
     Simulation& sim = *sim_ptr;
     sim.latency = [](int) { return 10 * kBaseLatency; };
     sim.Run(absl::Minutes(5));
@@ -367,7 +283,7 @@ TEST_P(LatencyAlgorithmTest, AtEightyPercentLoadTheReMeasurementsShedNothing) {
     auto limiter = Make(s);
     FakeClock clock;
     int c = 50;
-    auto sim = Simulation::Warm(limiter.get(), &clock, &c, 0.8);
+    auto sim = Warm(limiter.get(), &clock, &c, 0.8);
     (void)sim->TakeRefusedFraction();
     sim->Run(absl::Minutes(10));
     const double refused = sim->TakeRefusedFraction();

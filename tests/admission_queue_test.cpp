@@ -234,6 +234,51 @@ TEST(AdmissionQueueTest, CodelSloughsOnlyAfterAWholeIntervalAboveTarget) {
   EXPECT_EQ(f.dropped.size(), 10u);
 }
 
+// A keep-alive client's bursts leave the most important class at the head
+// past CoDel's slough timeout while less important work waits behind it.
+// That head is the next item served; CoDel shortens the standing queue from
+// the other classes instead (issue 32: one CRITICAL_PLUS in six was lost).
+TEST(AdmissionQueueTest,
+     CodelNeverSloughsTheMostImportantHeadWhileLessImportantWaits) {
+  Fixture f(Cfg(100, false));
+  f.PushAll({1, 2}, kCritPlus);
+  f.PushAll({10, 11, 12}, kCrit);
+  f.PushAll({20}, kSheddable);
+  // A whole interval above target: the queue stands.
+  f.clock.Advance(absl::Milliseconds(20));
+  EXPECT_THAT(f.Pop(1), ElementsAre(1));
+  f.clock.Advance(absl::Milliseconds(100));
+  EXPECT_THAT(f.Pop(1), ElementsAre(2));
+  EXPECT_TRUE(f.queue->stats().overloaded);
+  EXPECT_THAT(f.dropped, IsEmpty());
+  // Now the head is an old CRITICAL while only SHEDDABLE is less important:
+  // CRITICAL is the most important class queued, so it is served, oldest
+  // first, and SHEDDABLE is dropped once it reaches the head.
+  EXPECT_THAT(f.Pop(2), ElementsAre(10, 11));
+  f.PushAll({3}, kCritPlus);
+  // The head (12, CRITICAL) is no longer the most important class queued:
+  // sloughed. Then 20 (SHEDDABLE) is the head with CRITICAL_PLUS queued:
+  // sloughed too. 3, younger than the slough timeout, is served.
+  f.clock.Advance(absl::Milliseconds(5));
+  EXPECT_THAT(f.Pop(1), ElementsAre(3));
+  EXPECT_THAT(f.dropped, ElementsAre(std::make_pair(12, DropReason::kCodel),
+                                     std::make_pair(20, DropReason::kCodel)));
+}
+
+// With one class queued the head is sloughed as in any CoDel queue: the
+// exemption is for serving order among classes, not for a class that alone
+// exceeds the capacity.
+TEST(AdmissionQueueTest,
+     CodelSloughsTheMostImportantClassWhenItIsAllThatIsQueued) {
+  Fixture f(Cfg(100, false));
+  f.PushAll({1, 2, 3, 4}, kCritPlus);
+  f.clock.Advance(absl::Milliseconds(20));
+  EXPECT_THAT(f.Pop(1), ElementsAre(1));
+  f.clock.Advance(absl::Milliseconds(100));
+  EXPECT_THAT(f.Pop(1), IsEmpty());
+  EXPECT_EQ(Drops(f.queue->stats(), DropReason::kCodel), 3u);
+}
+
 TEST(AdmissionQueueTest, OneShortWaitInTheIntervalMeansNoStandingQueue) {
   Fixture f(Cfg(100, false));
   for (int i = 0; i < 5; ++i) f.PushAll({i});

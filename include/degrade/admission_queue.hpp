@@ -14,7 +14,9 @@
 //     the caller, which still owns the item, answers it at once;
 //   * CoDel: once the shortest wait over a whole interval stayed above the
 //     target (5 ms of 100 ms), a standing queue has formed, and while it
-//     stands anything that waited past twice the target is dropped;
+//     stands anything that waited past twice the target is dropped, except
+//     the oldest item of the most important class while a less important
+//     class is queued (it is served next: its wait is the batch in service);
 //   * criticality order: with several criticalities queued, the most
 //     important is served first (oldest first), the rest absorb overload;
 //   * adaptive LIFO: while the queue stands and holds one criticality, the
@@ -259,6 +261,9 @@ class AdmissionQueue final {
                       int threshold, DropChunk* drops, std::size_t* dropped,
                       Samples* samples, std::size_t* served)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the head is the item TakeLocked serves next among several
+  // classes, and so exempt from CoDel's slough.
+  bool ServedNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The next item to serve; `lifo` while the queue stands (see the
   // definition).
   Entry TakeLocked(bool lifo) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

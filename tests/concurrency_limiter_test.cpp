@@ -757,27 +757,48 @@ TEST(ConcurrencyLimiterTest, EveryBadSettingIsNamedWithItsValue) {
   const std::vector<BadCase> cases = {
       {"'min_limit' = 0", [](auto& s) { s.min_limit = 0; }},
       {"'min_limit' = -3", [](auto& s) { s.min_limit = -3; }},
-      {"'max_limit' = 4", [](auto& s) { s.min_limit = 5; s.initial_limit = 5; s.max_limit = 4; }},
+      {"'max_limit' = 4",
+       [](auto& s) {
+         s.min_limit = 5;
+         s.initial_limit = 5;
+         s.max_limit = 4;
+       }},
       {"'max_limit' = 40000", [](auto& s) { s.max_limit = 40000; }},
       {"'initial_limit' = 0", [](auto& s) { s.initial_limit = 0; }},
       {"'initial_limit' = 101", [](auto& s) { s.initial_limit = 101; }},
-      {"'max_healthy_latency' = -1ns", [](auto& s) { s.max_healthy_latency = -absl::Nanoseconds(1); }},
-      {"'max_healthy_latency' = inf", [](auto& s) { s.max_healthy_latency = absl::InfiniteDuration(); }},
-      {"'guaranteed_share[CRITICAL]' = nan", [nan](auto& s) { s.guaranteed_share[kCrit] = nan; }},
-      {"'guaranteed_share[SHEDDABLE]' = -0.1", [](auto& s) { s.guaranteed_share[kShed] = -0.1; }},
-      {"'guaranteed_share[CRITICAL_PLUS]' = inf", [inf](auto& s) { s.guaranteed_share[kCritPlus] = inf; }},
-      {"'guaranteed_share' = (sum 1.2)", [](auto& s) { s.guaranteed_share[0] = 0.6; s.guaranteed_share[1] = 0.6; }},
+      {"'max_healthy_latency' = -1ns",
+       [](auto& s) { s.max_healthy_latency = -absl::Nanoseconds(1); }},
+      {"'max_healthy_latency' = inf",
+       [](auto& s) { s.max_healthy_latency = absl::InfiniteDuration(); }},
+      {"'guaranteed_share[CRITICAL]' = nan",
+       [nan](auto& s) { s.guaranteed_share[kCrit] = nan; }},
+      {"'guaranteed_share[SHEDDABLE]' = -0.1",
+       [](auto& s) { s.guaranteed_share[kShed] = -0.1; }},
+      {"'guaranteed_share[CRITICAL_PLUS]' = inf",
+       [inf](auto& s) { s.guaranteed_share[kCritPlus] = inf; }},
+      {"'guaranteed_share' = (sum 1.2)",
+       [](auto& s) {
+         s.guaranteed_share[0] = 0.6;
+         s.guaranteed_share[1] = 0.6;
+       }},
       {"'window_samples' = 0", [](auto& s) { s.window_samples = 0; }},
       {"'window_samples' = 513", [](auto& s) { s.window_samples = 513; }},
+      {"'window_samples' = 97 is invalid: must be at most 32 x probe_limit (3)",
+       [](auto& s) { s.window_samples = 97; }},
       {"'aimd_backoff' = 1", [](auto& s) { s.aimd_backoff = 1; }},
       {"'aimd_backoff' = 0.4", [](auto& s) { s.aimd_backoff = 0.4; }},
       {"'aimd_backoff' = nan", [nan](auto& s) { s.aimd_backoff = nan; }},
-      {"'aimd_timeout' = 0", [](auto& s) { s.aimd_timeout = absl::ZeroDuration(); }},
-      {"'aimd_timeout' = inf", [](auto& s) { s.aimd_timeout = absl::InfiniteDuration(); }},
+      {"'aimd_timeout' = 0",
+       [](auto& s) { s.aimd_timeout = absl::ZeroDuration(); }},
+      {"'aimd_timeout' = inf",
+       [](auto& s) { s.aimd_timeout = absl::InfiniteDuration(); }},
       {"'gradient_smoothing' = 0", [](auto& s) { s.gradient_smoothing = 0; }},
-      {"'gradient_smoothing' = inf", [inf](auto& s) { s.gradient_smoothing = inf; }},
-      {"'gradient_queue_size' = -1", [](auto& s) { s.gradient_queue_size = -1; }},
-      {"'gradient_queue_size' = nan", [nan](auto& s) { s.gradient_queue_size = nan; }},
+      {"'gradient_smoothing' = inf",
+       [inf](auto& s) { s.gradient_smoothing = inf; }},
+      {"'gradient_queue_size' = -1",
+       [](auto& s) { s.gradient_queue_size = -1; }},
+      {"'gradient_queue_size' = nan",
+       [nan](auto& s) { s.gradient_queue_size = nan; }},
       {"'rtt_tolerance' = 0.5", [](auto& s) { s.rtt_tolerance = 0.5; }},
       {"'rtt_tolerance' = inf", [inf](auto& s) { s.rtt_tolerance = inf; }},
       {"'long_window' = 0", [](auto& s) { s.long_window = 0; }},
@@ -785,7 +806,8 @@ TEST(ConcurrencyLimiterTest, EveryBadSettingIsNamedWithItsValue) {
       {"'vegas_smoothing' = nan", [nan](auto& s) { s.vegas_smoothing = nan; }},
       {"'probe_multiplier' = 0", [](auto& s) { s.probe_multiplier = 0; }},
       {"'probe_limit' = 0", [](auto& s) { s.probe_limit = 0; }},
-      {"'algorithm' = 9", [](auto& s) { s.algorithm = static_cast<LimitAlgorithm>(9); }},
+      {"'algorithm' = 9",
+       [](auto& s) { s.algorithm = static_cast<LimitAlgorithm>(9); }},
   };
   for (const BadCase& c : cases) {
     LimiterSettings s = Base(LimitAlgorithm::kGradient2, 1, 20, 100);
@@ -809,7 +831,10 @@ TEST(ConcurrencyLimiterTest, TheBoundariesAreAccepted) {
   s.aimd_timeout = absl::Nanoseconds(1);
   s.gradient_smoothing = 1;
   s.rtt_tolerance = 1;
+  s.probe_limit = 16;  // window_samples / probe_limit at its bound, 32
+  EXPECT_TRUE(ValidateLimiterSettings(s).ok()) << ValidateLimiterSettings(s);
   s.probe_limit = 1;
+  s.window_samples = 32;
   EXPECT_TRUE(ValidateLimiterSettings(s).ok()) << ValidateLimiterSettings(s);
   s.min_limit = s.initial_limit = s.max_limit = 1;
   EXPECT_TRUE(ConcurrencyLimiter::Create(s).ok());

@@ -120,7 +120,9 @@ struct LimiterSettings {
   std::array<double, kNumCriticalities> guaranteed_share{};
 
   // Samples are applied a window at a time, in [1, 512]
-  // (concurrency-limits' WindowedLimit windowSize).
+  // (concurrency-limits' WindowedLimit windowSize); for kGradient2 and
+  // kVegas at most 32 x probe_limit (a held re-measurement lasts about
+  // window_samples / probe_limit round trips).
   int window_samples = 10;
   // kAimd: the decrease factor, in [0.5, 1); a success slower than
   // aimd_timeout (> 0) counts as a drop.
@@ -155,7 +157,10 @@ struct LimiterSettings {
   // limiter). The cost: every probe refuses all it can until in
   // flight drains below probe_limit, then all but probe_limit for a
   // window (9-14% of traffic at 80% load at the defaults). Its gain: the
-  // no-load latency can rise while the server is saturated.
+  // no-load latency can rise while the server is saturated. A held
+  // re-measurement that only confirms the estimate doubles the wait for
+  // the next one (up to 16x), which also waits at least 2.5 x that factor
+  // x (1 + window_samples / probe_limit) round trips.
   bool probe_holds_admissions = false;
   uint64_t seed = 1;
   // Not read today: the windows count samples, not time. Accepted so that
@@ -251,6 +256,20 @@ inline absl::Status ValidateLimiterSettings(const LimiterSettings& s) {
   }
   if (s.probe_limit < 1) {
     return who.Invalid("probe_limit", s.probe_limit, "must be >= 1");
+  }
+  // A re-measurement that holds admissions (opted in, or after one that
+  // found the limiter saturated) keeps them at probe_limit until its
+  // window of samples is in: window_samples / probe_limit round trips.
+  // Above 32 a hold lasts long enough to refuse a fifth of a minute's
+  // traffic on its own, however far apart holds are spaced.
+  if ((s.algorithm == LimitAlgorithm::kGradient2 ||
+       s.algorithm == LimitAlgorithm::kVegas) &&
+      s.window_samples > 32 * s.probe_limit) {
+    return who.Invalid(
+        "window_samples", s.window_samples,
+        absl::StrCat("must be at most 32 x probe_limit (", s.probe_limit,
+                     "): a re-measurement holds admissions to probe_limit "
+                     "for about window_samples / probe_limit round trips"));
   }
   return absl::OkStatus();
 }

@@ -206,6 +206,7 @@ class LimitCore {
     samples_since_probe_ += w.samples;
     if (no_load_ > 0 && samples_since_probe_ >= probe_due_) {
       probing_ = true;
+      last_probe_held_ = holding();
       return true;
     }
     return false;
@@ -234,7 +235,7 @@ class LimitCore {
   // budget sized by the limit alone ran out in ~30 ms when a stuck limit
   // of 4 faced 15 times its load, and the estimate stayed wrong for good.
   uint64_t probe_refusal_budget() const {
-    const double rounds = 1 + p_.window_samples / p_.probe_limit;
+    const double rounds = HoldRounds();
     const double load = std::max(1.0, std::min(refusals_per_sample_, 1e6));
     return static_cast<uint64_t>(
         std::max(1.0, 10 * rounds * published_limit() * load));
@@ -323,11 +324,27 @@ class LimitCore {
   void ScheduleProbe() {
     samples_since_probe_ = 0;
     const double jitter = 0.5 + 0.5 * rng_.NextUnit();
-    // A re-measurement that will hold admissions waits hold_backoff_ times
-    // as long (starved_ is set before this is called).
-    const double backoff = starved_ ? hold_backoff_ : 1;
-    probe_due_ = std::max(1.0, p_.probe_multiplier * limit_ * jitter * backoff);
+    // A re-measurement that will hold admissions (hold_admissions, or
+    // starved_, which is set before this is called) waits hold_backoff_
+    // times as long.
+    const double backoff = starved_ || p_.hold_admissions ? hold_backoff_ : 1;
+    double due = p_.probe_multiplier * limit_ * backoff;
+    if (last_probe_held_) {
+      // A hold refuses what is above probe_limit for about HoldRounds()
+      // round trips (see probe_refusal_budget). Spaced by probe_multiplier
+      // alone, window_samples 512 with probe_limit 1 held admissions most
+      // of the time. The next re-measurement after a hold waits at least
+      // 2.5 x HoldRounds() round trips, growing with the backoff to 40 x
+      // (20 at the jitter's low end): holds that keep confirming the
+      // estimate refuse under 5% of the traffic whatever window_samples /
+      // probe_limit is, while a correction still comes back soon. With the
+      // default settings this floor is below probe_multiplier and changes
+      // nothing.
+      due = std::max(due, 2.5 * backoff * HoldRounds() * limit_);
+    }
+    probe_due_ = std::max(1.0, due * jitter);
   }
+  double HoldRounds() const { return 1 + p_.window_samples / p_.probe_limit; }
 
   const LimitParams p_;
   const double max_healthy_us_;  // 0: off
@@ -337,6 +354,7 @@ class LimitCore {
   bool probing_ = false;
   bool starved_ = false;
   double hold_backoff_ = 1;    // 1..16, see Update
+  bool last_probe_held_ = false;  // the latest re-measurement held admissions
   double refill_samples_ = 0;  // samples after a hold that change nothing
   double refusals_per_sample_ = 0;
   double samples_since_probe_ = 0;

@@ -12,11 +12,14 @@
 // Tests named DISABLED_ pin a defect found by this review: the comment above
 // each says what goes wrong and what should happen instead.
 
+#include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <iomanip>
 #include <limits>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/admission_queue.hpp"
 #include "degrade/breaker_settings.hpp"
 #include "degrade/breaker_types.hpp"
 #include "degrade/circuit_breaker.hpp"
@@ -36,6 +40,7 @@
 #include "degrade/degradation_manager.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/fleet_control.hpp"
+#include "degrade/queue_settings.hpp"
 #include "degrade/retry.hpp"
 #include "degrade/retry_budget.hpp"
 #include "degrade/signals.hpp"
@@ -43,6 +48,19 @@
 #include "degrade/telemetry.hpp"
 #include "degrade/throttle.hpp"
 #include "gtest/gtest.h"
+
+// Array allocations of at least this many bytes fail while it is non-zero:
+// how the review makes the queue's slot growth meet a full machine. Only
+// this file's executable (registered ALONE) replaces operator new[].
+std::atomic<std::size_t> g_fail_array_new_from{0};
+
+void* operator new[](std::size_t n) {
+  const std::size_t from = g_fail_array_new_from.load();
+  if (from != 0 && n >= from) throw std::bad_alloc();
+  return ::operator new(n);
+}
+void operator delete[](void* p) noexcept { ::operator delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { ::operator delete(p); }
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -309,6 +327,75 @@ TEST(BreakerClockAttack, AClockAtItsFarEndEndsTheOpenPeriod) {
   EXPECT_EQ(b.state(), State::kHalfOpen);
   const auto r = b.Execute([]() -> absl::StatusOr<int> { return 1; });
   EXPECT_TRUE(r.ok()) << r.status();
+}
+
+// ---- AdmissionQueue slot growth under memory pressure (item 12)
+// ---------------
+
+// Item 12's fix allocates the queue's slots as it fills (slot_ring.hpp):
+// a Push() that finds every allocated slot in use doubles them. That
+// allocation happens at the worst moment (the queue is filling: overload)
+// and its failure escapes Push() as std::bad_alloc, with the caller's item
+// already moved into the entry that is destroyed: the item is lost and the
+// exception reaches the request path. Before the fix the one allocation
+// was at Create(), which reports failure as a status. Push()'s comment
+// still says "Allocates nothing unless refusing". Medium: a queue sized for
+// a burst is exactly the one that grows during it. Expected: a growth that
+// cannot allocate refuses the push (RESOURCE_EXHAUSTED, kCapacity, the
+// item not moved from), as a full queue does; and the comment says it may
+// allocate.
+TEST(AdmissionQueueAttack, DISABLED_AGrowthThatCannotAllocateRefusesThePush) {
+  FakeClock clock(kStart);
+  QueueSettings s;
+  s.capacity = 1024;
+  s.clock = &clock;
+  s.metrics = NoTelemetry();
+  auto q = AdmissionQueue<std::string>::Create(std::move(s)).value();
+  for (int i = 0; i < 64; ++i) {  // the initial slots, all in use
+    ASSERT_TRUE(q->Push(absl::StrCat("item ", i)).ok());
+  }
+  std::string item(100, 'x');
+  absl::Status pushed = absl::UnknownError("not pushed");
+  g_fail_array_new_from = 1024;  // the doubled slot array, not small strings
+  bool threw = false;
+  try {
+    pushed = q->Push(std::move(item));
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  g_fail_array_new_from = 0;
+  EXPECT_FALSE(threw) << "Push() threw std::bad_alloc";
+  EXPECT_FALSE(pushed.ok());
+  EXPECT_EQ(item, std::string(100, 'x')) << "the refused item was moved from";
+  EXPECT_EQ(q->stats().depth, 64u);
+  std::vector<std::string> out;
+  EXPECT_EQ(q->PopBatch(&out, 100), 64u);
+}
+
+// The growth itself, with wrapped rings: order is kept across every
+// doubling up to the capacity, and the capacity still refuses.
+TEST(AdmissionQueueAttack, GrowthKeepsTheOrderOfAWrappedRing) {
+  FakeClock clock(kStart);
+  QueueSettings s;
+  s.capacity = 300;  // not a power of two: the last growth is partial
+  s.adaptive_lifo = false;
+  s.clock = &clock;
+  s.metrics = NoTelemetry();
+  auto q = AdmissionQueue<int>::Create(std::move(s)).value();
+  int next_in = 0;
+  int next_out = 0;
+  std::vector<int> out;
+  // Wrap the head first: push 50, pop 40, then fill to the capacity.
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(q->Push(int{next_in++}).ok());
+  ASSERT_EQ(q->PopBatch(&out, 40), 40u);
+  while (q->stats().depth < 300) ASSERT_TRUE(q->Push(int{next_in++}).ok());
+  EXPECT_FALSE(q->Push(int{-1}).ok());
+  for (int v : out) EXPECT_EQ(v, next_out++);
+  out.clear();
+  while (q->PopBatch(&out, 64) > 0) {
+  }
+  ASSERT_EQ(out.size(), 300u);
+  for (int v : out) ASSERT_EQ(v, next_out++);
 }
 
 // ---- Retrier: budget, sleep and deadline ------------------------------------

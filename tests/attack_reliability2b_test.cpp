@@ -2,12 +2,16 @@
 //
 // A second hostile review of the issue 32 fixes, as a production user meets
 // them: the one time rule (deadlines on clocks that read the infinite
-// instants or step back, CallWithDeadline at the edges of a budget), the
-// retrier between its budget, its sleep and the caller's deadline, a peer
-// whose retry-after hint is absurd, the LatencyTracker's exact mean past
-// 2^53 microseconds, the throttler's k at the edge of its range and the
-// control document's version at 2^53. Every scenario runs on a clock the
-// test moves (a FakeClock, or a clock that reads any absl::Time).
+// instants or step back, CallWithDeadline at the edges of a budget, a
+// breaker's timers on a clock stepped back), a features-off control on a
+// manager without a config, the retrier between its budget, its sleep and
+// the caller's deadline, a peer whose retry-after hint is absurd, the
+// AdmissionQueue's slot growth on a machine out of memory, the
+// LatencyTracker's exact mean past 2^53 microseconds, the throttler's k at
+// the edge of its range and the control document's version at 2^53. Every
+// scenario runs on a clock the test moves (a FakeClock, or a clock that
+// reads any absl::Time). This executable replaces operator new[] (below),
+// so it is registered ALONE.
 //
 // Tests named DISABLED_ pin a defect found by this review: the comment above
 // each says what goes wrong and what should happen instead.

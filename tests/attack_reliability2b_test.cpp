@@ -24,6 +24,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -39,11 +40,13 @@
 #include "degrade/breaker_types.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/concurrency_limiter.hpp"
 #include "degrade/control_document.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/degradation_manager.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/fleet_control.hpp"
+#include "degrade/limiter_settings.hpp"
 #include "degrade/queue_settings.hpp"
 #include "degrade/retry.hpp"
 #include "degrade/retry_budget.hpp"
@@ -52,6 +55,7 @@
 #include "degrade/telemetry.hpp"
 #include "degrade/throttle.hpp"
 #include "gtest/gtest.h"
+#include "limiter_test_util.hpp"
 
 // Array allocations of at least this many bytes fail while it is non-zero:
 // how the review makes the queue's slot growth meet a full machine. Only
@@ -401,6 +405,74 @@ TEST(AdmissionQueueAttack, GrowthKeepsTheOrderOfAWrappedRing) {
   ASSERT_EQ(out.size(), 300u);
   for (int v : out) ASSERT_EQ(v, next_out++);
 }
+
+// ---- The concurrency limiter and absurd latency samples ---------------------
+
+// Item 12's absurd sample, met by the limiter: a VM paused for 30 s makes
+// every call in flight report 30 s at once, and one timed across a suspend
+// reports centuries (or InfiniteDuration). Each algorithm must be back to
+// refusing (almost) nothing within a minute of normal traffic at 30% of
+// capacity. Held for both algorithms.
+class LimiterAbsurdSample : public ::testing::TestWithParam<LimitAlgorithm> {};
+
+TEST_P(LimiterAbsurdSample, AFewAbsurdSamplesAreForgotten) {
+  struct Case {
+    const char* name;
+    int count;
+    absl::Duration latency;
+    bool one_at_a_time;
+  };
+  const Case cases[] = {
+      {"a 30 s pause of 30 calls", 30, absl::Seconds(30), false},
+      {"one call of 400 years", 1, absl::Hours(24 * 365 * 400), false},
+      {"one call of InfiniteDuration", 1, absl::InfiniteDuration(), false},
+      {"1000 calls of 30 s in a row", 1000, absl::Seconds(30), true},
+      {"1000 calls of 400 years in a row", 1000, absl::Hours(24 * 365 * 400),
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto limiter =
+        limiter_test::Make(limiter_test::Base(GetParam(), 1, 50, 1000));
+    ASSERT_NE(limiter, nullptr);
+    FakeClock clock(kStart);
+    limiter_test::Simulation sim(limiter.get(), &clock, 30 / 0.010);
+    sim.latency = [](int n) {
+      return n <= 100 ? absl::Milliseconds(10)
+                      : absl::Milliseconds(10) * n / 100;
+    };
+    sim.Run(absl::Seconds(30));
+    const int before = limiter->limit();
+    if (c.one_at_a_time) {
+      for (int i = 0; i < c.count; ++i) {
+        std::optional<LimiterPermit> p = limiter->TryAcquire();
+        if (p.has_value()) p->Success(c.latency);
+      }
+    } else {
+      std::vector<LimiterPermit> paused;
+      for (int i = 0; i < c.count; ++i) {
+        std::optional<LimiterPermit> p = limiter->TryAcquire();
+        if (p.has_value()) paused.push_back(std::move(*p));
+      }
+      for (LimiterPermit& p : paused) p.Success(c.latency);
+    }
+    (void)sim.Take();
+    sim.Run(absl::Minutes(1));
+    (void)sim.Take();
+    sim.Run(absl::Seconds(30));
+    const limiter_test::Simulation::Window w = sim.Take();
+    EXPECT_LT(w.refused, 0.01)
+        << "limit " << limiter->limit() << " (was " << before << "), no-load "
+        << limiter->stats().no_load_latency;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, LimiterAbsurdSample,
+                         ::testing::Values(LimitAlgorithm::kGradient2,
+                                           LimitAlgorithm::kVegas),
+                         [](const auto& info) {
+                           return std::string(LimitAlgorithmName(info.param));
+                         });
 
 // ---- Retrier: budget, sleep and deadline ------------------------------------
 

@@ -43,10 +43,13 @@
 #include "degrade/concurrency_limiter.hpp"
 #include "degrade/control_document.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/degradation_episode.hpp"
 #include "degrade/degradation_manager.hpp"
+#include "degrade/escalation.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/fleet_control.hpp"
 #include "degrade/limiter_settings.hpp"
+#include "degrade/metrics_registry.hpp"
 #include "degrade/queue_settings.hpp"
 #include "degrade/retry.hpp"
 #include "degrade/retry_budget.hpp"
@@ -291,7 +294,7 @@ BreakerSettings TripsOnOneFailure(const Clock* clock) {
 
 // Item 9's rule, applied to the manager's holds with a SteadyTime, was not
 // applied to the breaker: its open period (and a ForceOpenFor(d)) is an
-// absolute expiry on the breaker's clock (breaker_machine.hpp:374-376,
+// absolute expiry on the breaker's clock (breaker_machine.hpp:376, :446,
 // :186), compared with `now > open_expiry_`. On a clock stepped back an hour
 // (any BreakerSettings::clock other than RealClock: a wall-clock adapter,
 // a FakeClock set back) a 10 s open state lasts an hour and 10 s, every
@@ -335,6 +338,35 @@ TEST(BreakerClockAttack, AClockAtItsFarEndEndsTheOpenPeriod) {
   EXPECT_EQ(b.state(), State::kHalfOpen);
   const auto r = b.Execute([]() -> absl::StatusOr<int> { return 1; });
   EXPECT_TRUE(r.ok()) << r.status();
+}
+
+// The same class in the paging path: an escalation is due when an episode
+// has lasted `after`, measured as ElapsedSince(now, episode.since) on the
+// components' clock (escalation.hpp:115). A clock stepped back an hour
+// during an episode reads as no time passing until it catches up with
+// `since`: a breaker open for 31 minutes of real time, `after` 30 minutes,
+// pages an hour late. Low with RealClock. Expected: episodes aged on a
+// SteadyTime, as the manager's holds are.
+TEST(BreakerClockAttack, DISABLED_AClockSteppedBackDoesNotDelayTheEscalation) {
+  FakeClock clock(kStart);
+  MetricsRegistry registry;
+  BreakerSettings s = TripsOnOneFailure(&clock);
+  s.metrics = &registry;
+  CircuitBreaker<int> b(s);
+  EscalationOptions o;
+  o.after = absl::Minutes(30);
+  o.clock = &clock;
+  int fired = 0;
+  o.on_escalate = [&fired](const DegradationEpisode&, absl::Duration) {
+    ++fired;
+  };
+  EscalationWatch watch(registry, o);
+  b.ForceOpen();
+  clock.Set(kStart - absl::Hours(1));
+  clock.Advance(absl::Minutes(31));
+  EXPECT_EQ(watch.Check(), 1)
+      << "open for 31 minutes of the clock's own passing, not escalated";
+  EXPECT_EQ(fired, 1);
 }
 
 // ---- AdmissionQueue slot growth under memory pressure (item 12)

@@ -607,6 +607,28 @@ TEST(RetryAttack, DISABLED_ACenturyRetryAfterDoesNotHoldTheCaller) {
       << calls << " attempts";
 }
 
+// The sibling of DeadlineAttack.DISABLED_ASpentBudgetNeverCallsTheCallable
+// in the retrier: its first attempt runs whatever the deadline (the clock
+// is read only once an attempt has failed, retry.hpp:375-401), so a caller
+// whose budget is spent still sends one request with an expired deadline.
+// Low (one request). Expected: an expired deadline makes no attempt and
+// ends with DEADLINE_EXCEEDED and stop kDeadline.
+TEST(RetryAttack, DISABLED_ASpentDeadlineMakesNoAttempt) {
+  FakeClock clock(kStart);
+  auto r = Retrier::Create(Unbudgeted(&clock)).value();
+  int calls = 0;
+  RetryRecord rec;
+  const absl::StatusOr<int> v = Retry(
+      *r, Deadline::In(absl::ZeroDuration(), &clock),
+      [&]() -> absl::StatusOr<int> {
+        ++calls;
+        return 1;
+      },
+      &rec);
+  EXPECT_EQ(calls, 0) << "an attempt ran with its deadline already passed";
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
 // A sleep that throws (it "must not") is swallowed; the retry must still
 // not start after the deadline, and the call still ends.
 TEST(RetryAttack, AThrowingSleepStillStartsNothingAfterTheDeadline) {

@@ -83,7 +83,7 @@ degrade_test::EchoServer::Script Middle(Family* family,
 }
 
 // Item 5's fix answers a call whose deadline has passed locally, "first,
-// with no permit and no breaker outcome" (interceptor.hpp:160-166), but it
+// with no permit and no breaker outcome" (interceptor.hpp:160-167), but it
 // reads only ClientContext::deadline(), which is unset (infinite) on a
 // context made by FromServerContext: gRPC applies the propagated deadline
 // inside the call. So a middle tier whose caller has given up makes its

@@ -225,14 +225,12 @@ DegradationManager::Control FeaturesOff(absl::Time until) {
 // after `until`: an Observe(), a poll of the manager's sources (Start()),
 // Evaluate(), CurrentControl() or ForcedLevel()". On a manager without a
 // config (its documented starting state, where item 3 lived) an Observe()
-// returns FAILED_PRECONDITION before evaluating, so a service whose only
-// traffic to the manager is Observe() and its gates keeps the feature off
+// returned FAILED_PRECONDITION before evaluating, so a service whose only
+// traffic to the manager was Observe() and its gates kept the feature off
 // past the document's expiry, for good, while FleetControl::in_force()
-// says nothing is in force. The same holds on a configured manager for an
-// Observe() it rejects (an unknown signal, a NaN). Low. Expected: every
-// Observe() evaluates the holds' deadlines (as PollOnce() does without a
-// config), or the comment lists only the calls that do.
-TEST(BareManagerAttack2, DISABLED_AnObserveAfterTheDeadlineEndsTheControl) {
+// said nothing was in force. Every Observe() now evaluates, whatever it
+// rejects.
+TEST(BareManagerAttack2, AnObserveAfterTheDeadlineEndsTheControl) {
   FakeClock clock(kStart);
   DegradationManager m(BareOptions(&clock));
   ASSERT_TRUE(m.SetControl(FeaturesOff(kStart + absl::Minutes(5))).ok());
@@ -374,17 +372,11 @@ TEST(BreakerClockAttack, DISABLED_AClockSteppedBackDoesNotDelayTheEscalation) {
 
 // Item 12's fix allocates the queue's slots as it fills (slot_ring.hpp):
 // a Push() that finds every allocated slot in use doubles them. That
-// allocation happens at the worst moment (the queue is filling: overload)
-// and its failure escapes Push() as std::bad_alloc, with the caller's item
-// already moved into the entry that is destroyed: the item is lost and the
-// exception reaches the request path. Before the fix the one allocation
-// was at Create(), which reports failure as a status. Push()'s comment
-// still says "Allocates nothing unless refusing". Medium: a queue sized for
-// a burst is exactly the one that grows during it. Expected: a growth that
-// cannot allocate refuses the push (RESOURCE_EXHAUSTED, kCapacity, the
-// item not moved from), as a full queue does; and the comment says it may
-// allocate.
-TEST(AdmissionQueueAttack, DISABLED_AGrowthThatCannotAllocateRefusesThePush) {
+// allocation happens at the worst moment (the queue is filling: overload);
+// its failure escaped Push() as std::bad_alloc, with the caller's item
+// already moved into the entry that was destroyed. A growth that cannot
+// allocate now refuses the push (kCapacity) and the item is not moved from.
+TEST(AdmissionQueueAttack, AGrowthThatCannotAllocateRefusesThePush) {
   FakeClock clock(kStart);
   QueueSettings s;
   s.capacity = 1024;
@@ -682,16 +674,13 @@ TEST(RetryAttack, ASleepThatStepsTheClockBackIsNoTimePassing) {
 // ---- LatencyTracker's exact mean --------------------------------------------
 
 // "An average of equal samples is exactly that sample" (signals.hpp), and
-// the mean is "the exact mean, correctly rounded". The folded sum is a
-// double: past 2^53 us between two polls it rounds as it grows, and the
-// mean of equal samples is no longer that sample unless the sample is a
-// power of two (the only kind the fix's test uses). 2^14 samples of
-// 2^40 - 1 us (each under the 12-day cap) give 1099511627.7750554 ms for
-// 1099511627.775. Low: 2^53 us is 285 years of latency in one poll. Expected:
-// an exact sum (an integer pair, or a 128-bit total), or the promise
-// limited to sums below 2^53 us in signals.hpp.
+// the mean is "the exact mean, correctly rounded". The folded sum was a
+// double: past 2^53 us between two polls it rounded as it grew, and 2^14
+// samples of 2^40 - 1 us (each under the 12-day cap) gave
+// 1099511627.7750554 ms for 1099511627.775. The sum is now whole
+// microseconds in 64 bits, and the mean's whole part an integer division.
 TEST(LatencyTrackerAttack,
-     DISABLED_EqualSamplesSummingPastTwoToThe53StillAverageExactly) {
+     EqualSamplesSummingPastTwoToThe53StillAverageExactly) {
   LatencyTracker tracker(LatencyTracker::Kind::kAverage);
   const int64_t us = (int64_t{1} << 40) - 1;
   const int n = 1 << 14;
@@ -699,6 +688,19 @@ TEST(LatencyTrackerAttack,
   const double mean = tracker.TakeMillis();
   EXPECT_EQ(mean, static_cast<double>(us) / 1000.0)
       << std::setprecision(17) << mean;
+}
+
+// Past 2^64 us in one poll (2^24 + 1 samples at the cap) the exact sum
+// would wrap: the mean falls back to a double sum, close but not exact,
+// instead of a wrapped, tiny one. The next poll is exact again.
+TEST(LatencyTrackerAttack, ASumPastTwoToThe64FallsBackToAnInexactMean) {
+  LatencyTracker tracker(LatencyTracker::Kind::kAverage);
+  const int64_t us = int64_t{1} << 40;
+  for (int i = 0; i < (1 << 24) + 1; ++i)
+    tracker.Record(absl::Microseconds(us));
+  EXPECT_NEAR(tracker.TakeMillis(), static_cast<double>(us) / 1000.0, 1e-2);
+  tracker.Record(absl::Microseconds(1500));
+  EXPECT_EQ(tracker.TakeMillis(), 1.5);
 }
 
 // ---- Throttler k at the edges of its range

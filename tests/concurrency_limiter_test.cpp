@@ -275,7 +275,7 @@ class LatencyAlgorithmTest : public ::testing::TestWithParam<LimitAlgorithm> {};
 
 // Re-measuring holds nothing back by default: at 80% of the capacity
 // (the latency is the no-load latency throughout) nothing is shed; the
-// opt-in holding probe costs about a tenth of the traffic.
+// opt-in holding probe costs about 1% of the traffic once it backs off.
 TEST_P(LatencyAlgorithmTest, AtEightyPercentLoadTheReMeasurementsShedNothing) {
   for (bool hold : {false, true}) {
     LimiterSettings s = Base(GetParam(), 1, 20, 1000);  // the other defaults
@@ -288,8 +288,11 @@ TEST_P(LatencyAlgorithmTest, AtEightyPercentLoadTheReMeasurementsShedNothing) {
     sim->Run(absl::Minutes(10));
     const double refused = sim->TakeRefusedFraction();
     if (hold) {
-      EXPECT_GT(refused, 0.05) << "the documented cost of the opt-in";
-      EXPECT_LT(refused, 0.2);
+      // Each hold costs 9-14% of the traffic while it runs; holds that
+      // confirm the estimate back off to 16 intervals apart, so over ten
+      // minutes the opt-in costs about 1% (0.6% Gradient2, 1.0% Vegas).
+      EXPECT_GT(refused, 0.001) << "the documented cost of the opt-in";
+      EXPECT_LT(refused, 0.03);
     } else {
       EXPECT_LT(refused, 0.002) << "limit " << limiter->limit();
     }

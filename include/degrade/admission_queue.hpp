@@ -148,7 +148,10 @@ class AdmissionQueue final {
   //     kShed) to make room: Envoy #25783's ask. Evicting is O(capacity),
   //     paid only by a full queue.
   // A closed queue refuses with UNAVAILABLE, counted as no drop.
-  // Allocates nothing unless refusing.
+  // Allocates only when refusing, or when every slot allocated so far is
+  // in use (the slots double as the queue fills, up to its capacity); a
+  // growth that cannot allocate refuses the push (kCapacity) and leaves
+  // the item with the caller.
   absl::Status Push(T&& item, absl::Time deadline = absl::InfiniteFuture(),
                     RequestClass rc = {});
 

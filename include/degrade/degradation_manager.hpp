@@ -194,7 +194,9 @@ class DegradationManager {
 
   // Records a signal sample and re-evaluates the level. A non-finite value
   // or a signal that no level uses is rejected (INVALID_ARGUMENT naming it)
-  // and changes nothing; before any config, FAILED_PRECONDITION.
+  // and changes nothing; before any config, FAILED_PRECONDITION, and an
+  // override or control whose deadline has passed still ends (nothing
+  // else could end it on a manager that only ever sees Observe()).
   absl::Status Observe(absl::string_view signal, double value) {
     return ObserveBatch({{std::string(signal), value}});
   }

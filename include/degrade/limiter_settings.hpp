@@ -156,7 +156,8 @@ struct LimiterSettings {
   // abandoned, the estimate kept: permits out for longer can not stall the
   // limiter). The cost: every probe refuses all it can until in
   // flight drains below probe_limit, then all but probe_limit for a
-  // window (9-14% of traffic at 80% load at the defaults). Its gain: the
+  // window (9-14% of the traffic while it runs at 80% load at the defaults;
+  // about 1% over ten minutes once holds that confirm back off). Its gain: the
   // no-load latency can rise while the server is saturated. A held
   // re-measurement that only confirms the estimate doubles the wait for
   // the next one (up to 16x), which also waits at least 2.5 x that factor

@@ -114,7 +114,12 @@ class LatencyTracker {
   std::atomic<uint64_t> packed_{0};
   detail::Mutex mu_;
   uint64_t folded_count_ ABSL_GUARDED_BY(mu_) = 0;
-  double folded_sum_us_ ABSL_GUARDED_BY(mu_) = 0.0;
+  // Whole microseconds, exact until 2^64 us (584,000 years of samples in
+  // one poll); past that the mean is computed in double.
+  uint64_t folded_sum_us_ ABSL_GUARDED_BY(mu_) = 0;
+  bool sum_saturated_ ABSL_GUARDED_BY(mu_) = false;
+  double folded_sum_inexact_us_ ABSL_GUARDED_BY(mu_) = 0.0;
+  void AddSumLocked(uint64_t us) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double ewma_ ABSL_GUARDED_BY(mu_) = 0.0;
   bool has_ewma_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -194,22 +199,32 @@ inline void LatencyTracker::Record(absl::Duration d) {
   detail::MutexLock lock(&mu_);
   FoldLocked();
   ++folded_count_;
-  folded_sum_us_ += static_cast<double>(sample);
+  AddSumLocked(sample);
 }
 
 inline double LatencyTracker::TakeMillis() {
   detail::MutexLock lock(&mu_);
   FoldLocked();
   const uint64_t count = folded_count_;
-  const double sum_us = folded_sum_us_;
+  double mean = 0.0;
+  if (count > 0 && !sum_saturated_ && count <= UINT64_MAX / 1000) {
+    // The sum is whole microseconds, held exactly; the mean in ms is
+    // sum / (1000 x count). Its whole part is an exact integer division
+    // and only the remainder's fraction is rounded, so equal samples
+    // average to exactly that sample (a double sum stopped being exact past
+    // 2^53 us; dividing twice rounded twice: 2^40 us came back as
+    // 1099511627.7759998).
+    const uint64_t divisor = 1000 * count;
+    mean = static_cast<double>(folded_sum_us_ / divisor) +
+           static_cast<double>(folded_sum_us_ % divisor) /
+               static_cast<double>(divisor);
+  } else if (count > 0) {
+    mean = folded_sum_inexact_us_ / (1000.0 * static_cast<double>(count));
+  }
   folded_count_ = 0;
-  folded_sum_us_ = 0.0;
-  // One division, of exact operands (the sum is whole microseconds, exact
-  // below 2^53 us, and 1000 x count is exact): the mean is the exact mean,
-  // correctly rounded, so equal samples average to exactly that sample.
-  // Dividing twice rounded twice (2^40 us came back as 1099511627.7759998).
-  const double mean =
-      count == 0 ? 0.0 : sum_us / (1000.0 * static_cast<double>(count));
+  folded_sum_us_ = 0;
+  sum_saturated_ = false;
+  folded_sum_inexact_us_ = 0.0;
   if (kind_ == Kind::kAverage) return mean;
   if (count > 0) {
     ewma_ = has_ewma_ ? alpha_ * mean + (1.0 - alpha_) * ewma_ : mean;
@@ -221,7 +236,13 @@ inline double LatencyTracker::TakeMillis() {
 inline void LatencyTracker::FoldLocked() {
   const uint64_t w = packed_.exchange(0, std::memory_order_relaxed);
   folded_count_ += w >> kCountShift;
-  folded_sum_us_ += static_cast<double>(w & kSumMask);
+  AddSumLocked(w & kSumMask);
+}
+
+inline void LatencyTracker::AddSumLocked(uint64_t us) {
+  if (us > UINT64_MAX - folded_sum_us_) sum_saturated_ = true;
+  folded_sum_us_ += us;  // wraps once saturated: then unused
+  folded_sum_inexact_us_ += static_cast<double>(us);
 }
 
 DEGRADE_NAMESPACE_END

@@ -129,9 +129,13 @@ class LevelMachine {
   }
 
   // Records `samples` (RecordSamples: all or nothing, or each valid one)
-  // and evaluates. Without a config, FAILED_PRECONDITION: all or nothing
-  // records nothing and evaluates nothing; otherwise nothing is recorded
-  // but the evaluation runs, and the error stands only for samples given.
+  // and evaluates. Without a config, FAILED_PRECONDITION and nothing is
+  // recorded (the error stands only for samples given), but the
+  // evaluation runs: with no level to move, all it can do is end an
+  // override or control whose deadline has passed, and a service whose
+  // only calls are Observe() would otherwise keep an expired features-off
+  // control in force for good. With a config, a rejected all or nothing
+  // call changes nothing, not even a due hold (valid samples evaluate).
   absl::Status Record(
       const std::vector<std::pair<std::string, double>>& samples,
       bool all_or_nothing) {
@@ -142,12 +146,11 @@ class LevelMachine {
         s = absl::FailedPreconditionError(
             absl::StrCat(who_, ": no config installed yet",
                          all_or_nothing ? "" : "; source values dropped"));
-        if (all_or_nothing) return s;
-        if (samples.empty()) s = absl::OkStatus();
+        if (!all_or_nothing && samples.empty()) s = absl::OkStatus();
       } else {
         s = RecordSamples(compiled_, who_, samples, all_or_nothing, values_);
-        if (!s.ok() && all_or_nothing) return s;
       }
+      if (!s.ok() && all_or_nothing && config_ != nullptr) return s;
       EvaluateLocked(clock_->Now());
     }
     notifier_.Dispatch();

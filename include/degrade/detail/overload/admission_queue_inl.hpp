@@ -239,6 +239,14 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
           absl::StrCat("the queue is full (capacity ", capacity_, ")"),
           std::nullopt);
     }
+    if (!ring_.MakeRoom()) {
+      // Only a ring that has not yet grown to its capacity: no eviction
+      // above (a full ring needs no growth) has taken anything.
+      return Refuse(DropReason::kCapacity,
+                    absl::StrCat("the queue could not grow past ",
+                                 ring_.allocated(), " slots (out of memory)"),
+                    std::nullopt);
+    }
     ring_.push_back(Entry{std::move(item), now, deadline_ns, rc});
     ++by_criticality_[crit];
     ++totals_.pushed;

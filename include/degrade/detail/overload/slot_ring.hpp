@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <optional>
 #include <utility>
 
@@ -49,8 +50,17 @@ class SlotRing {
   E& front() { return at(0); }
   E& back() { return at(size_ - 1); }
 
-  // REQUIRES: !full(). May allocate (doubling the slots) when every
-  // allocated slot is in use; references into the ring are then invalid.
+  // Makes room for one more element: doubles the slots (up to capacity)
+  // when every allocated one is in use, moving nothing until the new array
+  // exists. Returns false, the ring unchanged, when that allocation fails:
+  // growth happens while the queue fills, under overload, and the caller
+  // must be able to refuse rather than throw and lose its item.
+  // References into the ring are invalid after a growth.
+  // REQUIRES: !full().
+  bool MakeRoom() noexcept { return size_ < allocated_ || Grow(std::nothrow); }
+
+  // REQUIRES: !full(). Grows as MakeRoom() does, but a failed allocation
+  // throws std::bad_alloc (call MakeRoom() first not to).
   void push_back(E&& e) {
     if (size_ == allocated_) Grow();
     slots_[Index(size_)].emplace(std::move(e));
@@ -108,15 +118,26 @@ class SlotRing {
 
   // Doubles the slots (up to capacity_), moving the elements to the front
   // of the new array in order.
-  void Grow() {
-    const std::size_t grown =
-        allocated_ > capacity_ / 2 ? capacity_ : allocated_ * 2;
-    auto bigger = std::make_unique<std::optional<E>[]>(grown);
+  // Without `std::nothrow`, a failed allocation throws std::bad_alloc.
+  void Grow() { Adopt(std::make_unique<std::optional<E>[]>(GrownSize())); }
+  // Returns false, the ring unchanged, if the allocation fails (no `try`:
+  // the library builds without exceptions).
+  bool Grow(const std::nothrow_t& nothrow) noexcept {
+    std::unique_ptr<std::optional<E>[]> bigger(
+        new (nothrow) std::optional<E>[GrownSize()]);
+    if (bigger == nullptr) return false;
+    Adopt(std::move(bigger));
+    return true;
+  }
+  std::size_t GrownSize() const {
+    return allocated_ > capacity_ / 2 ? capacity_ : allocated_ * 2;
+  }
+  void Adopt(std::unique_ptr<std::optional<E>[]> bigger) noexcept {
     for (std::size_t i = 0; i < size_; ++i) {
       bigger[i].emplace(Take(Index(i)));
     }
     slots_ = std::move(bigger);
-    allocated_ = grown;
+    allocated_ = GrownSize();
     head_ = 0;
   }
 

@@ -8,6 +8,7 @@
 #
 #   benchmarks/inference_server.sh [--build-dir DIR] [--seconds S]
 #                                  [--loads "1 3"] [--modes "plain discipline"]
+#                                  [--clients "close keep-alive fan-out"]
 #                                  [--server-args "--flag=value ..."]
 #   benchmarks/inference_server.sh --smoke --server BIN --load BIN
 #
@@ -17,11 +18,16 @@
 # load x capacity requests a second for S seconds (20) with the class mix
 # 25% CRITICAL_PLUS, 40% CRITICAL, 20% SHEDDABLE_PLUS, 15% SHEDDABLE and a
 # 1 s deadline, stops the server (which prints its counters on stderr), and
-# prints each run's per-class table, then a summary table.
+# prints each run's per-class table, then a summary table. Client shapes
+# (--clients, default "close"): `close`, a new connection per request;
+# `keep-alive`, a pool of HTTP/1.1 keep-alive connections that grows on
+# demand (inference_load --keep-alive); `fan-out`, the same pool with
+# requests due 32 at a time (--burst=32), as a caller fanning out.
 #
 # --smoke (the ctest inference_server_smoke): 2 s at low load in discipline
 # mode; checks that requests are answered in time, that a malformed class
-# gets 400, and that the server is gone afterwards.
+# gets 400, that a keep-alive client is answered in time too, and that the
+# server is gone afterwards.
 #
 # Every process the script starts is stopped when it exits, also on failure
 # or Ctrl-C (the EXIT trap), and every wait is bounded.
@@ -36,6 +42,7 @@ load_bin=""
 seconds=20
 loads="1 3"
 modes="plain discipline"
+clients="close"
 smoke=0
 server_args=""
 # The model's full batch (32 requests) takes 180 ms: 177.8 requests a second.
@@ -50,9 +57,10 @@ while [ $# -gt 0 ]; do
     --seconds) seconds="$2"; shift 2 ;;
     --loads) loads="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
+    --clients) clients="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --server-args) server_args="$2"; shift 2 ;;
-    -h|--help) sed -n '4,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '4,30p' "$0"; exit 0 ;;
     *) echo "inference_server.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -125,6 +133,16 @@ if [ "$smoke" = 1 ]; then
   "$load_bin" --port="$port" --rate=40 --seconds=2 --label=smoke | tee "$work/smoke.txt"
   good="$(sed -n 's/^total .* good=\([0-9]*\) .*/\1/p' "$work/smoke.txt")"
   [ "${good:-0}" -gt 0 ] || { echo "FAIL: no request answered within its deadline" >&2; exit 1; }
+  "$load_bin" --port="$port" --rate=40 --seconds=2 --keep-alive --label=smoke-keep-alive \
+    | tee "$work/smoke-ka.txt"
+  ka_good="$(sed -n 's/^total .* good=\([0-9]*\) .*/\1/p' "$work/smoke-ka.txt")"
+  ka_opened="$(sed -n 's/^total .* connections_opened=\([0-9]*\) .*/\1/p' "$work/smoke-ka.txt")"
+  ka_sent="$(sed -n 's/^total .* sent=\([0-9]*\) .*/\1/p' "$work/smoke-ka.txt")"
+  [ "${ka_good:-0}" -gt 0 ] ||
+    { echo "FAIL: no keep-alive request answered within its deadline" >&2; exit 1; }
+  # Reused connections: far fewer opened than requests sent.
+  [ "${ka_opened:-0}" -gt 0 ] && [ "$((ka_opened * 2))" -lt "${ka_sent:-0}" ] ||
+    { echo "FAIL: the keep-alive client opened $ka_opened connections for $ka_sent requests" >&2; exit 1; }
   "$load_bin" --port="$port" --once --class=NOT_A_CLASS:1 >"$work/bad.txt" || true
   grep -q '^status=400' "$work/bad.txt" ||
     { echo "FAIL: a malformed class was not refused with 400:" >&2; cat "$work/bad.txt" >&2; exit 1; }
@@ -134,18 +152,27 @@ if [ "$smoke" = 1 ]; then
   pid="$server_pid"
   stop_server
   if kill -0 "$pid" 2>/dev/null; then echo "FAIL: server $pid still running" >&2; exit 1; fi
-  echo "PASS: answered $good requests in time, 400 for a malformed class, server stopped"
+  echo "PASS: answered $good requests in time ($ka_good on $ka_opened keep-alive connections), 400 for a malformed class, server stopped"
   exit 0
 fi
 
 summary="$work/summary.txt"
 for load in $loads; do
   for mode in $modes; do
+  for client in $clients; do
+    case "$client" in
+      close) client_args="" ;;
+      keep-alive) client_args="--keep-alive" ;;
+      fan-out) client_args="--keep-alive --burst=32" ;;
+      *) echo "inference_server.sh: unknown client $client (close, keep-alive, fan-out)" >&2; exit 2 ;;
+    esac
     rate=$(awk -v c="$capacity" -v l="$load" 'BEGIN { printf "%.1f", c * l }')
     label="$mode@${load}x"
+    [ "$clients" = close ] || label="$label/$client"
     echo "== $label: $rate requests/s for ${seconds}s"
     start_server "$mode"
-    "$load_bin" --port="$port" --rate="$rate" --seconds="$seconds" --label="$label" \
+    # shellcheck disable=SC2086  # client_args is a list of flags
+    "$load_bin" --port="$port" --rate="$rate" --seconds="$seconds" --label="$label" $client_args \
       | tee "$work/run.txt"
     stop_server
     stats="$(sed -n 's/^inference_server: stats //p' "$err")"
@@ -154,21 +181,22 @@ for load in $loads; do
     awk -v label="$label" -v cap="$capacity" -v full="${full_ms:-0}" '
       /^total / {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); t[kv[1]] = kv[2] }
-        printf "%-16s %8s %8.3f %8s %8s %8.1f %9.1f %9.1f\n", label, t["sent"],
+        printf "%-28s %8s %8.3f %8s %8s %8.1f %9.1f %9.1f\n", label, t["sent"],
                t["goodput_rps"] / cap, t["shed"], t["timeout"], full, t["p50_ms"], t["p99_ms"]
       }
       /^class / {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); c[kv[1]] = kv[2] }
-        line = line sprintf("  %-16s %-14s sent %6s  good %6.1f%%  shed %6.1f%%  p50 %8.1f  p99 %8.1f\n",
+        line = line sprintf("  %-28s %-14s sent %6s  good %6.1f%%  shed %6.1f%%  p50 %8.1f  p99 %8.1f\n",
                             label, c["class"], c["sent"],
                             c["sent"] ? 100 * c["good"] / c["sent"] : 0,
                             c["sent"] ? 100 * c["shed"] / c["sent"] : 0, c["p50_ms"], c["p99_ms"])
       }
       END { printf "%s", line }' "$work/run.txt" >>"$summary"
   done
+  done
 done
 
 echo
 echo "capacity: 32 requests per ${batch_ms} ms batch = $capacity requests/s (full_batch_ms: as measured)"
-printf "%-16s %8s %8s %8s %8s %8s %9s %9s\n" run sent goodput shed timeout batch_ms p50_ms p99_ms
+printf "%-28s %8s %8s %8s %8s %8s %9s %9s\n" run sent goodput shed timeout batch_ms p50_ms p99_ms
 cat "$summary"

@@ -226,22 +226,37 @@ class RateLimiter final {
 
 // ---- Implementation details ----
 
-inline absl::Status ValidateRateLimitSettings(const RateLimitSettings& s) {
-  const detail::SettingOwner who("rate limiter", s.name);
-  if (!(s.rate >= kMinRateLimit && s.rate <= kMaxRateLimit)) {
-    return who.Invalid("rate", s.rate,
+namespace detail {
+
+// The rate and burst rules every rate limit shares (a keyed limiter's
+// default and its overrides too), worded for `who`.
+inline absl::Status ValidateRateAndBurst(const SettingOwner& who, double rate,
+                                         int64_t burst) {
+  if (!(rate >= kMinRateLimit && rate <= kMaxRateLimit)) {
+    return who.Invalid("rate", rate,
                        "must be a number of permits per second in [1/3600 "
                        "(one an hour), 1e9]");
   }
-  if (s.burst < 1 || s.burst > kMaxRateLimitBurst) {
-    return who.Invalid("burst", s.burst, "must be in [1, 1e9]");
+  if (burst < 1 || burst > kMaxRateLimitBurst) {
+    return who.Invalid("burst", burst, "must be in [1, 1e9]");
   }
-  if (static_cast<double>(s.burst) / s.rate >
+  if (static_cast<double>(burst) / rate >
       absl::ToDoubleSeconds(kMaxRateLimitBurstTime)) {
-    return who.Invalid("burst", s.burst,
+    return who.Invalid("burst", burst,
                        absl::StrCat("must take at most 30 days to replenish "
                                     "at the rate (",
-                                    s.rate, "/s)"));
+                                    rate, "/s)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace detail
+
+inline absl::Status ValidateRateLimitSettings(const RateLimitSettings& s) {
+  const detail::SettingOwner who("rate limiter", s.name);
+  if (absl::Status v = detail::ValidateRateAndBurst(who, s.rate, s.burst);
+      !v.ok()) {
+    return v;
   }
   const auto bad_duration = [](absl::Duration d, absl::Duration hi) {
     return d < absl::ZeroDuration() || d > hi;

@@ -196,7 +196,9 @@ class RateLimiter final {
  private:
   explicit RateLimiter(RateLimitSettings s);
 
-  enum Counter { kAdmitted = 0, kRefused = 1, kPermits = 2 };
+  // Admitted requests, refused ones, and the permits admitted requests took
+  // beyond one each (a request of one permit, the usual, adds one count).
+  enum Counter { kAdmitted = 0, kRefused = 1, kExtraPermits = 2 };
 
   // The decision for n permits accepting a wait up to `max_wait` ticks:
   // the wait (>= 0) when admitted, kNever when refused; then `*retry`
@@ -340,7 +342,8 @@ inline int64_t RateLimiter::Take(int64_t n, int64_t max_wait, int64_t* retry) {
   }
   int64_t tat = tat_.load(std::memory_order_relaxed);
   const int64_t now = line_.Now(detail::SatSubNanos(tat, floor_gap_));
-  const int64_t cheapest = detail::SatMulNanos(interval_, n);
+  const int64_t cheapest =
+      n == 1 ? interval_ : detail::SatMulNanos(interval_, n);
   for (;;) {
     // Another thread's admission may have moved the TAT past what our
     // reading allows; its reading was later than ours, so use the floor.
@@ -370,7 +373,7 @@ inline int64_t RateLimiter::Take(int64_t n, int64_t max_wait, int64_t* retry) {
                                    std::memory_order_relaxed)) {
       if (new_ramp) ramp_start_.store(t, std::memory_order_relaxed);
       counts_.Add(kAdmitted);
-      counts_.Add(kPermits, static_cast<uint64_t>(n));
+      if (n > 1) counts_.Add(kExtraPermits, static_cast<uint64_t>(n - 1));
       return step.wait;
     }
   }
@@ -448,7 +451,7 @@ inline RateLimitStats RateLimiter::stats() const {
   RateLimitStats st;
   st.admitted = counts_.Load(kAdmitted);
   st.refused = counts_.Load(kRefused);
-  st.admitted_permits = counts_.Load(kPermits);
+  st.admitted_permits = st.admitted + counts_.Load(kExtraPermits);
   st.rate = current_rate();
   st.configured_rate = settings_.rate;
   return st;

@@ -41,6 +41,7 @@
 
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
+#include "degrade/detail/macros.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
 
@@ -155,7 +156,7 @@ class GcraLine {
     return absl::ToUnixNanos(t);
   }
 
-  int64_t Raw() const {
+  DEGRADE_ALWAYS_INLINE int64_t Raw() const {
     int64_t ns;
     if (real_ != nullptr) {
       ns = coarse_ ? real_->CoarseUnixNanos() : real_->UnixNanos();

@@ -5,6 +5,7 @@
 //                                  with a burst of 1e9: nothing is refused);
 //                                  it reads the coarse clock (burst / rate
 //                                  >= 20 ms)
+//   BM_Degrade_TryAcquireCredit    the same with credit_per_thread = 64
 //   BM_Baseline_MutexTokenBucket   the token bucket written the obvious way:
 //                                  a std::mutex around double tokens and the
 //                                  last refill time, refilled on consume
@@ -138,6 +139,22 @@ void BM_Degrade_TryAcquire(benchmark::State& state) {
   Measure(state, [l] { return l->TryAcquire(); });
 }
 BENCHMARK(BM_Degrade_TryAcquire)->Threads(1)->Threads(2)->UseRealTime();
+
+// With credit_per_thread = 64: a thread spends from its own word and
+// takes from the shared one once per 65 calls.
+void BM_Degrade_TryAcquireCredit(benchmark::State& state) {
+  static degrade::RateLimiter* const l = [] {
+    degrade::RateLimitSettings s;
+    s.name = "bench_credit";
+    s.rate = 1e9;
+    s.burst = 1'000'000'000;
+    s.credit_per_thread = 64;
+    s.metrics = degrade::NoTelemetry();
+    return degrade::RateLimiter::Create(s).value().release();
+  }();
+  Measure(state, [] { return l->TryAcquire(); });
+}
+BENCHMARK(BM_Degrade_TryAcquireCredit)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_Baseline_MutexTokenBucket(benchmark::State& state) {
   MutexTokenBucket* b = SharedBaseline(false);

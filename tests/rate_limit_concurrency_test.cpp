@@ -2,10 +2,11 @@
 //
 // RateLimiter under threads (label concurrency, run under ThreadSanitizer):
 // racing callers on a frozen FakeClock are admitted exactly the burst,
-// round after round exactly what the clock's advance replenished; racing
+// round after round exactly what the clock's advance replenished; with
+// per-thread credit never more than the shared state gave out; racing
 // reservations are handed distinct waits, one interval apart, with none
-// lost or granted twice; and a clock advanced by another thread while
-// callers race never lets more through than rate x time + burst.
+// lost or granted twice; and a clock the callers advance while they race
+// never lets more through than rate x time + burst.
 
 #include <algorithm>
 #include <atomic>
@@ -75,6 +76,35 @@ TEST(RateLimiterConcurrencyTest, RacingCallersGetExactlyWhatWasReplenished) {
   EXPECT_EQ(l->stats().admitted_permits, static_cast<uint64_t>(total));
 }
 
+TEST(RateLimiterConcurrencyTest, PerThreadCreditNeverAdmitsMoreThanTaken) {
+  FakeClock clock;
+  RateLimitSettings s;
+  s.name = "credit";
+  s.rate = 1000;
+  s.burst = 500;
+  s.credit_per_thread = 16;
+  s.clock = &clock;
+  s.metrics = NoTelemetry();
+  auto l = RateLimiter::Create(s).value();
+  int64_t total = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int64_t> admitted{0};
+    Race([&](int) {
+      for (int i = 0; i < 2000; ++i) {
+        if (l->TryAcquire()) admitted.fetch_add(1);
+      }
+    });
+    total += admitted.load();
+    // Never more than the shared state gave out; less only by the credit
+    // the threads still hold.
+    const int64_t given = 500 + 100 * round;
+    EXPECT_LE(total, given) << "round " << round;
+    EXPECT_GE(total, given - kThreads * 16 - 16) << "round " << round;
+    clock.Advance(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(l->stats().admitted, static_cast<uint64_t>(total));
+}
+
 TEST(RateLimiterConcurrencyTest, RacingReservationsGetDistinctWaits) {
   FakeClock clock;
   // 100/s with no burst: the k-th reservation waits k x 10 ms.
@@ -100,23 +130,18 @@ TEST(RateLimiterConcurrencyTest, RacingReservationsGetDistinctWaits) {
 TEST(RateLimiterConcurrencyTest, AMovingClockNeverLetsMoreThroughThanTheRate) {
   FakeClock clock;
   auto l = Make(clock, 10'000, 100, absl::ZeroDuration());
-  std::atomic<bool> done{false};
   std::atomic<int64_t> admitted{0};
-  std::thread ticker([&] {
-    for (int i = 0; i < 250; ++i) {
-      clock.Advance(absl::Milliseconds(4));
-      std::this_thread::yield();
-    }
-    done.store(true);
-  });
+  // The callers move the clock themselves, 50 us every 100 calls: 80 ms in
+  // all, whatever the scheduler does.
   Race([&](int) {
-    while (!done.load()) {
+    for (int i = 1; i <= 20'000; ++i) {
       if (l->TryAcquire()) admitted.fetch_add(1);
+      if (i % 100 == 0) clock.Advance(absl::Microseconds(50));
     }
   });
-  ticker.join();
-  // 1 s of clock at 10,000/s, plus the burst.
-  EXPECT_LE(admitted.load(), 10'000 + 100);
+  // 80 ms at 10,000/s, plus the burst.
+  EXPECT_LE(admitted.load(), 800 + 100);
+  EXPECT_GE(admitted.load(), 100);
   EXPECT_EQ(l->stats().admitted, static_cast<uint64_t>(admitted.load()));
 }
 

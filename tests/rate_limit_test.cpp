@@ -292,6 +292,29 @@ TEST(RateLimiterTest, TheExtremeSettingsWork) {
   EXPECT_FALSE(deep->TryAcquire());
 }
 
+TEST(RateLimiterTest, PerThreadCreditBatchesAndStaysExactAtTheEdge) {
+  FakeClock clock;
+  RateLimitSettings s = Settings(clock, 10, 10);
+  s.credit_per_thread = 4;
+  auto l = Make(s);
+  // Batches of this request and 4 more: 5, 5, then nothing left.
+  EXPECT_EQ(Drain(*l), 10);
+  absl::Duration retry;
+  EXPECT_FALSE(l->TryAcquire(1, &retry));
+  EXPECT_EQ(retry, absl::Milliseconds(100));  // exact for the shared state
+  // One permit replenished: no batch fits, the request alone does.
+  clock.Advance(absl::Milliseconds(100));
+  EXPECT_TRUE(l->TryAcquire());
+  EXPECT_FALSE(l->TryAcquire());
+  // Larger than the credit: straight to the shared state.
+  clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(l->Admit(6).ok());
+  EXPECT_EQ(Drain(*l), 4);
+  const RateLimitStats st = l->stats();
+  EXPECT_EQ(st.admitted, 16u);
+  EXPECT_EQ(st.admitted_permits, 21u);
+}
+
 TEST(RateLimiterTest, EveryBadSettingIsNamed) {
   FakeClock clock;
   const double nan = std::nan("");
@@ -332,6 +355,10 @@ TEST(RateLimiterTest, EveryBadSettingIsNamed) {
        [](RateLimitSettings& s) { s.cold_factor = std::nan(""); }},
       {"'cold_factor' = 101",
        [](RateLimitSettings& s) { s.cold_factor = 101; }},
+      {"'credit_per_thread' = -1",
+       [](RateLimitSettings& s) { s.credit_per_thread = -1; }},
+      {"'credit_per_thread' = 6 is invalid: must be in [0, burst] = [0, 5]",
+       [](RateLimitSettings& s) { s.credit_per_thread = 6; }},
       {"'max_wait' = -1ns",
        [](RateLimitSettings& s) { s.max_wait = absl::Nanoseconds(-1); }},
       {"'max_wait' = 2h",

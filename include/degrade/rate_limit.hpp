@@ -40,6 +40,7 @@
 #ifndef DEGRADE_RATE_LIMIT_HPP_
 #define DEGRADE_RATE_LIMIT_HPP_
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -109,6 +110,19 @@ struct RateLimitSettings {
   // Sentinel's rate-limiter behaviour (evenly spaced, queued up to
   // max_wait), without the sleep.
   absl::Duration max_wait = absl::ZeroDuration();
+  // Per-thread credit, for limiters many threads call at once: 0 (the
+  // default) is off. Otherwise a thread that runs out takes
+  // `credit_per_thread` permits from the shared state at once, when they
+  // are there, and spends them from a word only it writes: TryAcquire and
+  // Admit of at most that many permits cost a few ns and the shared word
+  // is written once per batch. The price: permits a thread holds are not
+  // available to the others (the limiter may admit up to threads x
+  // credit_per_thread fewer at a time), and a thread spends them when it
+  // calls again, possibly later than taken (over any window it may admit up
+  // to that many more than rate x window + burst). A refusal's retry-after
+  // stays exact for the shared state. Reserve() never uses credit. In
+  // [0, burst].
+  int64_t credit_per_thread = 0;
   // true: always read the precise clock. By default the coarse one is read
   // when burst / rate >= 20 ms (kCoarseRateLimitTolerance): the average
   // rate stays exact, and admissions may bunch at the clock's tick.
@@ -154,7 +168,7 @@ class RateLimiter final {
   // to the nanosecond; while warming up an upper bound), or a negative
   // duration when it never would (n > burst). REQUIRES: retry_after is not
   // null.
-  bool TryAcquire(int64_t n = 1) { return Take(n, 0, nullptr) >= 0; }
+  bool TryAcquire(int64_t n = 1) { return Take(n, nullptr) >= 0; }
   bool TryAcquire(int64_t n, absl::Duration* retry_after);
 
   // Admit(n)
@@ -198,13 +212,33 @@ class RateLimiter final {
 
   // Admitted requests, refused ones, and the permits admitted requests took
   // beyond one each (a request of one permit, the usual, adds one count).
-  enum Counter { kAdmitted = 0, kRefused = 1, kExtraPermits = 2 };
+  // and a thread's credit: on a cache line per thread shard.
+  struct alignas(detail::kCacheLine) Shard {
+    std::atomic<int64_t> credit{0};
+    detail::ShardCounter admitted;
+    detail::ShardCounter refused;
+    detail::ShardCounter extra_permits;
+  };
 
   // The decision for n permits accepting a wait up to `max_wait` ticks:
   // the wait (>= 0) when admitted, kNever when refused; then `*retry`
   // (unless null) is the retry-after in ticks, or -1 for "never".
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
-  int64_t Take(int64_t n, int64_t max_wait, int64_t* retry);
+  int64_t Decide(int64_t n, int64_t max_wait, int64_t* retry);
+  // Decide, counted; with credit for TryAcquire and Admit (no wait).
+  int64_t Take(int64_t n, int64_t* retry, int64_t max_wait = 0);
+  bool TakeCredit(int64_t n, int64_t* retry);
+  void Count(int64_t admitted_permits) {
+    Shard& s = shards_[detail::ThreadShardIndex()];
+    if (admitted_permits == 0) {
+      s.refused.Add(1);
+      return;
+    }
+    s.admitted.Add(1);
+    if (admitted_permits > 1) {
+      s.extra_permits.Add(static_cast<uint64_t>(admitted_permits - 1));
+    }
+  }
   int64_t Interval(int64_t now, int64_t ramp_start) const;
   absl::Status Refusal(int64_t n, int64_t retry) const;
 
@@ -216,12 +250,13 @@ class RateLimiter final {
   const int64_t max_wait_;   // settings' max_wait in ticks
   const int64_t warm_up_;    // ticks; 0 = off
   const double cold_factor_;
+  const int64_t credit_;  // credit_per_thread
   const detail::GcraLine line_;
   // The TAT and the start of the current warm-up ramp, together on a line
   // of their own: the only words a call writes.
   alignas(detail::kCacheLine) std::atomic<int64_t> tat_;
   std::atomic<int64_t> ramp_start_;
-  alignas(detail::kCacheLine) detail::ShardedCounts<3> counts_;
+  const std::unique_ptr<Shard[]> shards_;
   const detail::OwnerView<RateLimiter, RateLimitStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;  // last
 };
@@ -272,6 +307,11 @@ inline absl::Status ValidateRateLimitSettings(const RateLimitSettings& s) {
   if (!(s.cold_factor > 1 && s.cold_factor <= 100)) {
     return who.Invalid("cold_factor", s.cold_factor, "must be in (1, 100]");
   }
+  if (s.credit_per_thread < 0 || s.credit_per_thread > s.burst) {
+    return who.Invalid(
+        "credit_per_thread", s.credit_per_thread,
+        absl::StrCat("must be in [0, burst] = [0, ", s.burst, "]"));
+  }
   if (bad_duration(s.max_wait, kMaxRateLimitWait)) {
     return who.Invalid("max_wait", absl::FormatDuration(s.max_wait),
                        "must be in [0, 1h]");
@@ -308,6 +348,7 @@ inline RateLimiter::RateLimiter(RateLimitSettings s)
       max_wait_(detail::GcraTicks(settings_.max_wait)),
       warm_up_(detail::GcraTicks(settings_.warm_up)),
       cold_factor_(settings_.cold_factor),
+      credit_(settings_.credit_per_thread),
       line_(settings_.clock,
             !settings_.precise_clock &&
                 settings_.burst >=
@@ -316,7 +357,8 @@ inline RateLimiter::RateLimiter(RateLimitSettings s)
       // A new limiter has its full burst; warming up, it has been quiet
       // for a warm-up, so its first admission starts the ramp.
       tat_(-warm_up_),
-      ramp_start_(std::numeric_limits<int64_t>::min()) {
+      ramp_start_(std::numeric_limits<int64_t>::min()),
+      shards_(new Shard[detail::ShardArraySize()]) {
   telemetry_ =
       detail::Attach(settings_.metrics, &Telemetry::AttachComponent, view_);
 }
@@ -334,10 +376,10 @@ inline int64_t RateLimiter::Interval(int64_t now, int64_t ramp_start) const {
       std::ceil(static_cast<double>(interval_) / share));
 }
 
-inline int64_t RateLimiter::Take(int64_t n, int64_t max_wait, int64_t* retry) {
+inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
+                                   int64_t* retry) {
   if (n < 1) {
     if (retry != nullptr) *retry = -1;
-    counts_.Add(kRefused);
     return kNever;
   }
   int64_t tat = tat_.load(std::memory_order_relaxed);
@@ -366,22 +408,59 @@ inline int64_t RateLimiter::Take(int64_t n, int64_t max_wait, int64_t* retry) {
         tolerance, max_wait);
     if (!step.admit) {
       if (retry != nullptr) *retry = step.wait;
-      counts_.Add(kRefused);
       return kNever;
     }
     if (tat_.compare_exchange_weak(tat, step.next, std::memory_order_relaxed,
                                    std::memory_order_relaxed)) {
       if (new_ramp) ramp_start_.store(t, std::memory_order_relaxed);
-      counts_.Add(kAdmitted);
-      if (n > 1) counts_.Add(kExtraPermits, static_cast<uint64_t>(n - 1));
       return step.wait;
     }
   }
 }
 
+inline int64_t RateLimiter::Take(int64_t n, int64_t* retry, int64_t max_wait) {
+  if (credit_ != 0 && max_wait == 0 && n >= 1 && n <= credit_) {
+    return TakeCredit(n, retry) ? 0 : kNever;
+  }
+  const int64_t wait = Decide(n, max_wait, retry);
+  Count(wait >= 0 ? n : 0);
+  return wait;
+}
+
+inline bool RateLimiter::TakeCredit(int64_t n, int64_t* retry) {
+  Shard& s = shards_[detail::ThreadShardIndex()];
+  int64_t have = s.credit.load(std::memory_order_relaxed);
+  if (detail::ThreadOwnsShard()) {
+    if (have >= n) {
+      s.credit.store(have - n, std::memory_order_relaxed);
+      Count(n);
+      return true;
+    }
+  } else {
+    while (have >= n) {
+      if (s.credit.compare_exchange_weak(have, have - n,
+                                         std::memory_order_relaxed)) {
+        Count(n);
+        return true;
+      }
+    }
+  }
+  // Out of credit: this request and a new batch at once, if they are
+  // there now; else this request alone, exactly as without credit.
+  const int64_t batch = std::min(credit_, settings_.burst - n);
+  if (batch > 0 && Decide(n + batch, 0, nullptr) >= 0) {
+    s.credit.fetch_add(batch, std::memory_order_relaxed);
+    Count(n);
+    return true;
+  }
+  const bool admitted = Decide(n, 0, retry) >= 0;
+  Count(admitted ? n : 0);
+  return admitted;
+}
+
 inline bool RateLimiter::TryAcquire(int64_t n, absl::Duration* retry_after) {
   int64_t retry = 0;
-  if (Take(n, 0, &retry) >= 0) return true;
+  if (Take(n, &retry) >= 0) return true;
   *retry_after =
       retry < 0 ? absl::Milliseconds(-1) : detail::GcraDuration(retry);
   return false;
@@ -407,13 +486,13 @@ inline absl::Status RateLimiter::Refusal(int64_t n, int64_t retry) const {
 
 inline absl::Status RateLimiter::Admit(int64_t n) {
   int64_t retry = 0;
-  if (Take(n, 0, &retry) >= 0) return absl::OkStatus();
+  if (Take(n, &retry) >= 0) return absl::OkStatus();
   return Refusal(n, retry);
 }
 
 inline absl::StatusOr<absl::Duration> RateLimiter::Reserve(int64_t n) {
   int64_t retry = 0;
-  const int64_t wait = Take(n, max_wait_, &retry);
+  const int64_t wait = Take(n, &retry, max_wait_);
   if (wait >= 0) return detail::GcraDuration(wait);
   return Refusal(n, retry);
 }
@@ -449,9 +528,13 @@ inline double RateLimiter::current_rate() const {
 
 inline RateLimitStats RateLimiter::stats() const {
   RateLimitStats st;
-  st.admitted = counts_.Load(kAdmitted);
-  st.refused = counts_.Load(kRefused);
-  st.admitted_permits = st.admitted + counts_.Load(kExtraPermits);
+  uint64_t extra = 0;
+  for (std::size_t i = 0; i < detail::ShardArraySize(); ++i) {
+    st.admitted += shards_[i].admitted.Load();
+    st.refused += shards_[i].refused.Load();
+    extra += shards_[i].extra_permits.Load();
+  }
+  st.admitted_permits = st.admitted + extra;
   st.rate = current_rate();
   st.configured_rate = settings_.rate;
   return st;

@@ -34,8 +34,10 @@
 // cold_factor to rate over `warm_up`, Guava's warming-up and Sentinel's cold
 // factor), pacing (`max_wait`: `Reserve()` admits a request that would wait
 // at most that long, and returns the wait, Sentinel's rate-limiter
-// behaviour). docs/rate-limits.md maps Sentinel's, resilience4j's, Guava's
-// and Envoy's settings to these.
+// behaviour), per-thread credit (`credit_per_thread`: threads take permits
+// in batches and spend them without touching shared memory, for limiters
+// many threads call at once). docs/rate-limits.md maps Sentinel's,
+// resilience4j's, Guava's and Envoy's settings to these.
 
 #ifndef DEGRADE_RATE_LIMIT_HPP_
 #define DEGRADE_RATE_LIMIT_HPP_
@@ -166,8 +168,10 @@ class RateLimiter final {
   // second form also sets `*retry_after` on a refusal: how long until the
   // same request would be admitted if nothing else came (exact, rounded up
   // to the nanosecond; while warming up an upper bound), or a negative
-  // duration when it never would (n > burst). REQUIRES: retry_after is not
-  // null.
+  // duration when it never would (n > burst). With credit_per_thread, a
+  // request of at most that many permits is served from the calling
+  // thread's credit first (a refusal's retry-after is then the shared
+  // state's). REQUIRES: retry_after is not null.
   bool TryAcquire(int64_t n = 1) { return Take(n, nullptr) >= 0; }
   bool TryAcquire(int64_t n, absl::Duration* retry_after);
 

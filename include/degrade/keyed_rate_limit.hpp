@@ -103,7 +103,8 @@ struct KeyedRateLimitSettings {
   // Mandatory: the keys in debt the table holds at once, in [1, 2^28];
   // rounded up to a multiple of 8 (a bucket). The table takes 16 bytes a
   // slot, allocated by Create(), plus 64 bytes per lock stripe (at most
-  // 256, at most one per bucket).
+  // 256, at most one per bucket of 128 bytes): under 1% more from 100,000
+  // keys up.
   std::size_t max_keys = 0;
   KeyedTableFull when_full = KeyedTableFull::kForgiveLeast;
   // As RateLimitSettings::precise_clock.
@@ -144,7 +145,8 @@ inline absl::Status ValidateKeyedRateLimitSettings(
 //
 // Thread-safe; neither copyable nor movable. Calls on keys of different
 // lock stripes run in parallel; a call holds its stripe's spinlock for one
-// bucket's scan (no allocation, no system call, nothing of the caller's).
+// bucket's scan (no allocation, nothing of the caller's); a waiter spins,
+// then yields its core.
 // Key must be copyable and equality-comparable (overrides are compared by
 // the key); Hash is called without a lock held and must not throw.
 template <class Key, class Hash = std::hash<Key>>

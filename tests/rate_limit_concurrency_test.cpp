@@ -145,5 +145,56 @@ TEST(RateLimiterConcurrencyTest, AMovingClockNeverLetsMoreThroughThanTheRate) {
   EXPECT_EQ(l->stats().admitted, static_cast<uint64_t>(admitted.load()));
 }
 
+TEST(RateLimiterConcurrencyTest, EveryCallAtOnceKeepsTheBound) {
+  FakeClock clock;
+  RateLimitSettings s;
+  s.name = "mixed";
+  s.rate = 1000;
+  s.burst = 50;
+  s.warm_up = absl::Milliseconds(100);
+  s.max_wait = absl::Milliseconds(20);
+  s.credit_per_thread = 4;
+  s.clock = &clock;
+  s.metrics = NoTelemetry();
+  auto l = RateLimiter::Create(s).value();
+  std::atomic<int64_t> taken{0}, returned{0}, advances{0};
+  Race([&](int t) {
+    for (int i = 1; i <= 5000; ++i) {
+      switch ((i + t) % 5) {
+        case 0:
+          taken.fetch_add(l->TryAcquire() ? 1 : 0);
+          break;
+        case 1:
+          taken.fetch_add(l->Admit(2).ok() ? 2 : 0);
+          break;
+        case 2:
+          if (l->Reserve(3).ok()) {
+            taken.fetch_add(3);
+            if (i % 2 == 0) {
+              l->GiveBack(3);
+              returned.fetch_add(3);
+            }
+          }
+          break;
+        case 3:
+          (void)l->stats();
+          break;
+        default:
+          if (i % 10 == 4) {
+            clock.Advance(absl::Microseconds(100));
+            advances.fetch_add(1);
+          }
+      }
+    }
+  });
+  // One permit per 100 us advance at 1000/s, plus the burst, the longest
+  // wait's worth and the threads' credit.
+  const int64_t net = taken.load() - returned.load();
+  EXPECT_GT(advances.load(), 0);
+  EXPECT_LE(net, advances.load() / 10 + 50 + 20 + kThreads * 4);
+  EXPECT_GE(net, 1);
+  EXPECT_EQ(l->stats().admitted_permits, static_cast<uint64_t>(taken.load()));
+}
+
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

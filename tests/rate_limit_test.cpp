@@ -10,6 +10,7 @@
 
 #include "degrade/rate_limit.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -20,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/status.hpp"
 #include "gtest/gtest.h"
 
@@ -386,6 +388,80 @@ TEST(RateLimiterTest, EveryBadSettingIsNamed) {
   EXPECT_EQ(ValidateRateLimitSettings(s).message().find('\n'),
             std::string::npos);
   EXPECT_TRUE(ValidateRateLimitSettings(Settings(clock, 10, 5)).ok());
+}
+
+// Any settings at all: either refused with INVALID_ARGUMENT, or a limiter
+// whose calls keep their promises (never more than the burst at once,
+// refusals with a retry-after, no crash, no overflow).
+TEST(RateLimiterTest, RandomSettingsAreRefusedOrKeepTheirPromises) {
+  FakeClock clock;
+  detail::SplitMix64 rng(33);
+  const double doubles[] = {std::nan(""),
+                            std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(),
+                            0,
+                            -1,
+                            1e-300,
+                            kMinRateLimit,
+                            1,
+                            7.5,
+                            1e6,
+                            kMaxRateLimit,
+                            1e300};
+  const int64_t ints[] = {std::numeric_limits<int64_t>::min(),
+                          -1,
+                          0,
+                          1,
+                          2,
+                          1000,
+                          kMaxRateLimitBurst,
+                          std::numeric_limits<int64_t>::max()};
+  const absl::Duration durations[] = {-absl::InfiniteDuration(),
+                                      absl::Nanoseconds(-1),
+                                      absl::ZeroDuration(),
+                                      absl::Nanoseconds(1),
+                                      absl::Milliseconds(1),
+                                      absl::Seconds(1),
+                                      absl::Hours(1),
+                                      absl::Hours(2),
+                                      absl::InfiniteDuration()};
+  const auto pick = [&rng](const auto& table) {
+    return table[rng.Next() % (sizeof(table) / sizeof(table[0]))];
+  };
+  int valid = 0;
+  for (int i = 0; i < 3000; ++i) {
+    // Each field wild one time in three, so that some draws are valid.
+    const auto wild = [&rng] { return rng.Next() % 3 == 0; };
+    RateLimitSettings s =
+        Settings(clock, wild() ? pick(doubles) : 10, wild() ? pick(ints) : 5);
+    s.warm_up = wild() ? pick(durations) : absl::Seconds(1);
+    s.cold_factor = wild() ? pick(doubles) : 3;
+    s.max_wait = wild() ? pick(durations) : absl::Milliseconds(100);
+    s.credit_per_thread = wild() ? pick(ints) : 2;
+    const absl::Status v = ValidateRateLimitSettings(s);
+    auto l = RateLimiter::Create(s);
+    ASSERT_EQ(l.status(), v);
+    if (!v.ok()) {
+      ASSERT_EQ(v.code(), absl::StatusCode::kInvalidArgument);
+      continue;
+    }
+    ++valid;
+    RateLimiter& r = **l;
+    int64_t admitted = 0;
+    for (int k = 0; k < 50 && admitted <= s.burst; ++k) {
+      absl::Duration retry;
+      if (r.TryAcquire(1, &retry)) {
+        ++admitted;
+      } else {
+        ASSERT_NE(retry, absl::ZeroDuration());
+      }
+      (void)r.Reserve(2);
+      clock.Advance(absl::Nanoseconds(static_cast<int64_t>(rng.Next() % 3)));
+    }
+    ASSERT_LE(admitted, std::max<int64_t>(s.burst, 1) + 50);
+    (void)r.stats();
+  }
+  EXPECT_GT(valid, 50);
 }
 
 }  // namespace DEGRADE_TEST_UNIT

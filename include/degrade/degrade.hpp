@@ -44,6 +44,7 @@
 #include "degrade/hedge_stats.hpp"          // IWYU pragma: export
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/hot_list_stats.hpp"       // IWYU pragma: export
+#include "degrade/keyed_rate_limit.hpp"     // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/limiter_settings.hpp"     // IWYU pragma: export
 #include "degrade/manager_listener.hpp"     // IWYU pragma: export
@@ -52,6 +53,8 @@
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
 #include "degrade/overload_stats.hpp"       // IWYU pragma: export
 #include "degrade/queue_settings.hpp"       // IWYU pragma: export
+#include "degrade/rate_limit.hpp"           // IWYU pragma: export
+#include "degrade/rate_limit_stats.hpp"     // IWYU pragma: export
 #include "degrade/request_class.hpp"        // IWYU pragma: export
 #include "degrade/retry.hpp"                // IWYU pragma: export
 #include "degrade/retry_budget.hpp"         // IWYU pragma: export

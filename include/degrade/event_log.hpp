@@ -84,24 +84,26 @@ struct EventLogOptions {
   std::size_t max_keys = 4096;
 };
 
-// RateLimiter
+// LogRateLimiter
 //
-// At most `limit` admissions per window of `interval`; counts the rest. The
+// The event log's per-key line limit (called `RateLimiter` until the
+// request-rate limiter of rate_limit.hpp took that name). At most `limit`
+// admissions per window of `interval`; counts the rest. The
 // window restarts at the first admission attempt after it ends (not on a
 // fixed grid), so a key that was quiet gets its full allowance at once.
 //
 // Thread-safe. While a window is full, `Admit` is two relaxed loads and one
 // relaxed add, with no lock: that is the path a flooding key takes.
-class RateLimiter {
+class LogRateLimiter {
  public:
-  RateLimiter(uint32_t limit, absl::Duration interval)
+  LogRateLimiter(uint32_t limit, absl::Duration interval)
       : limit_(limit),
         interval_nanos_(interval > absl::ZeroDuration()
                             ? absl::ToInt64Nanoseconds(interval)
                             : absl::ToInt64Nanoseconds(absl::Seconds(1))) {}
 
-  RateLimiter(const RateLimiter&) = delete;
-  RateLimiter& operator=(const RateLimiter&) = delete;
+  LogRateLimiter(const LogRateLimiter&) = delete;
+  LogRateLimiter& operator=(const LogRateLimiter&) = delete;
 
   // Whether a line may be written at `now_nanos`. When it may, sets
   // `*suppressed` to the attempts refused since the last admission (and
@@ -176,9 +178,9 @@ class EventLog {
 
    private:
     friend class EventLog;
-    explicit Key(std::shared_ptr<RateLimiter> limiter)
+    explicit Key(std::shared_ptr<LogRateLimiter> limiter)
         : limiter_(std::move(limiter)) {}
-    std::shared_ptr<RateLimiter> limiter_;
+    std::shared_ptr<LogRateLimiter> limiter_;
   };
 
   explicit EventLog(EventLogOptions options = {})
@@ -188,7 +190,7 @@ class EventLog {
         interval_(options.interval > absl::ZeroDuration() ? options.interval
                                                           : absl::Seconds(1)),
         max_keys_(options.max_keys),
-        overflow_(std::make_shared<RateLimiter>(limit_, interval_)),
+        overflow_(std::make_shared<LogRateLimiter>(limit_, interval_)),
         sink_(std::make_shared<const Sink>(
             options.sink ? std::move(options.sink) : Sink(StderrLogSink))) {}
 
@@ -238,7 +240,7 @@ class EventLog {
       key_overflows_.fetch_add(1, std::memory_order_relaxed);
       return Key(overflow_);
     }
-    auto limiter = std::make_shared<RateLimiter>(limit_, interval_);
+    auto limiter = std::make_shared<LogRateLimiter>(limit_, interval_);
     keys_.emplace(std::string(key), limiter);
     return Key(std::move(limiter));
   }
@@ -257,7 +259,7 @@ class EventLog {
   // overflow limit.
   template <typename MakeLine>
   bool Emit(const Key& key, MakeLine&& make_line) {
-    RateLimiter* limiter =
+    LogRateLimiter* limiter =
         key.limiter_ != nullptr ? key.limiter_.get() : overflow_.get();
     uint64_t suppressed = 0;
     if (!limiter->Admit(NowNanos(), &suppressed)) {
@@ -323,12 +325,12 @@ class EventLog {
   const uint32_t limit_;
   const absl::Duration interval_;
   const std::size_t max_keys_;
-  const std::shared_ptr<RateLimiter> overflow_;
+  const std::shared_ptr<LogRateLimiter> overflow_;
   std::atomic<uint64_t> key_overflows_{0};
   std::atomic<uint64_t> written_total_{0};
   std::atomic<uint64_t> suppressed_total_{0};
   detail::Mutex mu_;
-  std::map<std::string, std::shared_ptr<RateLimiter>, std::less<>> keys_
+  std::map<std::string, std::shared_ptr<LogRateLimiter>, std::less<>> keys_
       ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Sink> sink_ ABSL_GUARDED_BY(mu_);
   int64_t last_sweep_nanos_ ABSL_GUARDED_BY(mu_) =

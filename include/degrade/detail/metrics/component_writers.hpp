@@ -17,10 +17,12 @@
 
 #include "absl/strings/string_view.h"
 #include "degrade/detail/metrics/fleet_metrics.hpp"
+#include "degrade/detail/metrics/rate_limit_metrics.hpp"
 #include "degrade/detail/metrics/registry_attachments.hpp"
 #include "degrade/detail/metrics/rpc_metrics.hpp"
 #include "degrade/detail/metrics/source_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
+#include "degrade/rate_limit_stats.hpp"
 #include "degrade/rpc_stats.hpp"
 #include "degrade/source_stats.hpp"
 #include "degrade/stats_view.hpp"
@@ -72,7 +74,10 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<GrpcServerStats>("grpc_server", WriteGrpcServerMetrics),
       Known<GpuSourceStats>("gpu_source", WriteGpuSourceMetrics),
       Known<DefaultFeaturesStats>("default_features",
-                                  WriteDefaultFeaturesMetrics));
+                                  WriteDefaultFeaturesMetrics),
+      Known<RateLimitStats>("rate_limit", WriteRateLimitMetrics),
+      Known<KeyedRateLimitStats>("keyed_rate_limit",
+                                 WriteKeyedRateLimitMetrics));
 }
 
 }  // namespace detail

@@ -1,0 +1,186 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// The arithmetic the rate limiters share (rate_limit.hpp,
+// keyed_rate_limit.hpp): the generic cell rate algorithm on one number, the
+// theoretical arrival time (TAT), and the time line it is measured on.
+//
+// GCRA. With an emission interval T (1 / rate) and a tolerance tau
+// (burst x T), a request for cost c at `now` would move the TAT to
+// next = max(TAT, now) + c; it may go at `next - tau`, so it waits
+// next - tau - now (nothing when that is not positive), and is admitted iff
+// that wait is at most the wait it accepts. Admitted, TAT := next; refused,
+// nothing changes. A TAT at or before `now - tau` is a full bucket, which
+// is what an absent key is: that is why idle state costs nothing.
+//
+// Ticks. Times and intervals are int64 counts of a quarter nanosecond
+// since the limiter was created (its epoch), so 1 / rate is exact to a
+// quarter nanosecond up to 1e9 per second and the line lasts 18 years;
+// beyond that a reading counts as no time passing.
+//
+// The time line. A clock read as ticks plus an offset. A clock stepped back
+// (by `kStepBackTicks` or more below the lowest time the state allows, TAT
+// - tau - the longest wait) raises the offset so that the line stands still
+// at that floor and moves on with the clock from there: time does not run
+// backwards and the limiter does not refuse for as long as the step was.
+// It may forgive nothing and may lose at most tau + the longest wait of
+// credit. Smaller dips (two threads' readings racing, a coarse clock's
+// tick) read as the floor. A reading at an infinity (InfinitePast,
+// InfiniteFuture, or past the line's 18 years) reads as the floor too: no
+// time passes while the clock is broken.
+//
+// Thread safety: GcraLine is thread-safe (its offset is an atomic that only
+// grows); the functions are pure.
+
+#ifndef DEGRADE_DETAIL_RATE_LIMIT_GCRA_HPP_
+#define DEGRADE_DETAIL_RATE_LIMIT_GCRA_HPP_
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/detail/macros.hpp"
+#include "degrade/detail/saturating.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+
+inline constexpr int64_t kGcraTicksPerNano = 4;
+// The line's length: 2^59 ns (18 years) in ticks, leaving 2^61 of headroom
+// so that a TAT plus a tolerance or a cost (at most 60 days) never
+// saturates in practice.
+inline constexpr int64_t kGcraMaxElapsedNanos = int64_t{1} << 59;
+inline constexpr int64_t kGcraStepBackTicks = int64_t{1'000'000'000} * 4;
+// A clock reading that says "no time passes": at an infinity or past the
+// line's end.
+inline constexpr int64_t kGcraNoReading = std::numeric_limits<int64_t>::min();
+
+inline int64_t GcraTicks(absl::Duration d) {
+  return SatMulNanos(absl::ToInt64Nanoseconds(d), kGcraTicksPerNano);
+}
+// Ticks as a Duration, rounded up to the nanosecond (a wait is never
+// reported shorter than it is).
+inline absl::Duration GcraDuration(int64_t ticks) {
+  if (ticks <= 0) return absl::ZeroDuration();
+  return absl::Nanoseconds(ticks / kGcraTicksPerNano +
+                           (ticks % kGcraTicksPerNano != 0 ? 1 : 0));
+}
+// The emission interval of `rate` permits per second, in ticks (>= 1).
+inline int64_t GcraInterval(double rate) {
+  const double t = 1e9 * static_cast<double>(kGcraTicksPerNano) / rate;
+  if (!(t >= 1)) return 1;
+  if (t >= 9e18) return std::numeric_limits<int64_t>::max() / 4;
+  return static_cast<int64_t>(std::llround(t));
+}
+
+// The outcome of one GCRA decision. When admitted, `next` is the new TAT
+// and `wait` what the request waits (>= 0). When refused, `wait` is how
+// long until it would be admitted without other traffic, or -1 when it
+// never would (it costs more than the tolerance and the longest wait).
+struct GcraStep {
+  bool admit = false;
+  int64_t next = 0;
+  int64_t wait = 0;
+};
+
+// The decision for `cost` ticks at `now`, with the state `tat`, a
+// `tolerance` and the longest acceptable wait `max_wait`; `least_wait` is
+// the wait the same request would have at best (from a full bucket at the
+// stable rate), to tell "later" from "never". Pure.
+inline GcraStep GcraDecide(int64_t tat, int64_t now, int64_t cost,
+                           int64_t least_wait, int64_t tolerance,
+                           int64_t max_wait) {
+  GcraStep s;
+  s.next = SatAddNanos(tat > now ? tat : now, cost);
+  const int64_t wait = SatSubNanos(SatSubNanos(s.next, tolerance), now);
+  if (wait <= max_wait) {
+    s.admit = true;
+    s.wait = wait > 0 ? wait : 0;
+    return s;
+  }
+  if (least_wait > max_wait) {
+    s.wait = -1;
+  } else {
+    s.wait = SatSubNanos(wait, max_wait);
+  }
+  return s;
+}
+
+// GcraLine
+//
+// A limiter's time line on `clock` (see the file comment). `coarse` reads
+// CoarseNow(), the default RealClock without a virtual call.
+class GcraLine {
+ public:
+  GcraLine(const Clock* clock, bool coarse)
+      : clock_(clock),
+        real_(clock == &RealClock::Instance() ? &RealClock::Instance()
+                                              : nullptr),
+        coarse_(coarse),
+        epoch_nanos_(EpochOf(clock)) {}
+
+  // The line's time, given the lowest time the state allows (`floor`).
+  int64_t Now(int64_t floor) const {
+    const int64_t raw = Raw();
+    if (raw == kGcraNoReading) return floor;
+    int64_t offset = offset_.load(std::memory_order_relaxed);
+    int64_t t = SatAddNanos(raw, offset);
+    while (t < floor && SatSubNanos(floor, t) >= kGcraStepBackTicks) {
+      // A step back: stand still at the floor, then move on with the
+      // clock. The offset only grows.
+      const int64_t want = SatAddNanos(offset, SatSubNanos(floor, t));
+      if (offset_.compare_exchange_weak(offset, want,
+                                        std::memory_order_relaxed)) {
+        offset = want;
+      }
+      t = SatAddNanos(raw, offset);
+    }
+    return t < floor ? floor : t;
+  }
+
+  // The line's time without a floor: for reports (a gauge), never for a
+  // decision.
+  int64_t Peek() const {
+    const int64_t raw = Raw();
+    if (raw == kGcraNoReading) return 0;
+    return SatAddNanos(raw, offset_.load(std::memory_order_relaxed));
+  }
+
+ private:
+  static int64_t EpochOf(const Clock* clock) {
+    const absl::Time t = clock->Now();
+    if (SteadyTime::AtAnInfinity(t)) return 0;
+    return absl::ToUnixNanos(t);
+  }
+
+  DEGRADE_ALWAYS_INLINE int64_t Raw() const {
+    int64_t ns;
+    if (real_ != nullptr) {
+      ns = coarse_ ? real_->CoarseUnixNanos() : real_->UnixNanos();
+    } else {
+      const absl::Time t = coarse_ ? clock_->CoarseNow() : clock_->Now();
+      if (SteadyTime::AtAnInfinity(t)) return kGcraNoReading;
+      ns = absl::ToUnixNanos(t);
+    }
+    // Signed: a clock stepped back before the epoch is a step like another.
+    const int64_t since = SatSubNanos(ns, epoch_nanos_);
+    if (since >= kGcraMaxElapsedNanos || since <= -kGcraMaxElapsedNanos) {
+      return kGcraNoReading;
+    }
+    return since * kGcraTicksPerNano;
+  }
+
+  const Clock* const clock_;
+  const RealClock* const real_;
+  const bool coarse_;
+  const int64_t epoch_nanos_;
+  mutable std::atomic<int64_t> offset_{0};
+};
+
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_DETAIL_RATE_LIMIT_GCRA_HPP_

@@ -1,0 +1,435 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// -----------------------------------------------------------------------------
+// File: keyed_rate_limit.hpp
+// -----------------------------------------------------------------------------
+//
+// A rate limit per key (per user, per item, per caller) in a table of fixed
+// size. The limit of one key is the generic cell rate algorithm of
+// rate_limit.hpp: one number, its theoretical arrival time (TAT). A key
+// whose TAT has passed has fully replenished and is indistinguishable from
+// a key never seen, so the table only has to hold keys that are *in debt*,
+// and dropping a replenished key loses nothing. That sizes the table from
+// first principles (unique keys per second x 1 / rate, for single requests)
+// and lets it be allocated once: 16 bytes a slot (a 64-bit fingerprint of
+// the key and its TAT), never growing, whatever the keys (a rotating
+// client-chosen key cannot grow it, .NET's partitioned limiter's failure).
+//
+// Eviction. A key hashes to one bucket of 8 slots. A new key takes an empty
+// or replenished slot; when every slot is in debt, what is dropped is the
+// least debt among the residents and the newcomer (whose debt, admitted,
+// would be one request's cost): the entry closest to replenished, so a hot
+// key deep in debt is the last to go, where LRU would reset it under a scan
+// of one-shot keys. A newcomer with the least debt is admitted (it has no
+// history: a full bucket) without being stored. `when_full = kRefuse`
+// instead refuses newcomers while their bucket is all debt, forgiving
+// nothing. Both are counted (`KeyedRateLimitStats`).
+//
+//   degrade::KeyedRateLimitSettings s;
+//   s.name = "per_user";
+//   s.rate = 20;            // per key, per second
+//   s.burst = 40;
+//   s.max_keys = 1 << 20;   // 16 MiB, allocated now, never more
+//   auto limiter = degrade::KeyedRateLimiter<std::string>::Create(
+//       s, {{"batch-job", {/*rate=*/2, /*burst=*/2}}}).value();
+//   if (!limiter->TryAcquire(user_id)) return TooManyRequests();
+//
+// Keys are told apart by a 64-bit fingerprint of Hash (mixed): two keys
+// with the same fingerprint share a limit (about n^2 / 2^65 pairs among n
+// live keys: 3e-8 at a million). Overrides are compared by the key itself.
+
+#ifndef DEGRADE_KEYED_RATE_LIMIT_HPP_
+#define DEGRADE_KEYED_RATE_LIMIT_HPP_
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/detail/cache_line.hpp"
+#include "degrade/detail/json_text.hpp"
+#include "degrade/detail/rate_limit/gcra.hpp"
+#include "degrade/detail/rate_limit/slot_table.hpp"
+#include "degrade/detail/saturating.hpp"
+#include "degrade/detail/setting_error.hpp"
+#include "degrade/detail/splitmix.hpp"
+#include "degrade/detail/thread_shard.hpp"
+#include "degrade/rate_limit.hpp"
+#include "degrade/rate_limit_stats.hpp"
+#include "degrade/status.hpp"
+#include "degrade/telemetry.hpp"
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+
+// What a KeyedRateLimiter does with a new key whose bucket holds only keys
+// in debt.
+enum class KeyedTableFull : uint8_t {
+  // Drop the least debt among the residents and the newcomer: evict the
+  // resident closest to replenished (its remaining debt is forgiven), or
+  // admit the newcomer without storing it when its own debt would be the
+  // least. The default.
+  kForgiveLeast = 0,
+  // Refuse the newcomer (ShedError, retry when the least indebted resident
+  // will have replenished); nothing is ever forgiven.
+  kRefuse = 1,
+};
+
+// The most slots a table may have: 2^28, 4 GiB.
+inline constexpr std::size_t kMaxRateLimitKeys = std::size_t{1} << 28;
+// The most keys with their own limit.
+inline constexpr std::size_t kMaxRateLimitOverrides = 4096;
+
+// KeyedRateLimitSettings
+//
+// Thread-compatible: a plain value. `clock` and `metrics` are not owned and
+// must outlive the limiter.
+struct KeyedRateLimitSettings {
+  std::string name = "keyed_rate_limit";
+  // Each key's default limit, as RateLimitSettings' (same bounds).
+  double rate = 0;
+  int64_t burst = 1;
+  // Mandatory: the keys in debt the table holds at once, in [1, 2^28];
+  // rounded up to a multiple of 8 (a bucket). The table takes 16 bytes a
+  // slot, allocated by Create(), plus 64 bytes per lock stripe (at most
+  // 256, at most one per bucket of 128 bytes): under 1% more from 100,000
+  // keys up.
+  std::size_t max_keys = 0;
+  KeyedTableFull when_full = KeyedTableFull::kForgiveLeast;
+  // As RateLimitSettings::precise_clock.
+  bool precise_clock = false;
+  const Clock* clock = nullptr;
+  Telemetry* metrics = nullptr;
+};
+
+// A key's own limit (a VIP caller with more, a known-hot item with less).
+struct RateLimitOverride {
+  double rate = 0;
+  int64_t burst = 1;
+};
+
+// ValidateKeyedRateLimitSettings(s)
+//
+// OK, or INVALID_ARGUMENT naming the limiter, the first setting at fault
+// and its value. Any value may be passed. Pure; thread-safe.
+inline absl::Status ValidateKeyedRateLimitSettings(
+    const KeyedRateLimitSettings& s) {
+  const detail::SettingOwner who("keyed rate limiter", s.name);
+  if (absl::Status v = detail::ValidateRateAndBurst(who, s.rate, s.burst);
+      !v.ok()) {
+    return v;
+  }
+  if (s.max_keys < 1 || s.max_keys > kMaxRateLimitKeys) {
+    return who.Invalid("max_keys", s.max_keys, "must be in [1, 2^28]");
+  }
+  const auto w = static_cast<uint8_t>(s.when_full);
+  if (w > static_cast<uint8_t>(KeyedTableFull::kRefuse)) {
+    return who.Invalid("when_full", static_cast<int>(w),
+                       "not a KeyedTableFull");
+  }
+  return absl::OkStatus();
+}
+
+// KeyedRateLimiter<Key, Hash>
+//
+// Thread-safe; neither copyable nor movable. Calls on keys of different
+// lock stripes run in parallel; a call holds its stripe's spinlock for one
+// bucket's scan (no allocation, nothing of the caller's); a waiter spins,
+// then yields its core.
+// Key must be copyable and equality-comparable (overrides are compared by
+// the key); Hash is called without a lock held and must not throw.
+template <class Key, class Hash = std::hash<Key>>
+class KeyedRateLimiter final {
+ public:
+  using Overrides = std::vector<std::pair<Key, RateLimitOverride>>;
+
+  // Create(settings, overrides, hash)
+  //
+  // INVALID_ARGUMENT for a bad setting or override (each override's rate
+  // and burst as the default's; at most 4096; no key twice),
+  // FAILED_PRECONDITION when the clock reads an infinite time, or a
+  // limiter with every key replenished. Allocates the whole table.
+  static absl::StatusOr<std::unique_ptr<KeyedRateLimiter>> Create(
+      KeyedRateLimitSettings s, Overrides overrides = {}, Hash hash = Hash());
+
+  KeyedRateLimiter(const KeyedRateLimiter&) = delete;
+  KeyedRateLimiter& operator=(const KeyedRateLimiter&) = delete;
+  ~KeyedRateLimiter() { telemetry_.reset(); }  // first: its view reads us
+
+  // TryAcquire(key, n)
+  //
+  // As RateLimiter::TryAcquire for `key`'s own limit: true and `n` permits
+  // taken, or false and nothing changed (no slot taken, no state written).
+  // `*retry_after` as RateLimiter's, or, refused for a full bucket
+  // (kRefuse), when a slot will have replenished. REQUIRES: retry_after is
+  // not null.
+  bool TryAcquire(const Key& key, int64_t n = 1) {
+    return Take(key, n, nullptr);
+  }
+  bool TryAcquire(const Key& key, int64_t n, absl::Duration* retry_after);
+
+  // Admit(key, n): TryAcquire as a status, worded as RateLimiter::Admit.
+  absl::Status Admit(const Key& key, int64_t n = 1);
+
+  // How long until `key` has fully replenished (zero for a key not held):
+  // what evicting it now would forgive. For dashboards and tests.
+  absl::Duration Debt(const Key& key) const;
+
+  const std::string& name() const { return name_; }
+  // Slots in the table, and the bytes the limiter holds (table, stripes,
+  // overrides, itself); neither changes after Create().
+  std::size_t capacity() const { return table_.capacity(); }
+  std::size_t memory_bytes() const {
+    return sizeof(*this) + table_.memory_bytes() +
+           overrides_.capacity() * sizeof(OverrideEntry);
+  }
+
+  // Totals, live keys (an O(max_keys) scan: about a millisecond per
+  // million slots) and evictions. Thread-safe.
+  KeyedRateLimitStats stats() const;
+
+ private:
+  struct Limit {
+    int64_t interval;
+    int64_t tolerance;
+  };
+  struct OverrideEntry {
+    uint64_t fingerprint;
+    Key key;
+    Limit limit;
+  };
+  enum Counter { kAdmitted = 0, kRefused = 1, kPermits = 2 };
+
+  KeyedRateLimiter(KeyedRateLimitSettings s, std::vector<OverrideEntry> o,
+                   Hash hash);
+
+  static Limit LimitOf(double rate, int64_t burst) {
+    const int64_t interval = detail::GcraInterval(rate);
+    return {interval, detail::SatMulNanos(interval, burst)};
+  }
+  uint64_t Fingerprint(const Key& key) const {
+    const uint64_t f =
+        detail::SplitMix64Step(static_cast<uint64_t>(hash_(key)));
+    return f == 0 ? 1 : f;  // 0 marks an empty slot
+  }
+  const Limit& LimitFor(const Key& key, uint64_t fp) const;
+  // Refused: `*retry` (unless null) in ticks, -1 for never.
+  bool Take(const Key& key, int64_t n, int64_t* retry);
+  absl::Status Refusal(int64_t n, int64_t retry) const;
+
+  const std::string name_;
+  const KeyedRateLimitSettings settings_;
+  const Hash hash_;
+  const Limit default_;
+  // Sorted by fingerprint; few, fixed at Create().
+  const std::vector<OverrideEntry> overrides_;
+  const detail::GcraLine line_;
+  mutable detail::SlotTable table_;
+  detail::ShardedCounts<3> counts_;
+  const detail::OwnerView<KeyedRateLimiter, KeyedRateLimitStats> view_{this};
+  std::unique_ptr<TelemetryAttachment> telemetry_;  // last
+};
+
+// ---- Implementation details ----
+
+template <class Key, class Hash>
+absl::StatusOr<std::unique_ptr<KeyedRateLimiter<Key, Hash>>>
+KeyedRateLimiter<Key, Hash>::Create(KeyedRateLimitSettings s,
+                                    Overrides overrides, Hash hash) {
+  if (absl::Status v = ValidateKeyedRateLimitSettings(s); !v.ok()) return v;
+  const detail::SettingOwner who("keyed rate limiter", s.name);
+  if (overrides.size() > kMaxRateLimitOverrides) {
+    return who.Invalid("overrides", overrides.size(),
+                       "must hold at most 4096 keys");
+  }
+  std::vector<OverrideEntry> entries;
+  entries.reserve(overrides.size());
+  for (std::size_t i = 0; i < overrides.size(); ++i) {
+    const detail::SettingOwner one = detail::SettingOwner::Described(
+        absl::StrCat(who.who(), " override ", i));
+    const RateLimitOverride& o = overrides[i].second;
+    if (absl::Status v = detail::ValidateRateAndBurst(one, o.rate, o.burst);
+        !v.ok()) {
+      return v;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (overrides[j].first == overrides[i].first) {
+        return who.Invalid("overrides", absl::StrCat("[", j, "] and [", i, "]"),
+                           "name the same key twice");
+      }
+    }
+    const uint64_t f =
+        detail::SplitMix64Step(static_cast<uint64_t>(hash(overrides[i].first)));
+    entries.push_back(
+        {f == 0 ? 1 : f, overrides[i].first, LimitOf(o.rate, o.burst)});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const OverrideEntry& a, const OverrideEntry& b) {
+              return a.fingerprint < b.fingerprint;
+            });
+  const Clock* clock = s.clock != nullptr ? s.clock : &RealClock::Instance();
+  if (detail::SteadyTime::AtAnInfinity(clock->Now())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(who.who(), ": the clock reads an infinite time"));
+  }
+  s.clock = clock;
+  return std::unique_ptr<KeyedRateLimiter>(
+      new KeyedRateLimiter(std::move(s), std::move(entries), std::move(hash)));
+}
+
+template <class Key, class Hash>
+KeyedRateLimiter<Key, Hash>::KeyedRateLimiter(KeyedRateLimitSettings s,
+                                              std::vector<OverrideEntry> o,
+                                              Hash hash)
+    : name_(detail::Printable(s.name)),
+      settings_(std::move(s)),
+      hash_(std::move(hash)),
+      default_(LimitOf(settings_.rate, settings_.burst)),
+      overrides_(std::move(o)),
+      line_(settings_.clock,
+            !settings_.precise_clock &&
+                static_cast<double>(settings_.burst) >=
+                    settings_.rate *
+                        absl::ToDoubleSeconds(kCoarseRateLimitTolerance)),
+      table_(settings_.max_keys) {
+  telemetry_ =
+      detail::Attach(settings_.metrics, &Telemetry::AttachComponent, view_);
+}
+
+template <class Key, class Hash>
+const typename KeyedRateLimiter<Key, Hash>::Limit&
+KeyedRateLimiter<Key, Hash>::LimitFor(const Key& key, uint64_t fp) const {
+  if (overrides_.empty()) return default_;
+  auto it = std::lower_bound(
+      overrides_.begin(), overrides_.end(), fp,
+      [](const OverrideEntry& e, uint64_t f) { return e.fingerprint < f; });
+  for (; it != overrides_.end() && it->fingerprint == fp; ++it) {
+    if (it->key == key) return it->limit;
+  }
+  return default_;
+}
+
+template <class Key, class Hash>
+bool KeyedRateLimiter<Key, Hash>::Take(const Key& key, int64_t n,
+                                       int64_t* retry) {
+  const auto refuse = [&](int64_t r) {
+    if (retry != nullptr) *retry = r;
+    counts_.Add(kRefused);
+    return false;
+  };
+  if (n < 1) return refuse(-1);
+  const uint64_t fp = Fingerprint(key);
+  const Limit& limit = LimitFor(key, fp);
+  const int64_t cost = detail::SatMulNanos(limit.interval, n);
+  // More than the burst: never, whatever the state; nothing to look up.
+  if (cost > limit.tolerance) return refuse(-1);
+
+  detail::SlotTable::Locked bucket = table_.Lock(fp);
+  const int64_t now = line_.Now(bucket.last_now());
+  bucket.set_last_now(now);
+  const detail::SlotTable::Probe p = bucket.Find(fp, now);
+  if (p.found >= 0) {
+    const detail::GcraStep step = detail::GcraDecide(
+        bucket.tat(p.found), now, cost, 0, limit.tolerance, 0);
+    if (!step.admit) return refuse(step.wait);
+    bucket.set_tat(p.found, step.next);
+  } else {
+    // A key not held has replenished: admitted (cost <= tolerance).
+    const int64_t next = detail::SatAddNanos(now, cost);
+    if (p.free >= 0) {
+      bucket.Store(p.free, fp, next);
+    } else {
+      const int64_t least = detail::ElapsedNanosSince(bucket.tat(p.least), now);
+      if (settings_.when_full == KeyedTableFull::kRefuse) {
+        bucket.CountFull();
+        return refuse(least);
+      }
+      if (cost <= least) {
+        // Admitted untracked: its debt would be the least (ties keep the
+        // residents: no write).
+        bucket.CountFull();
+      } else {
+        bucket.Evict(p.least, fp, next);
+      }
+    }
+  }
+  counts_.Add(kAdmitted);
+  counts_.Add(kPermits, static_cast<uint64_t>(n));
+  return true;
+}
+
+template <class Key, class Hash>
+bool KeyedRateLimiter<Key, Hash>::TryAcquire(const Key& key, int64_t n,
+                                             absl::Duration* retry_after) {
+  int64_t retry = 0;
+  if (Take(key, n, &retry)) return true;
+  *retry_after =
+      retry < 0 ? absl::Milliseconds(-1) : detail::GcraDuration(retry);
+  return false;
+}
+
+template <class Key, class Hash>
+absl::Status KeyedRateLimiter<Key, Hash>::Refusal(int64_t n,
+                                                  int64_t retry) const {
+  const std::string where = absl::StrCat("keyed rate limiter '", name_, "'");
+  if (n < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": asked for ", n, " permits; must be >= 1"));
+  }
+  if (retry < 0) {
+    return ShedError(where, "more permits than the key's burst: never",
+                     absl::Milliseconds(-1));
+  }
+  return ShedError(where, "over the key's rate", detail::GcraDuration(retry));
+}
+
+template <class Key, class Hash>
+absl::Status KeyedRateLimiter<Key, Hash>::Admit(const Key& key, int64_t n) {
+  int64_t retry = 0;
+  if (Take(key, n, &retry)) return absl::OkStatus();
+  return Refusal(n, retry);
+}
+
+template <class Key, class Hash>
+absl::Duration KeyedRateLimiter<Key, Hash>::Debt(const Key& key) const {
+  const uint64_t fp = Fingerprint(key);
+  detail::SlotTable::Locked bucket = table_.Lock(fp);
+  const int64_t now = line_.Now(bucket.last_now());
+  bucket.set_last_now(now);
+  const detail::SlotTable::Probe p = bucket.Find(fp, now);
+  const int64_t debt =
+      p.found < 0 ? 0 : detail::ElapsedNanosSince(bucket.tat(p.found), now);
+  return detail::GcraDuration(debt);
+}
+
+template <class Key, class Hash>
+KeyedRateLimitStats KeyedRateLimiter<Key, Hash>::stats() const {
+  KeyedRateLimitStats st;
+  st.admitted = counts_.Load(kAdmitted);
+  st.refused = counts_.Load(kRefused);
+  st.admitted_permits = counts_.Load(kPermits);
+  st.rate = settings_.rate;
+  const detail::SlotTable::Totals t = table_.Count(line_.Peek());
+  st.live_keys = t.live;
+  st.capacity = table_.capacity();
+  st.evictions = t.evictions;
+  st.evictions_in_debt = t.evictions_in_debt;
+  st.table_full = t.full;
+  st.overrides = overrides_.size();
+  return st;
+}
+
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_KEYED_RATE_LIMIT_HPP_

@@ -21,6 +21,7 @@
 #include "degrade/detail/metrics/rpc_metrics.hpp"
 #include "degrade/detail/metrics/source_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
+#include "degrade/quota_stats.hpp"
 #include "degrade/rpc_stats.hpp"
 #include "degrade/source_stats.hpp"
 #include "degrade/stats_view.hpp"
@@ -72,7 +73,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<GrpcServerStats>("grpc_server", WriteGrpcServerMetrics),
       Known<GpuSourceStats>("gpu_source", WriteGpuSourceMetrics),
       Known<DefaultFeaturesStats>("default_features",
-                                  WriteDefaultFeaturesMetrics));
+                                  WriteDefaultFeaturesMetrics),
+      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics));
 }
 
 }  // namespace detail

@@ -64,6 +64,7 @@ ClusterQuotaOptions QuotaOptions(const Clock* clock) {
   o.member_id = "me";
   o.clock = clock;
   o.metrics = NoTelemetry();
+  o.pace_leases = false;  // grants counted exactly; pacing has its own test
   return o;
 }
 
@@ -161,6 +162,37 @@ TEST(RedisQuotaTest, LeasingGraceFairShareAndBackToLeasing) {
   const ClusterQuotaStats s = quota.stats();
   EXPECT_EQ(s.leased, 80u);
   EXPECT_GE(s.errors, 3u);
+}
+
+TEST(RedisQuotaTest, ALeaseIsSpentEvenlyNotAtOnce) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ScriptedStore store;
+  store.answers = {Lease(50, 1, 100.0)};
+  ClusterQuotaOptions o = QuotaOptions(&clock);
+  o.pace_leases = true;
+  auto q = ClusterQuota::CreateWithLeaser(o, store.Leaser());
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->RefreshNow().ok());
+  // 1.1 x the share (110/s) with 20 ms of burst: 2 tokens now, then about
+  // 11 per 100 ms, all from the lease.
+  EXPECT_EQ(Admitted(**q, 100), 2);
+  absl::Status paced = (*q)->TryAcquire();
+  EXPECT_TRUE(IsShed(paced));
+  EXPECT_THAT(paced.message(), HasSubstr("paced"));
+  int64_t total = 2;
+  for (int i = 0; i < 10; ++i) {
+    clock.Advance(absl::Milliseconds(10));
+    total += Admitted(**q, 10);
+  }
+  EXPECT_GE(total, 2 + 10);
+  EXPECT_LE(total, 2 + 12);
+  EXPECT_EQ((*q)->stats().held, 50 - total);
+  // The lease still caps it, however long the wait.
+  for (int i = 0; i < 200; ++i) {
+    clock.Advance(absl::Milliseconds(10));
+    total += Admitted(**q, 10);
+  }
+  EXPECT_EQ(total, 50);
 }
 
 TEST(RedisQuotaTest, TheBreakerStopsLeaseCallsToADeadStore) {
@@ -402,9 +434,16 @@ TEST(RedisQuotaTest, TheScriptLeasesFromTheBucketOnARealRedis) {
   ClusterQuotaStats s = (*q)->stats();
   EXPECT_EQ(s.mode, QuotaMode::kLeasing);
   EXPECT_EQ(s.members, 1);
-  // Alone, no demand yet: the whole limit, for a first period (500 ms).
+  // Alone, no demand yet: the whole limit. It accrued a first period's
+  // worth (500 tokens), but a new bucket holds only its reserve, a quarter
+  // period's refill: the grant never exceeds what the bucket has.
   EXPECT_DOUBLE_EQ(s.share_per_second, 1000.0);
-  EXPECT_EQ(s.held, 500);
+  EXPECT_EQ(s.held, 125);
+  EXPECT_EQ(s.leased, 125u);
+  absl::StatusOr<std::string> left =
+      server.Command({"HGET", "{dq:fs}:bucket", "tokens"});
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, "0");
   absl::StatusOr<std::string> members =
       server.Command({"ZRANGE", "{dq:fs}:members", "0", "-1"});
   ASSERT_TRUE(members.ok());

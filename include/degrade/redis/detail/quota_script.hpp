@@ -22,8 +22,17 @@
 // computes this member's share (below), refills the bucket, and grants what
 // the member accrued at its share since its last lease, at most the room
 // left under share x horizon (what it still holds counts) and at most what
-// the bucket has. Tokens leave the bucket when granted, before anyone spends
-// them: the fleet can never be granted more than the bucket releases.
+// the bucket has. Accruing by time keeps the shares fair however the
+// members' calls interleave. Shares are recomputed from smoothed demands
+// at each run, so what the members accrue drifts a little from what the
+// bucket refills; rather than let a surplus overflow a full bucket
+// (capacity the fleet then never uses) or build a reserve to be spent in a
+// burst later, a member also takes its share's part of whatever the bucket
+// holds above a small reserve (a quarter of a refresh period's refill), and
+// a new (or wiped) bucket starts at that reserve. The reserve bounds how
+// far the fleet can run ahead of the limit in any window. Tokens leave the
+// bucket when granted, before anyone spends them: the fleet can never be
+// granted more than the bucket releases.
 //
 // The share is proportional: when the demands add up to more than the
 // limit, each member gets limit x demand / sum (every request in the fleet
@@ -98,8 +107,9 @@ end
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
 local tokens = tonumber(b[1])
 local ts = tonumber(b[2])
+local reserve = math.min(burst, rate * first / 4e6)
 if tokens == nil or ts == nil then
-  tokens = burst
+  tokens = reserve
   ts = now
 end
 if now > ts then
@@ -115,7 +125,9 @@ if last ~= nil then
 end
 local room = share * horizon / 1e6 - held
 if room < 0 then room = 0 end
-local want = math.min(carry + share * dt / 1e6, room)
+local spare = 0
+if tokens > reserve then spare = (tokens - reserve) * share / rate end
+local want = math.min(carry + share * dt / 1e6 + spare, room)
 local g = math.floor(math.min(want, tokens))
 if g < 0 then g = 0 end
 carry = want - g

@@ -41,25 +41,13 @@
 //               bucket. Never the global number on each instance.
 //
 // Back to leasing at the first refresh that works. Refreshes come every
-// `refresh_period` stretched by 0..20% jitter (never shortened), so an
-// instance makes at most 2 lease calls in any second at the default 500 ms,
-// after a Redis outage as at any time: there is no catch-up burst. The
-// lease calls sit behind a breaker (DefaultQuotaBreakerSettings(): 3
-// transport failures open it for 2 s), each bounded by command_timeout as
-// a whole command (detail/command.hpp), so a hung Redis costs a few bounded
-// waits on the background thread and nothing on the request path.
-//
-// The grant (detail/quota_script.hpp): each instance reports its demand
-// (tokens asked per second, refusals included); when the fleet asks for
-// more than the limit each gets limit x demand / total demand, a
-// proportional share, so every request has the same chance whichever
-// instance serves it; otherwise its demand plus an equal part of the spare.
-// An instance holds at most share x lease_horizon tokens.
-//
-// A lease call Redis never answered (the deadline passed) may still run when
-// Redis resumes; its grant is lost (tokens stranded: the fleet admits less,
-// never more).
-//
+// `refresh_period` stretched by 0..20% jitter, never shortened: at most 2
+// lease calls in any second at the default 500 ms, after an outage too. A
+// lease call is bounded by command_timeout as a whole (detail/command.hpp)
+// behind a breaker (3 transport failures open it for 2 s). The share is
+// proportional to each instance's demand (detail/quota_script.hpp says
+// why); docs/redis.md has the whole story and the failure table.
+
 // Needs hiredis and the CMake target `degrade::redis`; the core never
 // includes this header. Nothing here throws.
 //
@@ -95,10 +83,8 @@
 #include "degrade/detail/periodic_worker.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/setting_error.hpp"
-#include "degrade/detail/sigpipe.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/quota_stats.hpp"
-#include "degrade/redis/detail/command.hpp"
 #include "degrade/redis/detail/quota_script.hpp"
 #include "degrade/redis/detail/token_bucket.hpp"
 #include "degrade/redis/hot_list_source.hpp"
@@ -320,31 +306,20 @@ class ClusterQuota {
     const QuotaMode m = mode_.load(std::memory_order_acquire);
     const int64_t now = absl::ToUnixNanos(clock_->Now());
     int64_t wait = 0;
-    if (m == QuotaMode::kLeasing && options_.pace_leases) {
-      if (!pacer_.TryTake(n, now, &wait)) {
-        refused_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-        return ShedError(
-            where_, "the lease is paced over its period",
-            std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
-      }
+    if (m == QuotaMode::kLeasing && options_.pace_leases &&
+        !pacer_.TryTake(n, now, &wait)) {
+      return Refuse(n, "the lease is paced over its period", now, wait);
     }
     if (m != QuotaMode::kFairShare && TakeLease(n)) return Admit(n);
-    if (m != QuotaMode::kLeasing) {
-      if (local_.TryTake(n, now, &wait)) return Admit(n);
-    } else {
-      wait = next_refresh_ns_.load(std::memory_order_relaxed) - now;
+    if (m == QuotaMode::kLeasing) {
+      return Refuse(n, "the fleet lease is spent", now, Never());
     }
-    refused_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-    const absl::Duration retry =
-        wait == detail::redis::LocalTokenBucket::kNever
-            ? absl::InfiniteDuration()
-            : std::max(absl::Milliseconds(1), absl::Nanoseconds(wait));
-    return ShedError(where_,
-                     m == QuotaMode::kLeasing ? "the fleet lease is spent"
-                     : m == QuotaMode::kGrace
-                         ? "Redis is not answering and the last share is spent"
-                         : "the fair share (limit / instances) is spent",
-                     retry);
+    if (local_.TryTake(n, now, &wait)) return Admit(n);
+    return Refuse(n,
+                  m == QuotaMode::kGrace
+                      ? "Redis is not answering and the last share is spent"
+                      : "the fair share (limit / instances) is spent",
+                  now, wait);
   }
 
   // Poll()
@@ -425,6 +400,19 @@ class ClusterQuota {
     return s;
   }
 
+  static int64_t Never() { return detail::redis::LocalTokenBucket::kNever; }
+  // The shed status; a wait that may never end (a share of 0) becomes the
+  // time to the next refresh, which may bring a share.
+  absl::Status Refuse(int64_t n, absl::string_view why, int64_t now,
+                      int64_t wait) {
+    refused_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    if (wait == Never()) {
+      wait = detail::ElapsedNanosSince(
+          next_refresh_ns_.load(std::memory_order_relaxed), now);
+    }
+    return ShedError(where_, why,
+                     std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
+  }
   absl::Status Admit(int64_t n) {
     admitted_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     return absl::OkStatus();
@@ -544,11 +532,6 @@ class ClusterQuota {
   // The Redis leaser: one connection, kept between calls, reconnected
   // lazily; a call on a connection the server had closed is retried once.
   QuotaLeaser RedisLeaser() {
-    struct Conn {
-      detail::redis::ContextPtr context;
-      std::string sha;
-    };
-    auto conn = std::make_shared<Conn>();
     detail::redis::ConnectParams p;
     p.host = options_.host;
     p.port = options_.port;
@@ -568,36 +551,16 @@ class ClusterQuota {
     a.horizon = options_.lease_horizon;
     a.first_credit = options_.refresh_period;
     a.key_expiry = std::max(absl::Minutes(1), 10 * options_.member_ttl);
-    const std::string where = absl::StrCat(where_, " at redis ", p.host, ":",
-                                           p.port, "/", p.database);
-    const int64_t max_grant = MaxGrant();
-    return [conn, p, a, where, max_grant](
-               const QuotaLeaseRequest& req) -> absl::StatusOr<QuotaLease> {
-      detail::ScopedSigpipeBlock no_sigpipe;
-      detail::redis::LeaseArgs args = a;
-      args.member = req.member;
-      args.demand = req.demand_per_second;
-      args.held = req.held;
-      absl::StatusOr<detail::redis::LeaseReply> r;
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        const bool reused = conn->context != nullptr;
-        if (!reused) {
-          absl::StatusOr<detail::redis::ContextPtr> c =
-              detail::redis::Connect(p, where);
-          if (!c.ok()) return c.status();
-          conn->context = *std::move(c);
-        }
-        bool stale = false;
-        uint64_t sent = 0;
-        r = detail::redis::RunLease(conn->context, where, args,
-                                    p.command_timeout, &conn->sha, max_grant,
-                                    &sent, &stale);
-        if (r.ok() || !IsRedisTransportFailure(r.status())) break;
-        conn->context.reset();  // unusable after a transport error
-        if (!(reused && stale)) break;
-      }
-      if (!r.ok()) return r.status();
-      return QuotaLease{r->granted, r->members, r->share};
+    auto conn = std::make_shared<detail::redis::LeaseConnection>(
+        std::move(p), std::move(a),
+        absl::StrCat(where_, " at redis ", options_.host, ":", options_.port,
+                     "/", options_.database),
+        MaxGrant());
+    return [conn](const QuotaLeaseRequest& r) -> absl::StatusOr<QuotaLease> {
+      absl::StatusOr<detail::redis::LeaseReply> got =
+          conn->Lease(r.member, r.demand_per_second, r.held);
+      if (!got.ok()) return got.status();
+      return QuotaLease{got->granted, got->members, got->share};
     };
   }
 

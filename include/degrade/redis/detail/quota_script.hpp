@@ -41,7 +41,7 @@
 // an equal part of the spare (so a member whose load grows finds room at
 // once). One sum, computed each run from the live members: nothing drifts.
 //
-// Not a public API. RunLease is thread-compatible (one connection).
+// Not a public API. Thread-compatible (one connection, one caller).
 
 #ifndef DEGRADE_REDIS_DETAIL_QUOTA_SCRIPT_HPP_
 #define DEGRADE_REDIS_DETAIL_QUOTA_SCRIPT_HPP_
@@ -51,6 +51,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/detail/sigpipe.hpp"
 #include "degrade/redis/detail/command.hpp"
 #include "degrade/redis/detail/reply.hpp"
 #include "degrade/version.hpp"
@@ -72,7 +74,7 @@ namespace redis {
 inline constexpr absl::string_view kQuotaScript = R"lua(
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local t_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local member = ARGV[1]
 local demand = tonumber(ARGV[2])
 local held = tonumber(ARGV[3])
@@ -82,13 +84,13 @@ local ttl = tonumber(ARGV[6])
 local horizon = tonumber(ARGV[7])
 local first = tonumber(ARGV[8])
 local keep = tonumber(ARGV[9])
-local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%d', now), 'LIMIT', 0, 16)
+local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%d', t_us), 'LIMIT', 0, 16)
 for i = 1, #dead do
   local m = dead[i]
   redis.call('ZREM', KEYS[2], m)
   redis.call('HDEL', KEYS[3], 'd:' .. m, 't:' .. m, 'c:' .. m)
 end
-redis.call('ZADD', KEYS[2], string.format('%d', now + ttl), member)
+redis.call('ZADD', KEYS[2], string.format('%d', t_us + ttl), member)
 redis.call('HSET', KEYS[3], 'd:' .. member, ARGV[2])
 local members = redis.call('ZRANGE', KEYS[2], 0, -1)
 local n = #members
@@ -110,18 +112,18 @@ local ts = tonumber(b[2])
 local reserve = math.min(burst, rate * first / 4e6)
 if tokens == nil or ts == nil then
   tokens = reserve
-  ts = now
+  ts = t_us
 end
-if now > ts then
-  tokens = math.min(burst, tokens + (now - ts) * rate / 1e6)
-  ts = now
+if t_us > ts then
+  tokens = math.min(burst, tokens + (t_us - ts) * rate / 1e6)
+  ts = t_us
 end
-local last = tonumber(redis.call('HGET', KEYS[3], 't:' .. member))
+local prev_us = tonumber(redis.call('HGET', KEYS[3], 't:' .. member))
 local carry = tonumber(redis.call('HGET', KEYS[3], 'c:' .. member)) or 0
 local dt = first
-if last ~= nil then
+if prev_us ~= nil then
   dt = 0
-  if now > last then dt = math.min(now - last, horizon) end
+  if t_us > prev_us then dt = math.min(t_us - prev_us, horizon) end
 end
 local room = share * horizon / 1e6 - held
 if room < 0 then room = 0 end
@@ -134,7 +136,7 @@ carry = want - g
 if carry < 0 then carry = 0 end
 tokens = tokens - g
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
-redis.call('HSET', KEYS[3], 't:' .. member, string.format('%d', now), 'c:' .. member, string.format('%.17g', carry))
+redis.call('HSET', KEYS[3], 't:' .. member, string.format('%d', t_us), 'c:' .. member, string.format('%.17g', carry))
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keep) end
 return {g, n, string.format('%.17g', share), string.format('%.17g', tokens)}
 )lua";
@@ -232,16 +234,13 @@ inline absl::StatusOr<LeaseReply> ParseLeaseReply(const redisReply& r,
 // Runs the script on `c`: EVALSHA with `*sha` when known, EVAL with the
 // text when Redis answers NOSCRIPT (its script cache was flushed: a restart
 // or a failover) or before the digest is known (then SCRIPT LOAD learns
-// it, once). Each command is bounded by `timeout` as a whole. `*sent`
-// counts the script runs sent. Transport failures: UNAVAILABLE or
+// it, once). Each command is bounded by `timeout` as a whole. Transport
+// failures: UNAVAILABLE or
 // DEADLINE_EXCEEDED with `*stale` as RunCommand sets it (`c` is then
 // unusable).
-inline absl::StatusOr<LeaseReply> RunLease(const ContextPtr& c,
-                                           absl::string_view where,
-                                           const LeaseArgs& a,
-                                           absl::Duration timeout,
-                                           std::string* sha, int64_t max_grant,
-                                           uint64_t* sent, bool* stale) {
+inline absl::StatusOr<LeaseReply> RunLease(
+    const ContextPtr& c, absl::string_view where, const LeaseArgs& a,
+    absl::Duration timeout, std::string* sha, int64_t max_grant, bool* stale) {
   if (sha->empty()) {
     absl::StatusOr<ReplyPtr> loaded =
         RunCommand(c, where, "SCRIPT LOAD", {"SCRIPT", "LOAD", kQuotaScript},
@@ -271,7 +270,6 @@ inline absl::StatusOr<LeaseReply> RunLease(const ContextPtr& c,
           absl::string_view(keep)}) {
       argv.push_back(v);
     }
-    ++*sent;
     return RunCommand(c, where, verb, argv, timeout, stale);
   };
   if (!sha->empty()) {
@@ -286,6 +284,58 @@ inline absl::StatusOr<LeaseReply> RunLease(const ContextPtr& c,
   if (!r.ok()) return r.status();
   return ParseLeaseReply(**r, where, "EVAL", max_grant, a.limit);
 }
+
+// One connection for lease calls: made lazily (Connect), kept between
+// calls, dropped after a transport failure (a late reply must not be read
+// as the next one's). A call on a kept connection the server had closed
+// (Redis restarted since) reconnects and runs once more; a timeout is never
+// retried. SIGPIPE is blocked on the calling thread while it runs.
+// Thread-compatible: the quota's refresher is its only caller.
+class LeaseConnection {
+ public:
+  LeaseConnection(ConnectParams params, LeaseArgs base, std::string where,
+                  int64_t max_grant)
+      : params_(std::move(params)),
+        base_(std::move(base)),
+        where_(std::move(where)),
+        max_grant_(max_grant) {}
+
+  absl::StatusOr<LeaseReply> Lease(const std::string& member, double demand,
+                                   int64_t held) {
+    ScopedSigpipeBlock no_sigpipe;
+    LeaseArgs args = base_;
+    args.member = member;
+    args.demand = demand;
+    args.held = held;
+    absl::StatusOr<LeaseReply> r;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const bool reused = context_ != nullptr;
+      if (!reused) {
+        absl::StatusOr<ContextPtr> c = Connect(params_, where_);
+        if (!c.ok()) return c.status();
+        context_ = *std::move(c);
+      }
+      bool stale = false;
+      r = RunLease(context_, where_, args, params_.command_timeout, &sha_,
+                   max_grant_, &stale);
+      if (r.ok() || !(absl::IsUnavailable(r.status()) ||
+                      absl::IsDeadlineExceeded(r.status()))) {
+        break;
+      }
+      context_.reset();
+      if (!(reused && stale)) break;
+    }
+    return r;
+  }
+
+ private:
+  const ConnectParams params_;
+  const LeaseArgs base_;
+  const std::string where_;
+  const int64_t max_grant_;
+  ContextPtr context_;
+  std::string sha_;  // the script's digest, once SCRIPT LOAD told it
+};
 
 }  // namespace redis
 }  // namespace detail

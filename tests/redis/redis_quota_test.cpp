@@ -417,6 +417,51 @@ TEST(RedisQuotaConcurrencyTest, ThreadsNeverSpendMoreThanTheLease) {
   EXPECT_EQ(s.admitted + s.refused, 80'000u);
 }
 
+// The background refresher adding leases while threads spend them, on the
+// real clock: every admitted token was leased, none twice.
+TEST(RedisQuotaConcurrencyTest, TheRefresherThreadAndRequestsShareTheLease) {
+  std::atomic<int> calls{0};
+  ClusterQuotaOptions o = QuotaOptions(nullptr);
+  o.refresh_period = absl::Milliseconds(10);
+  o.lease_horizon = absl::Milliseconds(20);
+  o.member_ttl = absl::Milliseconds(30);
+  o.command_timeout = absl::Milliseconds(5);
+  o.pace_leases = true;
+  auto q = ClusterQuota::CreateWithLeaser(
+      o, [&calls](const QuotaLeaseRequest&) -> absl::StatusOr<QuotaLease> {
+        calls.fetch_add(1);
+        return Lease(1, 1, 100.0);
+      });
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->Start().ok());
+  // From the first lease on (before it the fair share admits, unleased).
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while ((*q)->mode() != QuotaMode::kLeasing && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ((*q)->mode(), QuotaMode::kLeasing);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      while (!done.load()) {
+        (void)(*q)->TryAcquire();
+        (void)(*q)->stats();
+      }
+    });
+  }
+  while (calls.load() < 10 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  done.store(true);
+  for (std::thread& t : threads) t.join();
+  (*q)->Stop();
+  const ClusterQuotaStats s = (*q)->stats();
+  EXPECT_GE(calls.load(), 10);
+  EXPECT_EQ(s.round_trips, static_cast<uint64_t>(calls.load()));
+  EXPECT_EQ(s.admitted + static_cast<uint64_t>(s.held), s.leased);
+}
+
 // The Redis leaser against one real redis-server: the script's grant, its
 // members, its share; NOSCRIPT after SCRIPT FLUSH falls back to EVAL.
 TEST(RedisQuotaTest, TheScriptLeasesFromTheBucketOnARealRedis) {
@@ -460,6 +505,14 @@ TEST(RedisQuotaTest, TheScriptLeasesFromTheBucketOnARealRedis) {
   ASSERT_TRUE((*q2)->RefreshNow().ok()) << (*q2)->last_status();
   EXPECT_EQ((*q2)->stats().members, 2);
   EXPECT_DOUBLE_EQ((*q2)->stats().share_per_second, 500.0);
+  // Redis restarted empty (FLUSHALL): the next lease re-registers the
+  // member and starts a fresh bucket at its reserve (a quarter period's
+  // refill), so a wiped Redis hands out no more than that at once.
+  ASSERT_TRUE(server.Command({"FLUSHALL"}).ok());
+  const uint64_t before = (*q)->stats().leased;
+  ASSERT_TRUE((*q)->RefreshNow().ok()) << (*q)->last_status();
+  EXPECT_LE((*q)->stats().leased - before, 125u);
+  EXPECT_EQ((*q)->stats().members, 1);
   // A key of the wrong type is an answer about data, not a transport
   // failure: FAILED_PRECONDITION.
   ASSERT_TRUE(server.Command({"DEL", "{dq:fs}:members"}).ok());

@@ -10,7 +10,10 @@
 #include <atomic>
 #include <cmath>
 #include <deque>
+#include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -18,7 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
@@ -383,6 +388,38 @@ TEST(RedisQuotaTest, MetricsExportModeLeasedDecisionsAndRoundTrips) {
   q->reset();
   EXPECT_THAT(registry.RenderPrometheus(),
               ::testing::Not(HasSubstr("degrade_quota_")));
+}
+
+// docs/metrics.md lists exactly the degrade_quota_* series the registry
+// exports.
+TEST(RedisQuotaTest, TheMetricsReferenceListsEveryQuotaSeries) {
+  EventLogOptions quiet;
+  quiet.sink = [](absl::string_view) {};
+  MetricsRegistry registry(quiet);
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ClusterQuotaOptions o = QuotaOptions(&clock);
+  o.metrics = &registry;
+  ScriptedStore store;
+  auto q = ClusterQuota::CreateWithLeaser(o, store.Leaser());
+  ASSERT_TRUE(q.ok());
+  std::set<std::string> exported;
+  std::istringstream text(registry.RenderPrometheus());
+  for (std::string line; std::getline(text, line);) {
+    if (absl::StartsWith(line, "# TYPE degrade_quota_")) {
+      exported.insert(std::string(absl::StripPrefix(line, "# TYPE "))
+                          .substr(0, line.find(' ', 7) - 7));
+    }
+  }
+  std::set<std::string> documented;
+  std::ifstream doc(DEGRADE_METRICS_DOC);
+  ASSERT_TRUE(doc.good()) << DEGRADE_METRICS_DOC;
+  for (std::string line; std::getline(doc, line);) {
+    if (absl::StartsWith(line, "| `degrade_quota_")) {
+      documented.insert(line.substr(3, line.find('`', 3) - 3));
+    }
+  }
+  EXPECT_FALSE(exported.empty());
+  EXPECT_EQ(exported, documented);
 }
 
 // Threads spending one lease while the refresher adds to it: never more

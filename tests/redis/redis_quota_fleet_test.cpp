@@ -165,6 +165,10 @@ void CheckAccuracy(degrade_tests::RedisServer& server,
     fleet.Start(DriverArgs(server.port(), absl::StrCat("m", i), demands[i], 9));
   }
   fleet.Wait(absl::Seconds(30));
+  for (int i = 0; i < fleet.size(); ++i) {
+    ASSERT_FALSE(fleet.Samples(i).empty()) << "driver " << i << ":\n"
+                                           << fleet.Log(i);
+  }
   const absl::Time from = t0 + absl::Seconds(3);
   const absl::Time to = t0 + absl::Seconds(8);
   const double ratio =
@@ -201,6 +205,9 @@ TEST_F(RedisQuotaFleetTest, SharesAdjustWhenAnInstanceJoinsOrIsKilled) {
   const absl::Time kill = absl::Now();
   fleet.Kill(0);
   fleet.Wait(absl::Seconds(30));
+  for (int i = 0; i < fleet.size(); ++i) {
+    ASSERT_FALSE(fleet.Samples(i).empty()) << fleet.Log(i);
+  }
 
   // Join: within two refresh periods the newcomer holds its share (a
   // third, all demands being equal) and the shares still add up to the

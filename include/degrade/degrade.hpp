@@ -53,6 +53,7 @@
 #include "degrade/metrics_registry.hpp"     // IWYU pragma: export
 #include "degrade/overload_stats.hpp"       // IWYU pragma: export
 #include "degrade/queue_settings.hpp"       // IWYU pragma: export
+#include "degrade/quota_stats.hpp"          // IWYU pragma: export
 #include "degrade/rate_limit.hpp"           // IWYU pragma: export
 #include "degrade/rate_limit_stats.hpp"     // IWYU pragma: export
 #include "degrade/request_class.hpp"        // IWYU pragma: export

@@ -473,56 +473,21 @@ class HotListSource {
   }
 
   // Connects, sets the command timeout, authenticates and selects the
-  // database; keeps the connection only if all of it worked.
+  // database (detail/command.hpp); keeps the connection only if all of it
+  // worked.
   absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_) {
-    detail::redis::ContextPtr c(redisConnectWithTimeout(
-        settings_.host.c_str(), settings_.port,
-        detail::redis::Timeval(settings_.connect_timeout)));
-    const int connect_errno = errno;
-    if (c == nullptr) {
-      return absl::UnavailableError(
-          absl::StrCat(where_, ": cannot connect: out of memory"));
-    }
-    if (c->err != 0) {
-      const std::string msg =
-          absl::StrCat(where_, ": cannot connect within ",
-                       absl::FormatDuration(settings_.connect_timeout), ": ",
-                       detail::redis::Excerpt(c->errstr));
-      return detail::redis::IsTimeoutErrno(connect_errno)
-                 ? absl::DeadlineExceededError(msg)
-                 : absl::UnavailableError(msg);
-    }
-    if (redisSetTimeout(c.get(), detail::redis::Timeval(
-                                     settings_.command_timeout)) != REDIS_OK) {
-      return absl::UnavailableError(
-          absl::StrCat(where_, ": cannot set the command timeout: ",
-                       detail::redis::Excerpt(c->errstr)));
-    }
-    bool stale = false;
-    if (settings_.password.has_value()) {
-      std::vector<absl::string_view> argv = {"AUTH"};
-      if (settings_.username.has_value()) argv.push_back(*settings_.username);
-      argv.push_back(*settings_.password);
-      absl::StatusOr<detail::redis::ReplyPtr> r =
-          Command(c, "AUTH", argv, &stale);
-      if (!r.ok()) return r.status();
-      if ((*r)->type == REDIS_REPLY_ERROR) {
-        return detail::redis::ErrorReplyStatus(where_, "AUTH",
-                                               detail::redis::ReplyText(**r));
-      }
-    }
-    if (settings_.database != 0) {
-      const std::string db = std::to_string(settings_.database);
-      absl::StatusOr<detail::redis::ReplyPtr> r =
-          Command(c, "SELECT", {"SELECT", db}, &stale);
-      if (!r.ok()) return r.status();
-      if ((*r)->type == REDIS_REPLY_ERROR) {
-        return detail::redis::ErrorReplyStatus(
-            where_, absl::StrCat("SELECT ", settings_.database),
-            detail::redis::ReplyText(**r));
-      }
-    }
-    KeepLocked(std::move(c));
+    detail::redis::ConnectParams p;
+    p.host = settings_.host;
+    p.port = settings_.port;
+    p.connect_timeout = settings_.connect_timeout;
+    p.command_timeout = settings_.command_timeout;
+    p.username = settings_.username;
+    p.password = settings_.password;
+    p.database = settings_.database;
+    absl::StatusOr<detail::redis::ContextPtr> c =
+        detail::redis::Connect(p, where_);
+    if (!c.ok()) return c.status();
+    KeepLocked(*std::move(c));
     return absl::OkStatus();
   }
 

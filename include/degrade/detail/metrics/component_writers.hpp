@@ -22,6 +22,7 @@
 #include "degrade/detail/metrics/rpc_metrics.hpp"
 #include "degrade/detail/metrics/source_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
+#include "degrade/quota_stats.hpp"
 #include "degrade/rate_limit_stats.hpp"
 #include "degrade/rpc_stats.hpp"
 #include "degrade/source_stats.hpp"
@@ -77,7 +78,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
                                   WriteDefaultFeaturesMetrics),
       Known<RateLimitStats>("rate_limit", WriteRateLimitMetrics),
       Known<KeyedRateLimitStats>("keyed_rate_limit",
-                                 WriteKeyedRateLimitMetrics));
+                                 WriteKeyedRateLimitMetrics),
+      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics));
 }
 
 }  // namespace detail

@@ -1,8 +1,9 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
-// What a MetricsRegistry exports for the GPU source (gpu_signal.hpp) and the
+// What a MetricsRegistry exports for the GPU source (gpu_signal.hpp), the
 // default features (default_features.hpp), read through their views in
-// source_stats.hpp: degrade_gpu_source_* and degrade_default_features_*
+// source_stats.hpp, and the fleet quota (redis/quota.hpp, quota_stats.hpp):
+// degrade_gpu_source_*, degrade_default_features_* and degrade_quota_*
 // (docs/metrics.md lists them).
 //
 //   detail::WriteGpuSourceMetrics(view.stats(), w.component(), w);
@@ -18,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/metric_writer.hpp"
+#include "degrade/quota_stats.hpp"
 #include "degrade/source_stats.hpp"
 #include "degrade/version.hpp"
 
@@ -83,6 +85,53 @@ inline void WriteDefaultFeaturesMetrics(const DefaultFeaturesStats& st,
   w.Gauge("degrade_default_features_last_reload_ok",
           "1 if the latest load was accepted (or none was tried), else 0.",
           {{label, name}}, st.last_ok ? 1.0 : 0.0);
+}
+
+// degrade_quota_*.
+inline void WriteClusterQuotaMetrics(const ClusterQuotaStats& st,
+                                     const std::string& name, MetricWriter& w) {
+  const std::string label = "quota";
+  constexpr absl::string_view kModeHelp =
+      "1 for the fleet quota's mode now, 0 for the others: leasing (spending "
+      "Redis leases), grace (Redis not answering; spending what is held and "
+      "the last share), fair_share (limit / last known instances, locally).";
+  for (QuotaMode m :
+       {QuotaMode::kLeasing, QuotaMode::kGrace, QuotaMode::kFairShare}) {
+    w.Gauge("degrade_quota_mode", kModeHelp,
+            {{label, name}, {"mode", std::string(QuotaModeName(m))}},
+            st.mode == m ? 1.0 : 0.0);
+  }
+  w.Gauge("degrade_quota_limit", "The fleet-wide limit, tokens per second.",
+          {{label, name}}, st.limit_per_second);
+  w.Gauge("degrade_quota_share",
+          "This instance's rate now, tokens per second: its leased share, or "
+          "the fair share.",
+          {{label, name}}, st.share_per_second);
+  w.Gauge("degrade_quota_members",
+          "Instances the latest lease counted (the configured expectation "
+          "before any).",
+          {{label, name}}, static_cast<double>(st.members));
+  w.Gauge("degrade_quota_held_tokens",
+          "Leased tokens this instance holds and has not spent.",
+          {{label, name}}, static_cast<double>(st.held));
+  w.Counter("degrade_quota_leased_tokens_total",
+            "Tokens Redis granted this instance from the fleet's bucket.",
+            {{label, name}}, static_cast<double>(st.leased));
+  constexpr absl::string_view kDecisionsHelp =
+      "Tokens requests asked for, by result: admitted or refused.";
+  w.Counter("degrade_quota_decisions_total", kDecisionsHelp,
+            {{label, name}, {"result", "admitted"}},
+            static_cast<double>(st.admitted));
+  w.Counter("degrade_quota_decisions_total", kDecisionsHelp,
+            {{label, name}, {"result", "refused"}},
+            static_cast<double>(st.refused));
+  w.Counter("degrade_quota_round_trips_total",
+            "Lease calls sent to Redis (one script run each).", {{label, name}},
+            static_cast<double>(st.round_trips));
+  w.Counter("degrade_quota_errors_total",
+            "Refreshes that failed: transport errors, a reply that made no "
+            "sense, the breaker refusing.",
+            {{label, name}}, static_cast<double>(st.errors));
 }
 
 }  // namespace detail

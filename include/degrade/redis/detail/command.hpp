@@ -3,8 +3,10 @@
 // One Redis command on a connected hiredis context, within a deadline for
 // the whole command (its write and every read of its reply), not for each
 // socket read: a server trickling its reply a byte at a time would
-// otherwise hold the caller as long as it likes. Used by HotListSource
-// (hot_list_source.hpp).
+// otherwise hold the caller as long as it likes; and the connection that
+// carries it (connect within a bound, then AUTH and SELECT, each a bounded
+// command). Used by HotListSource (hot_list_source.hpp) and ClusterQuota
+// (quota.hpp), so both adapters wait on Redis the same way.
 //
 // Thread-compatible: one context, one caller at a time. Not a public API.
 
@@ -16,7 +18,9 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -136,6 +140,68 @@ inline absl::StatusOr<ReplyPtr> RunCommand(
   return absl::UnavailableError(
       absl::StrCat(where, ": ", command, ": connection lost: ",
                    c->err != 0 ? Excerpt(c->errstr) : std::string("no reply")));
+}
+
+// Where a connection goes and how long each step may take: the fields the
+// adapters' options share (validated by their owners).
+struct ConnectParams {
+  std::string host;
+  int port = 0;
+  absl::Duration connect_timeout;
+  absl::Duration command_timeout;
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  int database = 0;
+};
+
+// Connects to `p.host:p.port` within `p.connect_timeout`, sets the command
+// timeout, then sends AUTH and SELECT when configured, each bounded by
+// RunCommand. Returns the connection only if all of it worked; otherwise
+// UNAVAILABLE or DEADLINE_EXCEEDED for transport failures (prefixed by
+// `where`), or the status of AUTH's or SELECT's error reply.
+inline absl::StatusOr<ContextPtr> Connect(const ConnectParams& p,
+                                          absl::string_view where) {
+  ContextPtr c(redisConnectWithTimeout(p.host.c_str(), p.port,
+                                       Timeval(p.connect_timeout)));
+  const int connect_errno = errno;
+  if (c == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat(where, ": cannot connect: out of memory"));
+  }
+  if (c->err != 0) {
+    const std::string msg = absl::StrCat(
+        where, ": cannot connect within ",
+        absl::FormatDuration(p.connect_timeout), ": ", Excerpt(c->errstr));
+    return IsTimeoutErrno(connect_errno) ? absl::DeadlineExceededError(msg)
+                                         : absl::UnavailableError(msg);
+  }
+  if (redisSetTimeout(c.get(), Timeval(p.command_timeout)) != REDIS_OK) {
+    return absl::UnavailableError(absl::StrCat(
+        where, ": cannot set the command timeout: ", Excerpt(c->errstr)));
+  }
+  bool stale = false;
+  if (p.password.has_value()) {
+    std::vector<absl::string_view> argv = {"AUTH"};
+    if (p.username.has_value()) argv.push_back(*p.username);
+    argv.push_back(*p.password);
+    absl::StatusOr<ReplyPtr> r =
+        RunCommand(c, where, "AUTH", argv, p.command_timeout, &stale);
+    if (!r.ok()) return r.status();
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      return ErrorReplyStatus(where, "AUTH", ReplyText(**r));
+    }
+  }
+  if (p.database != 0) {
+    const std::string db = std::to_string(p.database);
+    absl::StatusOr<ReplyPtr> r = RunCommand(c, where, "SELECT", {"SELECT", db},
+                                            p.command_timeout, &stale);
+    if (!r.ok()) return r.status();
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      return ErrorReplyStatus(where, absl::StrCat("SELECT ", p.database),
+                              ReplyText(**r));
+    }
+  }
+  return c;
 }
 
 }  // namespace redis

@@ -1,0 +1,98 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// The fleet quota's local limiter (quota.hpp) for when Redis does not
+// answer: a token bucket kept as one atomic word, the time at which it
+// would next hold a whole token's debt (GCRA's theoretical arrival time),
+// so taking tokens is one compare-and-swap and a refusal writes nothing.
+// The rate can change while requests take tokens (the quota moves from
+// the last leased share to the fair share); the debt already run up is
+// kept, so a change never hands out a fresh burst.
+//
+// Private to the Redis adapter: the core's own limiter may replace it.
+// Thread-safe; lock-free.
+
+#ifndef DEGRADE_REDIS_DETAIL_TOKEN_BUCKET_HPP_
+#define DEGRADE_REDIS_DETAIL_TOKEN_BUCKET_HPP_
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "degrade/version.hpp"
+
+DEGRADE_NAMESPACE_BEGIN
+namespace detail {
+namespace redis {
+
+class LocalTokenBucket {
+ public:
+  LocalTokenBucket() = default;
+  LocalTokenBucket(const LocalTokenBucket&) = delete;
+  LocalTokenBucket& operator=(const LocalTokenBucket&) = delete;
+
+  // Sets `rate` tokens per second with room for `burst` tokens (at least
+  // 1). A rate of 0 or below (or not finite) refuses everything.
+  void SetRate(double rate, double burst) {
+    if (!std::isfinite(rate) || rate <= 0) {
+      interval_ns_.store(kNever, std::memory_order_relaxed);
+      tolerance_ns_.store(0, std::memory_order_relaxed);
+      return;
+    }
+    const double interval = std::max(1.0, 1e9 / rate);
+    const double tolerance = std::max(1.0, burst) * interval;
+    interval_ns_.store(Clamp(interval), std::memory_order_relaxed);
+    tolerance_ns_.store(Clamp(tolerance), std::memory_order_relaxed);
+  }
+
+  // Takes `n` (> 0) tokens at `now_ns`, or returns false and sets
+  // `*wait_ns` to how long until they would be there (kNever at rate 0).
+  bool TryTake(int64_t n, int64_t now_ns, int64_t* wait_ns) {
+    const int64_t interval = interval_ns_.load(std::memory_order_relaxed);
+    const int64_t tolerance = tolerance_ns_.load(std::memory_order_relaxed);
+    if (interval == kNever) {
+      *wait_ns = kNever;
+      return false;
+    }
+    const int64_t cost = Mul(interval, n);
+    int64_t tat = tat_ns_.load(std::memory_order_relaxed);
+    while (true) {
+      // A clock behind the stored time (stepped back) reads as no time
+      // having passed: the debt stands, it does not grow.
+      const int64_t base = std::max(tat, now_ns);
+      const int64_t next = Add(base, cost);
+      const int64_t allowed = Add(now_ns, tolerance);
+      if (next > allowed) {
+        *wait_ns = next >= kNever ? kNever : next - allowed;
+        return false;
+      }
+      if (tat_ns_.compare_exchange_weak(tat, next, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
+
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+ private:
+  static int64_t Clamp(double v) {
+    return v >= 9e18 ? kNever : static_cast<int64_t>(v);
+  }
+  static int64_t Add(int64_t a, int64_t b) {
+    return a > kNever - b ? kNever : a + b;  // both >= 0 here
+  }
+  static int64_t Mul(int64_t a, int64_t n) {
+    return n != 0 && a > kNever / n ? kNever : a * n;
+  }
+
+  std::atomic<int64_t> tat_ns_{0};
+  std::atomic<int64_t> interval_ns_{kNever};
+  std::atomic<int64_t> tolerance_ns_{0};
+};
+
+}  // namespace redis
+}  // namespace detail
+DEGRADE_NAMESPACE_END
+
+#endif  // DEGRADE_REDIS_DETAIL_TOKEN_BUCKET_HPP_

@@ -467,21 +467,27 @@ TEST_F(RetryTest, AFirstSuccessOverwritesTheRecordAndCountsAsOneAttempt) {
   EXPECT_EQ(st.stops[static_cast<int>(RetryStop::kSucceeded)], 1u);
 }
 
-TEST_F(RetryTest, AnExpiredDeadlineStillRunsTheFirstAttemptButNoRetry) {
+// A deadline that has passed before the call makes no attempt at all (the
+// attempt would hand the expired deadline to its RPC client), deposits
+// nothing and withdraws nothing, whatever the attempt would have answered.
+TEST_F(RetryTest, AnExpiredDeadlineMakesNoAttemptAndSpendsNoBudget) {
   auto r = Make(Policy());
   const Deadline d = In(absl::Milliseconds(10));
   clock_.Advance(absl::Milliseconds(20));
   RetryRecord rec;
-  auto ok = Retry(*r, d, FailThen(0, absl::OkStatus()), &rec);
-  ASSERT_TRUE(ok.ok());  // the attempt decides what an expired deadline means
-  EXPECT_EQ(rec.stop, RetryStop::kSucceeded);
-  calls_ = 0;
-  auto v = Retry(*r, d, FailThen(100, absl::UnavailableError("down")), &rec);
-  EXPECT_EQ(calls_, 1);
-  EXPECT_EQ(rec.stop, RetryStop::kDeadline);
+  for (const absl::Status& answer :
+       {absl::OkStatus(), absl::UnavailableError("down")}) {
+    calls_ = 0;
+    auto v = Retry(*r, d, FailThen(answer.ok() ? 0 : 100, answer), &rec);
+    EXPECT_EQ(calls_, 0);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(v.status())) << v.status();
+    EXPECT_EQ(rec.attempts, 0);
+    EXPECT_EQ(rec.stop, RetryStop::kDeadline);
+  }
   EXPECT_TRUE(slept_.empty());
+  EXPECT_EQ(budget_->stats().window_requests, 0u);
   EXPECT_EQ(budget_->stats().granted, 0u);
-  EXPECT_TRUE(absl::IsUnavailable(v.status()));
+  EXPECT_EQ(r->stats().calls, 2u);
 }
 
 TEST_F(RetryTest, OneAttemptAllowedIsOneAttemptMade) {

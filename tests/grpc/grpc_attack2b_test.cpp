@@ -47,8 +47,8 @@ enum class Child {
   kPropagatedContext,  // degrade::grpc::PropagatedContext (metadata.hpp)
 };
 
-// The middle tier: waits until its own caller's deadline has passed (the
-// server call is then cancelled), then calls `bottom` through the breaker
+// The middle tier: waits until its own caller's deadline has passed (and
+// the server call is cancelled), then calls `bottom` through the breaker
 // interceptor with the deadline propagated from its own call.
 degrade_test::EchoServer::Script Middle(Family* family,
                                         grpc::ClientCounters* counters,
@@ -60,7 +60,13 @@ degrade_test::EchoServer::Script Middle(Family* family,
                   degrade::test::EchoReply*) {
     const auto give_up =
         std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!ctx->IsCancelled() && std::chrono::steady_clock::now() < give_up) {
+    // Cancelled is not enough: the top gives up at its own deadline and
+    // resets the stream, which can arrive before this server's copy of the
+    // deadline (taken from grpc-timeout on arrival, so a little later) has
+    // passed. Wait for both, so the downstream call's deadline has passed.
+    while ((!ctx->IsCancelled() ||
+            ctx->deadline() > std::chrono::system_clock::now()) &&
+           std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     const bool expired = ctx->deadline() <= std::chrono::system_clock::now();

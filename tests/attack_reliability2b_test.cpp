@@ -93,7 +93,8 @@ class AnyTimeClock final : public Clock {
 
 // ---- Deadline and CallWithDeadline ----------------------------------------
 
-// A deadline with a finite budget, made while a clock reads InfiniteFuture
+// Was a defect (fixed; see Deadline::In): a deadline with a finite budget,
+// made while a clock reads InfiniteFuture
 // (a user's clock adapter returning absl::InfiniteFuture() for an error),
 // becomes "no deadline": when() is InfiniteFuture, remaining() is
 // InfiniteDuration and it never expires, even once the clock reads a real
@@ -175,7 +176,8 @@ TEST(DeadlineAttack, AnInfiniteBudgetSurvivesTheClockRunningToItsEnd) {
   EXPECT_EQ(*r, 4);
 }
 
-// CallWithDeadline with a budget already spent (zero or negative: what a
+// Was a defect (fixed): CallWithDeadline with a budget already spent (zero
+// or negative: what a
 // caller computes as "what is left" after an earlier stage overran) still
 // calls `f` with an expired deadline, then discards its answer. The work is
 // done for nothing, and `f` hands the expired deadline to its RPC client:
@@ -519,7 +521,8 @@ RetrySettings Unbudgeted(FakeClock* clock) {
   return p;
 }
 
-// The budget is withdrawn before the backoff sleep; when the sleep overruns
+// Was a defect (fixed: the retry is withdrawn after the sleep): the budget
+// was withdrawn before the backoff sleep; when the sleep overruns
 // the caller's deadline (a loaded machine wakes the thread late: issue 32
 // saw 9-28 of ~770 retries wake late), the retry is not sent, but its
 // withdrawal is kept. Each late wake-up spends a retry the downstream never
@@ -573,7 +576,8 @@ TEST(RetryAttack, ARetryNotSentForItsDeadlineKeepsNoBudget) {
   EXPECT_EQ(budget->stats().granted, 1u) << "only the retry sent withdraws";
 }
 
-// A downstream that answers RESOURCE_EXHAUSTED with a retry-after of a
+// Was a defect (fixed: RetrySettings::max_retry_after): a downstream that
+// answers RESOURCE_EXHAUSTED with a retry-after of a
 // century (a bug, a unit mix-up: seconds sent as milliseconds times 1e6, a
 // hostile peer) holds a caller without a deadline in the retrier's sleep
 // for that century: the hint is taken as it is, while the gRPC adapter
@@ -645,7 +649,8 @@ TEST(RetryAttack, MaxRetryAfterIsTheLongestHintWaitedFor) {
   }
 }
 
-// The sibling of DeadlineAttack.ASpentBudgetNeverCallsTheCallable
+// Was a defect (fixed): the sibling of
+// DeadlineAttack.ASpentBudgetNeverCallsTheCallable
 // in the retrier: its first attempt runs whatever the deadline (the clock
 // is read only once an attempt has failed, retry.hpp:375-401), so a caller
 // whose budget is spent still sends one request with an expired deadline.

@@ -206,6 +206,8 @@ TEST(ZeroOrNegativeBudgetTest, TimesOutAtOnceInsteadOfBlocking) {
     EXPECT_TRUE(d.expired());
     EXPECT_EQ(d.remaining(), absl::ZeroDuration());
 
+    // A spent budget never calls the function (it would hand the expired
+    // deadline on): DEADLINE_EXCEEDED whatever it would have returned.
     bool called = false;
     absl::StatusOr<int> late = CallWithDeadline(
         budget,
@@ -214,7 +216,7 @@ TEST(ZeroOrNegativeBudgetTest, TimesOutAtOnceInsteadOfBlocking) {
           return 7;
         },
         &clock);
-    EXPECT_TRUE(called);
+    EXPECT_FALSE(called);
     EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
     absl::StatusOr<int> error = CallWithDeadline(
         budget,
@@ -222,7 +224,7 @@ TEST(ZeroOrNegativeBudgetTest, TimesOutAtOnceInsteadOfBlocking) {
           return absl::UnavailableError("down");
         },
         &clock);
-    EXPECT_EQ(error.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(error.status().code(), absl::StatusCode::kDeadlineExceeded);
 
     // A hard timeout with no budget does not wait for a call that blocks.
     ThreadPool pool(1);
@@ -242,7 +244,9 @@ TEST(ZeroOrNegativeBudgetTest, TimesOutAtOnceInsteadOfBlocking) {
       return 1;
     });
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
-    EXPECT_EQ(cb.totals().failures, 1u);
+    // The caller's budget, not the backend: no permit, no outcome.
+    EXPECT_EQ(cb.totals().failures, 0u);
+    EXPECT_EQ(cb.totals().successes, 0u);
     release->store(true);  // the pool's destructor joins the late calls
   }
 }

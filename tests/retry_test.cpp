@@ -467,21 +467,27 @@ TEST_F(RetryTest, AFirstSuccessOverwritesTheRecordAndCountsAsOneAttempt) {
   EXPECT_EQ(st.stops[static_cast<int>(RetryStop::kSucceeded)], 1u);
 }
 
-TEST_F(RetryTest, AnExpiredDeadlineStillRunsTheFirstAttemptButNoRetry) {
+// A deadline that has passed before the call makes no attempt at all (the
+// attempt would hand the expired deadline to its RPC client), deposits
+// nothing and withdraws nothing, whatever the attempt would have answered.
+TEST_F(RetryTest, AnExpiredDeadlineMakesNoAttemptAndSpendsNoBudget) {
   auto r = Make(Policy());
   const Deadline d = In(absl::Milliseconds(10));
   clock_.Advance(absl::Milliseconds(20));
   RetryRecord rec;
-  auto ok = Retry(*r, d, FailThen(0, absl::OkStatus()), &rec);
-  ASSERT_TRUE(ok.ok());  // the attempt decides what an expired deadline means
-  EXPECT_EQ(rec.stop, RetryStop::kSucceeded);
-  calls_ = 0;
-  auto v = Retry(*r, d, FailThen(100, absl::UnavailableError("down")), &rec);
-  EXPECT_EQ(calls_, 1);
-  EXPECT_EQ(rec.stop, RetryStop::kDeadline);
+  for (const absl::Status& answer :
+       {absl::OkStatus(), absl::UnavailableError("down")}) {
+    calls_ = 0;
+    auto v = Retry(*r, d, FailThen(answer.ok() ? 0 : 100, answer), &rec);
+    EXPECT_EQ(calls_, 0);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(v.status())) << v.status();
+    EXPECT_EQ(rec.attempts, 0);
+    EXPECT_EQ(rec.stop, RetryStop::kDeadline);
+  }
   EXPECT_TRUE(slept_.empty());
+  EXPECT_EQ(budget_->stats().window_requests, 0u);
   EXPECT_EQ(budget_->stats().granted, 0u);
-  EXPECT_TRUE(absl::IsUnavailable(v.status()));
+  EXPECT_EQ(r->stats().calls, 2u);
 }
 
 TEST_F(RetryTest, OneAttemptAllowedIsOneAttemptMade) {
@@ -597,6 +603,57 @@ TEST(RetryConcurrencyTest, ThreadsShareOneRetrierAndBudget) {
   EXPECT_LE(attempts.load() - kThreads * kCalls, kThreads * kCalls / 5);
   EXPECT_EQ(budget->stats().granted,
             static_cast<uint64_t>(attempts.load() - kThreads * kCalls));
+}
+
+// The retry is withdrawn after its backoff, the budget only read before
+// it: threads that all saw room before their sleeps race for the last
+// retries after them. The withdrawal is the grant, so no more retries are
+// sent than the window allows (the floor: 10), each one sent is exactly
+// one granted, and every thread that lost the race stops as budget
+// exhausted with its error.
+TEST(RetryConcurrencyTest, RetriersRacingAfterTheirSleepsNeverOverspend) {
+  FakeClock clock;
+  RetryBudgetSettings bs;
+  bs.clock = &clock;
+  bs.metrics = NoTelemetry();
+  bs.percent_can_retry = 0.0;
+  bs.min_retries_per_sec = 1;
+  bs.ttl = absl::Seconds(10);  // the floor: 10 retries per window
+  auto budget = RetryBudget::Create(bs).value();
+  RetrySettings p;
+  p.budget = budget.get();
+  p.max_attempts = 2;
+  p.sleep = [](absl::Duration) { std::this_thread::yield(); };
+  p.metrics = NoTelemetry();
+  auto r = Retrier::Create(p).value();
+  constexpr int kThreads = 8;
+  constexpr int kCalls = 50;
+  std::atomic<int> attempts{0};
+  std::atomic<int> budget_stops{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        RetryRecord rec;
+        Retry(
+            *r, Deadline::In(absl::InfiniteDuration(), &clock),
+            [&]() -> absl::Status {
+              attempts.fetch_add(1, std::memory_order_relaxed);
+              return absl::UnavailableError("x");
+            },
+            &rec)
+            .IgnoreError();
+        if (rec.stop == RetryStop::kBudgetExhausted) {
+          budget_stops.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  const int retries = attempts.load() - kThreads * kCalls;
+  EXPECT_EQ(retries, 10);
+  EXPECT_EQ(budget->stats().granted, 10u);
+  EXPECT_EQ(budget_stops.load(), kThreads * kCalls - 10);
 }
 
 }  // namespace DEGRADE_TEST_UNIT

@@ -39,8 +39,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,13 +76,29 @@ class Deadline {
  public:
   // A deadline `budget` from now on `clock` (the real clock by default).
   // An infinite budget is no deadline (InfiniteFuture), whatever the clock
-  // reads, even InfinitePast.
+  // reads, even InfinitePast. A finite budget is always a deadline, never
+  // "no deadline", by the library's time rule (saturating; a clock going
+  // backwards is no time passing):
+  //   * taken while the clock reads InfiniteFuture (no real clock does; a
+  //     clock adapter may return it for an error), the budget is spent at
+  //     once and stays spent (InfinitePast): at the end of time every
+  //     finite budget has run out, and a clock that comes back from there
+  //     went backwards, which gives the budget nothing back;
+  //   * taken at InfinitePast, it is spent the same way (the sum stays
+  //     InfinitePast);
+  //   * a budget that takes a finite reading past absl::Time's range
+  //     (about 2.9e11 years) saturates at the latest finite instant.
   static Deadline In(absl::Duration budget, const Clock* clock = nullptr) {
     const Clock* c = clock != nullptr ? clock : &RealClock::Instance();
     if (budget == absl::InfiniteDuration()) {
       return Deadline(absl::InfiniteFuture(), c);
     }
-    return Deadline(c->Now() + budget, c);
+    const absl::Time now = c->Now();
+    if (now == absl::InfiniteFuture()) {
+      return Deadline(absl::InfinitePast(), c);
+    }
+    const absl::Time when = detail::SatAdd(now, budget);
+    return Deadline(when == absl::InfiniteFuture() ? LatestFinite() : when, c);
   }
   static Deadline At(absl::Time when, const Clock* clock = nullptr) {
     return Deadline(when, clock != nullptr ? clock : &RealClock::Instance());
@@ -95,10 +113,17 @@ class Deadline {
   }
   // Whether the clock has reached the deadline: exactly when remaining() is
   // zero, so a deadline at InfiniteFuture never expires.
-  bool expired() const { return detail::DeadlineReached(when_, clock_->Now()); }
+  // No deadline reads no clock, so a caller may check it on a hot path.
+  bool expired() const {
+    return when_ != absl::InfiniteFuture() &&
+           detail::DeadlineReached(when_, clock_->Now());
+  }
 
  private:
   Deadline(absl::Time when, const Clock* clock) : when_(when), clock_(clock) {}
+  static absl::Time LatestFinite() {
+    return absl::FromUnixSeconds(std::numeric_limits<int64_t>::max());
+  }
   absl::Time when_;
   const Clock* clock_;
 };
@@ -109,9 +134,12 @@ class Deadline {
 // `budget` from now, for `f` to hand to its RPC client (`remaining()`). If
 // `f` comes back after the deadline anyway, its result is discarded and
 // DEADLINE_EXCEEDED returned, so a stage never serves an answer its request
-// has given up on. `f` returns T or absl::StatusOr<T> (absl::Status or void
-// for a void result); an exception becomes a status recognised by
-// IsCallableException. Thread-safe when `f` is.
+// has given up on. A budget already spent (zero, negative,
+// -InfiniteDuration, or a deadline Deadline::In() reads as spent) does not
+// call `f` at all: DEADLINE_EXCEEDED at once, so an expired deadline is
+// never handed to an RPC client. `f` returns T or absl::StatusOr<T>
+// (absl::Status or void for a void result); an exception becomes a status
+// recognised by IsCallableException. Thread-safe when `f` is.
 template <typename F>
 auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock = nullptr);
 
@@ -192,9 +220,10 @@ class ThreadPool final : public Executor {
 // Submit() threw (the message names the exception; `f` is not run); a
 // status recognised by IsCallableException if `f` threw. `f` is moved into
 // the task: it must own everything it touches (see the file comment). Any
-// budget is valid: zero or negative gives f no time at all unless its
-// result is already there, `absl::InfiniteDuration()` waits for it however
-// long it takes. Thread-safe.
+// budget is valid: a spent one (zero, negative, -InfiniteDuration) returns
+// DEADLINE_EXCEEDED at once without submitting `f` (it would run after its
+// caller gave up, for nothing), `absl::InfiniteDuration()` waits for it
+// however long it takes. Thread-safe.
 template <typename F>
 auto CallWithTimeout(Executor& executor, absl::Duration budget, F f);
 
@@ -204,6 +233,10 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f);
 // rejected at once), and its outcome is reported when it is known — a
 // timeout is reported as a failure at the moment the budget runs out, so a
 // hanging backend trips the breaker even though its calls never return.
+// A budget already spent is the caller's, not the backend's: answered
+// DEADLINE_EXCEEDED before the breaker, taking no permit and reporting no
+// outcome (a caller out of budget must not open a healthy backend's
+// breaker, nor hold a half-open trial).
 template <typename T, typename F>
 typename CircuitBreaker<T>::Result ExecuteWithTimeout(
     CircuitBreaker<T>& breaker, Executor& executor, absl::Duration budget, F f);
@@ -334,6 +367,11 @@ auto CallWithTimeout(Executor& executor, absl::Duration budget, F f) {
   using R = std::decay_t<std::invoke_result_t<F&>>;
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
+  if (budget <= absl::ZeroDuration()) {
+    return Result(absl::DeadlineExceededError(absl::StrCat(
+        "CallWithTimeout: the budget of ", absl::FormatDuration(budget),
+        " was spent before the call; it was not run")));
+  }
   auto shared = std::make_shared<detail::TimedCall<Result>>();
   // A Submit() that throws (a user's executor, or the std::function's own
   // allocation) is a refusal with its cause: `f` is not run, not even on
@@ -379,6 +417,13 @@ auto CallWithDeadline(absl::Duration budget, F f, const Clock* clock) {
   using R = std::decay_t<std::invoke_result_t<decltype(bound)&>>;
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
+  // Checked before the call, not only after it: work done under a spent
+  // budget is always discarded, and `f` would pass the expired deadline on.
+  if (deadline.expired()) {
+    return Result(absl::DeadlineExceededError(absl::StrCat(
+        "CallWithDeadline: the budget of ", absl::FormatDuration(budget),
+        " was spent before the call; it was not made")));
+  }
   Result result = detail::InvokeCatching<T>(bound, "CallWithDeadline");
   if (deadline.expired() && detail::StatusOf(result).ok()) {
     return Result(absl::DeadlineExceededError(
@@ -394,6 +439,13 @@ typename CircuitBreaker<T>::Result ExecuteWithTimeout(
     F f) {
   // Everything below depends on T, so this header needs only the forward
   // declaration: a caller that has a breaker has included its header.
+  if (budget <= absl::ZeroDuration()) {
+    return typename CircuitBreaker<T>::Result(
+        absl::DeadlineExceededError(absl::StrCat(
+            "ExecuteWithTimeout: the budget of ", absl::FormatDuration(budget),
+            " was spent before the call; it was not run and the "
+            "breaker was not asked")));
+  }
   auto permit = breaker.Allow();
   if (!permit.ok()) return typename CircuitBreaker<T>::Result(permit.status());
   auto result = CallWithTimeout(executor, budget, std::move(f));

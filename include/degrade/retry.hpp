@@ -12,13 +12,17 @@
 //     timeout), and RESOURCE_EXHAUSTED only when the server said when to
 //     come back (a retry-after hint, ShedRetryAfter()/RetryAfterHint()).
 //     Whatever the predicate says, a breaker's rejection (IsRejected), a
-//     shed or throttled request without a hint, and a hint of "do not
-//     retry" (negative) are never retried;
-//   * the caller's `Deadline`: a retry starts only if its backoff ends
-//     before the deadline, so no call outlives its budget for a retry;
+//     shed or throttled request without a hint, a hint of "do not retry"
+//     (negative) and a hint longer than `max_retry_after` are never
+//     retried;
+//   * the caller's `Deadline`: no attempt starts once it has passed (not
+//     even the first), and a retry starts only if its backoff ends before
+//     it, so no call outlives its budget for a retry;
 //   * the downstream's `RetryBudget` (retry_budget.hpp): each call deposits,
-//     each retry withdraws, and an empty budget ends the call with the error
-//     it had. A policy without a budget must say so (`unbudgeted`).
+//     each retry sent withdraws (after its backoff, so a retry the deadline
+//     stops after a late wake-up spends nothing), and an empty budget ends
+//     the call with the error it had. A policy without a budget must say so
+//     (`unbudgeted`).
 //
 // The backoff is gRPC's (A6) with full jitter: before retry n (n >= 1) it
 // waits random(0, min(initial_backoff * multiplier^(n-1), max_backoff)),
@@ -51,14 +55,15 @@
 // attempt is one call at the breaker; an open breaker stops the loop.
 //
 // Cost of a call that succeeds first time: one plain add on a per-thread
-// counter line and, with a budget, its Deposit(); the clock is read only
-// to decide a retry. In the breaker form the breaker's Execute() is the
-// exception boundary (it turns the callable's throw into a status), so
-// the retrier adds none of its own there: what Execute() itself might
-// throw, an allocation failing, reaches the caller as it would from any
-// other call. Call() and Retry() are forced inline and the retry
-// loop is out of line, so a first success costs little more than the
-// attempt (docs/performance.md).
+// counter line and, with a budget, its Deposit(); the clock is read once
+// before the first attempt when the deadline is finite (none for no
+// deadline), and otherwise only to decide a retry. In the breaker form the
+// breaker's Execute() is the exception boundary (it turns the callable's throw
+// into a status), so the retrier adds none of its own there: what Execute()
+// itself might throw, an allocation failing, reaches the caller as it would
+// from any other call. Call() and Retry() are forced inline and the retry loop
+// is out of line, so a first success costs little more than the attempt
+// (docs/performance.md).
 //
 // Thread safety: `Retrier` is thread-safe; the attempt, the predicate and
 // `sleep` are called on the calling thread.
@@ -162,6 +167,16 @@ struct RetrySettings {
   // DefaultRetryable. Never asked about the statuses that are never retried
   // (see the file comment). A throw counts as false.
   std::function<bool(const absl::Status&)> retryable;
+  // The longest retry-after hint the retrier waits for. A longer one (a
+  // unit mix-up, a bug, a hostile peer: a century would hold a caller
+  // without a deadline for that century) is read as "do not retry": the
+  // call ends at once with the error it had (stop kDoNotRetry). Finite
+  // and >= 0; zero honours only a hint of zero. Five minutes is Envoy's
+  // default for its rate-limited retry back-off (a longer reset header is
+  // not waited for): long enough for a per-minute rate-limit window to
+  // roll over, short enough that no thread is lost. The gRPC adapter
+  // already reads pushback above an hour as "do not retry" (status.hpp).
+  absl::Duration max_retry_after = absl::Minutes(5);
   // The downstream's budget, shared with everything that retries against
   // it. REQUIRES: outlives the retrier. Mandatory unless `unbudgeted`.
   RetryBudget* budget = nullptr;
@@ -300,6 +315,9 @@ class Retrier final {
   bool ShouldRetry(const absl::Status& s, int n, const Deadline& deadline,
                    absl::Duration* wait, RetryRecord* rec);
   absl::Duration Backoff(int retry);
+  // A call whose deadline had passed before its first attempt: counted,
+  // recorded (no attempt, stop kDeadline) and answered DEADLINE_EXCEEDED.
+  absl::Status SpentBeforeStart(RetryRecord* record);
   void Wait(absl::Duration d) const;
   void Count(const RetryRecord& rec);
   // The last error, reworded to say how the call ended.
@@ -335,6 +353,11 @@ inline absl::Status ValidateRetrySettings(const RetrySettings& p) {
         "max_backoff", absl::FormatDuration(p.max_backoff),
         absl::StrCat("must be finite and at least initial_backoff (",
                      absl::FormatDuration(p.initial_backoff), ")"));
+  }
+  if (!finite(p.max_retry_after)) {
+    return who.Invalid("max_retry_after",
+                       absl::FormatDuration(p.max_retry_after),
+                       "must be finite and not negative");
   }
   if (!(std::isfinite(p.multiplier) && p.multiplier >= 1.0 &&
         p.multiplier <= 100.0)) {
@@ -392,10 +415,16 @@ DEGRADE_ALWAYS_INLINE auto Retrier::Call(const Deadline& deadline, F&& attempt,
   using T = typename detail::Unwrapped<R>::type;
   using Result = detail::ResultOf<T>;
 
+  // A spent deadline makes no attempt (the attempt would hand the expired
+  // deadline to its RPC client, and its answer would come too late), and
+  // deposits nothing: no request is made. No deadline reads no clock.
+  if (DEGRADE_UNLIKELY(deadline.expired())) {
+    return Result(SpentBeforeStart(record));
+  }
   if (policy_.budget != nullptr) policy_.budget->Deposit();
   // The first attempt is all most calls make: nothing a retry needs (the
-  // record, the clock, the loop) is built before it fails, and the one
-  // `result` is returned on every path so that it is constructed in place.
+  // record, the loop) is built before it fails, and the one `result` is
+  // returned on every path so that it is constructed in place.
   constexpr bool kGuarded = detail::kIsUnguardedAttempt<std::decay_t<F>>;
   Result result = RunAttempt<T, kGuarded>(bound, 1);
   if (DEGRADE_LIKELY(detail::StatusOf(result).ok())) {
@@ -431,6 +460,15 @@ DEGRADE_NOINLINE void Retrier::AfterFirstFailure(detail::ResultOf<T>& result,
       rec.stop = RetryStop::kDeadline;
       break;
     }
+    // Withdrawn only now, when the retry is sure to be sent: a retry the
+    // deadline stopped above spends nothing. The withdrawal is the atomic
+    // grant, so callers racing for the last retry cannot overspend; the
+    // check before the sleep (ShouldRetry) only spared a pointless wait.
+    if (policy_.budget != nullptr && !policy_.budget->TryWithdraw()) {
+      rec.budget_refused = true;
+      rec.stop = RetryStop::kBudgetExhausted;
+      break;
+    }
     result = RunAttempt<T, kGuarded>(bound, number + 1);
   }
   Count(rec);
@@ -450,7 +488,8 @@ inline bool Retrier::ShouldRetry(const absl::Status& s, int n,
   };
   // The rules no predicate overrides.
   if (IsRejected(s)) return stop(RetryStop::kBreakerRejected);
-  if (hint.has_value() && *hint < absl::ZeroDuration()) {
+  if (hint.has_value() &&
+      (*hint < absl::ZeroDuration() || *hint > policy_.max_retry_after)) {
     return stop(RetryStop::kDoNotRetry);
   }
   if (IsShed(s) && !hint.has_value()) return stop(RetryStop::kShed);
@@ -463,11 +502,29 @@ inline bool Retrier::ShouldRetry(const absl::Status& s, int n,
   if (hint.has_value()) *wait = std::max(*wait, *hint);
   // The retry must start before the deadline: read the clock only now.
   if (deadline.remaining() <= *wait) return stop(RetryStop::kDeadline);
-  if (policy_.budget != nullptr && !policy_.budget->TryWithdraw()) {
+  // Not a withdrawal (that is made after the wait, when the retry is sent):
+  // a budget already empty ends the call without waiting for nothing.
+  if (policy_.budget != nullptr && !policy_.budget->HasRoom()) {
     rec->budget_refused = true;
     return stop(RetryStop::kBudgetExhausted);
   }
   return true;
+}
+
+inline absl::Status Retrier::SpentBeforeStart(RetryRecord* record) {
+  RetryRecord rec;
+  rec.attempts = 0;
+  rec.stop = RetryStop::kDeadline;
+  Count(rec);
+  if (record != nullptr) *record = rec;
+  absl::Status out = absl::DeadlineExceededError(
+      absl::StrCat("retry '", name_,
+                   "': 0 attempts, stopped: deadline; the deadline had "
+                   "passed before the first attempt, which was not made"));
+  if (policy_.tell_callers_not_to_retry) {
+    out.SetPayload(kRetryAfterPayloadUrl, absl::Cord("-1"));
+  }
+  return out;
 }
 
 inline absl::Duration Retrier::Backoff(int retry) {
@@ -486,9 +543,12 @@ inline void Retrier::Wait(absl::Duration d) const {
 
 inline void Retrier::Count(const RetryRecord& rec) {
   Shard& shard = shards_[detail::ThreadShardIndex()];
-  const auto bucket = static_cast<std::size_t>(
-      std::min<int>(rec.attempts, static_cast<int>(kAttemptBuckets)) - 1);
-  shard.attempts[bucket].Add(1);
+  // A call that made no attempt (its deadline had passed) has no bucket.
+  if (rec.attempts > 0) {
+    const auto bucket = static_cast<std::size_t>(
+        std::min<int>(rec.attempts, static_cast<int>(kAttemptBuckets)) - 1);
+    shard.attempts[bucket].Add(1);
+  }
   shard.stops[static_cast<std::size_t>(rec.stop)].Add(1);
 }
 

@@ -126,6 +126,18 @@ class RetryBudget final {
   // has. Never overdraws, even when threads race for the last retry.
   bool TryWithdraw() { return ledger_.TryWithdraw(); }
 
+  // Whether TryWithdraw() would grant a retry now, without taking one:
+  // for a caller that must wait before it sends its retry (a backoff) and
+  // withdraws only then, so that a retry it ends up not sending spends
+  // nothing. False is counted as refused. Advisory under concurrency:
+  // another thread may take the last retry before this caller withdraws,
+  // and then the withdrawal is refused, so nothing is ever overspent.
+  bool HasRoom() {
+    if (ledger_.Read().balance >= 1.0) return true;
+    ledger_.CountRefused();
+    return false;
+  }
+
   // Retries TryWithdraw() would grant now (fractional: 0.2 per request).
   double balance() const { return ledger_.Read().balance; }
 

@@ -21,7 +21,11 @@
 //     once, before the breaker (so an open or forced-open breaker changes
 //     nothing for it). It takes no permit and is not a breaker outcome:
 //     the caller's budget ran out, not the backend. gRPC itself does not
-//     stop such a call (1.51 sent it, and the server answered).
+//     stop such a call (1.51 sent it, and the server answered). The
+//     deadline read is ClientContext::deadline(): one propagated by
+//     ClientContext::FromServerContext alone is applied inside gRPC's core
+//     and cannot be seen here, so make a downstream call's context with
+//     PropagatedContext() (metadata.hpp), which sets it on the context too.
 //   * Otherwise the call proceeds, and the arriving status is reported to
 //     the permit, classified by an OutcomeTable (outcome.hpp). A client's
 //     INVALID_ARGUMENT or CANCELLED never opens the breaker for everyone.

@@ -39,14 +39,15 @@
 #ifndef DEGRADE_GRPC_METADATA_HPP_
 #define DEGRADE_GRPC_METADATA_HPP_
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/server_context.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -153,8 +154,8 @@ inline absl::StatusOr<std::optional<RequestClass>> ReadRequestClass(
 // default): the time the call has left, from now on `clock`. A call
 // without a deadline gets an infinite one. Hand it to the handler's own
 // downstream calls (SetDeadline) so the budget holds across hops. Touches
-// only `context`.
-inline Deadline ReadDeadline(const ::grpc::ServerContext& context,
+// only `context` (a ServerContext, or a CallbackServerContext).
+inline Deadline ReadDeadline(const ::grpc::ServerContextBase& context,
                              const Clock* clock = nullptr) {
   const auto when = context.deadline();
   if (when == std::chrono::system_clock::time_point::max()) {
@@ -164,6 +165,36 @@ inline Deadline ReadDeadline(const ::grpc::ServerContext& context,
   if (when <= now) return Deadline::In(absl::ZeroDuration(), clock);
   // raw-time-ok: when > now, and both are within the clock's range
   return Deadline::In(absl::FromChrono(when - now), clock);
+}
+
+// PropagatedContext(server_context[, options])
+//
+// ClientContext::FromServerContext(server_context, options), with the
+// propagated deadline also set on the new context itself
+// (SetDeadline(ReadDeadline(server_context))) when `options` propagate it
+// (gRPC's default). Use it, not FromServerContext alone, for a downstream
+// call made through the breaker interceptor (interceptor.hpp): gRPC 1.51
+// applies a propagated deadline inside its core, when the call is created,
+// and shows it nowhere an interceptor can read. FromServerContext leaves
+// ClientContext::deadline() unset (infinite) and keeps the parent call in
+// a private member, and the core call (ClientContext::c_call()) has no
+// public deadline accessor. So the interceptor cannot tell that such a
+// call's deadline has passed: it would take a breaker permit for it (and,
+// with the breaker open, answer the breaker's UNAVAILABLE instead of
+// DEADLINE_EXCEEDED). With the deadline set here as well, the interceptor
+// answers an expired one DEADLINE_EXCEEDED locally, taking no permit. gRPC
+// sends the earlier of the two deadlines, which are the same instant give
+// or take the time between the two clock reads. Touches only the new
+// context; `server_context` is read.
+inline std::unique_ptr<::grpc::ClientContext> PropagatedContext(
+    const ::grpc::ServerContextBase& server_context,
+    ::grpc::PropagationOptions options = ::grpc::PropagationOptions()) {
+  std::unique_ptr<::grpc::ClientContext> child =
+      ::grpc::ClientContext::FromServerContext(server_context, options);
+  if ((options.c_bitmask() & GRPC_PROPAGATE_DEADLINE) != 0) {
+    SetDeadline(child.get(), ReadDeadline(server_context));
+  }
+  return child;
 }
 
 // AttachTrace(context, trace) / AttachLevel(context, level)

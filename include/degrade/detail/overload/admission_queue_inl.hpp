@@ -221,8 +221,11 @@ absl::Status AdmissionQueue<T>::Push(T&& item, absl::Time deadline,
     const int64_t deadline_ns = deadline == absl::InfiniteFuture()
                                     ? detail::kSatMaxNanos
                                     : absl::ToUnixNanos(deadline);
+    // A probe goes through whatever the estimate says, but never with a
+    // deadline already passed: that item cannot be served in time by any
+    // server, and its batch would measure nothing it needs.
     if (!CanMeet(deadline_ns, now) &&
-        !(ring_.empty() && service_.ProbeDue(now))) {
+        !(ring_.empty() && service_.ProbeDue(now) && deadline_ns > now)) {
       return Refuse(DropReason::kDeadline,
                     absl::StrCat("the deadline cannot be met (service time ",
                                  absl::FormatDuration(
@@ -311,7 +314,7 @@ bool AdmissionQueue<T>::PopChunkLocked(std::vector<T>* out, std::size_t limit,
     // The probe (detail::ServiceEstimate) is the first item of a pop after
     // nothing was handed out for the estimate.
     if (!CanMeet(e.deadline, now)) {
-      if (*served > 0 || !service_.ProbeDue(now)) {
+      if (*served > 0 || !service_.ProbeDue(now) || e.deadline <= now) {
         DropLocked(std::move(e), DropReason::kDeadline, drops, dropped);
         sample(std::max(wait, head_age));
         continue;

@@ -233,6 +233,9 @@ class BudgetLedger {
       w = word_.load(std::memory_order_acquire);
     }
   }
+  // Counts a refusal made by a caller that read the window (Read()) and
+  // found no room.
+  void CountRefused() { shards_[ThreadShardIndex()].refused.Add(1); }
   uint64_t refused() const {
     uint64_t n = 0;
     for (std::size_t i = 0; i < shard_count_; ++i) {

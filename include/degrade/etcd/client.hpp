@@ -133,8 +133,11 @@ class EtcdClient {
   ~EtcdClient();
 
   // Every key starting with `prefix` ("" means every key), with the store
-  // revision the read was taken at.
-  absl::StatusOr<RangeResult> Range(absl::string_view prefix);
+  // revision the read was taken at. `revision` > 0 reads the keys as they
+  // were at that revision (OUT_OF_RANGE from etcd when it was compacted or
+  // is in the future); the header's revision is still the store's.
+  absl::StatusOr<RangeResult> Range(absl::string_view prefix,
+                                    int64_t revision = 0);
 
   // Sets `key` to `value`; returns the store revision of the change.
   absl::StatusOr<int64_t> Put(absl::string_view key, absl::string_view value);
@@ -375,11 +378,15 @@ inline absl::StatusOr<int64_t> EtcdClient::HeaderRevision(
   return revision;
 }
 
-inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix) {
-  const std::string op = absl::StrCat("Range ", detail::etcd::Quoted(prefix));
+inline absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view prefix,
+                                                     int64_t revision) {
+  const std::string op =
+      absl::StrCat("Range ", detail::etcd::Quoted(prefix),
+                   revision > 0 ? absl::StrCat(" at revision ", revision) : "");
   detail::json::Json req = detail::json::Json::object();
   req["key"] = absl::Base64Escape(detail::etcd::RangeStart(prefix));
   req["range_end"] = absl::Base64Escape(detail::etcd::PrefixEnd(prefix));
+  if (revision > 0) req["revision"] = std::to_string(revision);
   absl::StatusOr<detail::json::Json> res = Call(op, "/v3/kv/range", req.dump());
   if (!res.ok()) return res.status();
   const std::string where =

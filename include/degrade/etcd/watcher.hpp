@@ -46,7 +46,13 @@
 //     The watch stream is checked too: a message whose header has another
 //     cluster_id than the read's, or a revision below one already seen
 //     (etcd wiped or restored between the read and the watch, where writes
-//     below the old head would never arrive), ends the stream; on_status
+//     below the old head would never arrive), ends the stream; so does a
+//     history that changed under the same cluster_id (etcd wiped and made
+//     anew with the same token, then written past the old head): once the
+//     stream is created, the prefix is read again at the revision the
+//     watch follows from, and must be what the read delivered (a second
+//     read per connection, the price of never following a foreign
+//     history; one that finds the revision compacted re-reads); on_status
 //     gets ABORTED naming it (an outage the next "created" ends),
 //     `cluster_changes` counts it, and a fresh read delivers the new
 //     cluster as above (on_delete for each key gone).
@@ -237,6 +243,12 @@ class EtcdPrefixWatcher {
   // ABORTED when a stream message's header shows another cluster than the
   // read's, or a revision below one already seen.
   absl::Status CheckStreamHeader(uint64_t cluster_id, int64_t revision) const;
+  // Once the stream is created: the prefix read again at the revision the
+  // watch follows from must be what was delivered from the read. ABORTED
+  // (a history the delivered state is not part of) when it is not;
+  // *compacted when the revision is gone (the resync from the head then
+  // re-reads); the read's own error otherwise.
+  absl::Status CheckHistory(int64_t revision, bool* compacted);
   // One message of the stream; false ends the stream (with *end set).
   bool HandleMessage(absl::string_view text, bool* created, StreamEnd* end,
                      absl::Status* status);

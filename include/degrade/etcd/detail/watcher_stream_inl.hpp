@@ -158,6 +158,17 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
     return false;
   }
   if (m->created && !*created) {
+    // The watch exists now: a wipe after this point ends the stream, one
+    // before it shows in the history at the read's revision.
+    bool compacted = false;
+    // raw-time-ok: a revision, not a time
+    if (absl::Status h = CheckHistory(watch_start_ - 1, &compacted); !h.ok()) {
+      *status = std::move(h);
+      *end = compacted                  ? StreamEnd::kCompacted
+             : absl::IsAborted(*status) ? StreamEnd::kClusterChanged
+                                        : StreamEnd::kFailed;
+      return false;
+    }
     *created = true;
     // Following again: the outage is over, unless streams go bad once
     // created (then an event, or a stream that lasts, says so).
@@ -200,6 +211,56 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
     Recovered();
   }
   return !stopping();
+}
+
+inline absl::Status EtcdPrefixWatcher::CheckHistory(int64_t revision,
+                                                    bool* compacted) {
+  // An empty store at the read: no history to check.
+  if (revision <= 0) return absl::OkStatus();
+  absl::StatusOr<RangeResult> r = client_.Range(options_.prefix, revision);
+  if (!r.ok()) {
+    // etcd answers OUT_OF_RANGE for both; only the message tells them
+    // apart. A revision in the future is a store that restarted below it.
+    const absl::string_view m = r.status().message();
+    if (absl::IsOutOfRange(r.status()) &&
+        m.find("future revision") != absl::string_view::npos) {
+      return absl::AbortedError(absl::StrCat(
+          Where(), ": the read's revision ", revision,
+          " is in the store's future now: etcd was wiped or restored after "
+          "the read; reading again"));
+    }
+    if (absl::IsOutOfRange(r.status()) &&
+        m.find("compacted") != absl::string_view::npos) {
+      *compacted = true;
+    }
+    return r.status();
+  }
+  std::size_t matched = 0;
+  for (const KeyValue& kv : r->kvs) {
+    const auto d = delivered_.find(kv.key);
+    const auto f = refused_.find(kv.key);
+    const bool same =
+        (d != delivered_.end() && d->second.rev == kv.mod_revision &&
+         d->second.hash == Hash(kv.value)) ||
+        (f != refused_.end() && f->second == kv.mod_revision);
+    if (!same) {
+      return absl::AbortedError(absl::StrCat(
+          Where(), ": key ", detail::etcd::Quoted(kv.key), " at revision ",
+          revision,
+          " is not what the read at that revision delivered: etcd "
+          "was made anew under the same cluster_id after the read; reading "
+          "again"));
+    }
+    ++matched;
+  }
+  if (matched != delivered_.size() + refused_.size()) {
+    return absl::AbortedError(absl::StrCat(
+        Where(), ": the prefix at revision ", revision, " holds ", matched,
+        " keys, the read delivered ", delivered_.size() + refused_.size(),
+        ": etcd was made anew under the same cluster_id after the read; "
+        "reading again"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace etcd

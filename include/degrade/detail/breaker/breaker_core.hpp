@@ -257,6 +257,7 @@ class BreakerCore final : public BreakerMachine {
             break;
           }
           trials_.Admit(now);
+          ArmedAtLocked(now);
           SetHalfOpenDeadlineLocked();
           [[fallthrough]];
         }

@@ -188,7 +188,8 @@ class BreakerMachine : private BreakerView {
   }
   absl::Status ForceOpenUntil(absl::Time until) {
     if (until == absl::InfiniteFuture()) return ForceOpen(), absl::OkStatus();
-    return ForceOpenUntilNanos(absl::ToUnixNanos(until), "ForceOpenUntil");
+    return ForceOpenUntilNanos(ClockToLine(absl::ToUnixNanos(until)),
+                               "ForceOpenUntil");
   }
   void Disable() {
     Manual(State::kClosed, kMetricsOnly, TransitionCause::kDisabled);
@@ -211,7 +212,7 @@ class BreakerMachine : private BreakerView {
     MutexLock lock(&mu_);
     return ModeOf(word_.load(std::memory_order_relaxed)) == kForcedOpen &&
                    forced_until_ != kNever
-               ? absl::FromUnixNanos(forced_until_)
+               ? absl::FromUnixNanos(LineToClock(forced_until_))
                : absl::InfiniteFuture();
   }
 
@@ -285,14 +286,71 @@ class BreakerMachine : private BreakerView {
 
   // One time source per breaker, so expiries set and checked never mix
   // resolutions: the coarse clock, unless slow calls or per-call durations
-  // need precise ones.
+  // need precise ones. The breaker's time line: RealClock's readings as
+  // they are (monotonic), any other clock's through OnLine().
   int64_t NowNanos() const {
     if (real_clock_ != nullptr) {
       return precise_clock_ ? real_clock_->UnixNanos()
                             : real_clock_->CoarseUnixNanos();
     }
-    return absl::ToUnixNanos(precise_clock_ ? clock_->Now()
-                                            : clock_->CoarseNow());
+    return OnLine(absl::ToUnixNanos(precise_clock_ ? clock_->Now()
+                                                   : clock_->CoarseNow()));
+  }
+
+  // A clock other than RealClock may step back (a wall-clock adapter, a
+  // FakeClock set back). Its readings are put on a line that never goes
+  // back below the time the breaker last armed a timer at (`line_floor_`):
+  // a reading below it is a step back, absorbed into `step_offset_` (the
+  // line is reading + offset) so that it counts as no time passing, and
+  // the open period, ForceOpenFor, the closed interval and the half-open
+  // waits run on from where they were instead of stretching by the step.
+  // Time the clock ran between the arming and the step, unread, is lost:
+  // a period stretches by at most its own length, never by the step.
+  // Forward steps count in full. Readings at an end of the int64 range (a
+  // clock at InfinitePast or InfiniteFuture) are used as they are and move
+  // nothing. Lock-free: the hot path adds two loads and a compare for these
+  // clocks, and writes only when the clock has stepped back.
+  DEGRADE_NOINLINE int64_t OnLine(int64_t reading) const {
+    if (reading == kSatMaxNanos || reading == kSatMinNanos) return reading;
+    int64_t offset = step_offset_.load(std::memory_order_acquire);
+    for (;;) {
+      const int64_t t = SatAddNanos(reading, offset);
+      const int64_t floor = line_floor_.load(std::memory_order_acquire);
+      if (DEGRADE_LIKELY(t >= floor)) return t;
+      // A racing reader may have absorbed the same step: the failed
+      // exchange reloads `offset` and the loop re-reads the line.
+      if (step_offset_.compare_exchange_weak(
+              offset, SatSubNanos(floor, reading), std::memory_order_acq_rel,
+              std::memory_order_acquire)) {
+        return floor;
+      }
+    }
+  }
+
+  // A timer is armed at `now` (on the line): a later reading below it is a
+  // step back. Readings at the infinities are not real times: skipped.
+  void ArmedAtLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (real_clock_ != nullptr || now == kSatMaxNanos ||
+        now == kSatMinNanos) {
+      return;
+    }
+    if (now > line_floor_.load(std::memory_order_relaxed)) {
+      line_floor_.store(now, std::memory_order_release);
+    }
+  }
+
+  // An instant of the clock's, on the line, and back.
+  int64_t ClockToLine(int64_t t) const {
+    if (real_clock_ != nullptr || t == kSatMaxNanos || t == kSatMinNanos) {
+      return t;
+    }
+    return SatAddNanos(t, step_offset_.load(std::memory_order_acquire));
+  }
+  int64_t LineToClock(int64_t t) const {
+    if (real_clock_ != nullptr || t == kSatMaxNanos || t == kSatMinNanos) {
+      return t;
+    }
+    return SatSubNanos(t, step_offset_.load(std::memory_order_acquire));
   }
 
   BreakerShard& LocalShard() { return shards_.Local(); }
@@ -356,6 +414,7 @@ class BreakerMachine : private BreakerView {
   void StartGenerationLocked(State to, int64_t now, Mode mode = kNormal,
                              int64_t until = kNever)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ArmedAtLocked(now);
     base_ = SumShards();
     trials_ = TrialLedger(wait_from_entering_ ? 0 : half_open_wait_nanos_);
     successes_at_last_failure_ = base_.successes;
@@ -517,9 +576,9 @@ class BreakerMachine : private BreakerView {
     if (until <= now) {
       return absl::InvalidArgumentError(absl::StrCat(
           "circuit breaker '", settings_.name, "': ", what, " ends at ",
-          absl::FormatTime(absl::FromUnixNanos(until)),
+          absl::FormatTime(absl::FromUnixNanos(LineToClock(until))),
           ", which is not after the breaker's clock (",
-          absl::FormatTime(absl::FromUnixNanos(now)),
+          absl::FormatTime(absl::FromUnixNanos(LineToClock(now))),
           "): the breaker was left as it was"));
     }
     Manual(State::kOpen, kForcedOpen, TransitionCause::kForcedOpen, until);
@@ -585,6 +644,10 @@ class BreakerMachine : private BreakerView {
   std::atomic<uint64_t> calls_seen_{0};
   // A rate threshold is reported and not yet seen to fall below.
   std::atomic<bool> in_episode_{false};
+  // The time line of a clock other than RealClock (OnLine()): the latest
+  // time a timer was armed at, and the steps back absorbed so far.
+  mutable std::atomic<int64_t> step_offset_{0};
+  std::atomic<int64_t> line_floor_{kSatMinNanos};
 
   alignas(kCacheLine) Mutex mu_;
   // Serialises ready_to_trip calls (taken without mu_ held).
@@ -593,7 +656,8 @@ class BreakerMachine : private BreakerView {
   TrialLedger trials_ ABSL_GUARDED_BY(mu_) = TrialLedger(half_open_wait_nanos_);
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   OpenBackoff backoff_ ABSL_GUARDED_BY(mu_);
-  // When a timed forced-open state ends (kNever: not timed, or not forced).
+  // When a timed forced-open state ends (kNever: not timed, or not forced),
+  // on the breaker's time line (NowNanos()).
   int64_t forced_until_ ABSL_GUARDED_BY(mu_) = kNever;
   TripReason last_trip_ ABSL_GUARDED_BY(mu_);
   // The rate thresholds reported in this episode (bits of RatesExceeded).

@@ -79,9 +79,15 @@ class RealClock final : public Clock {
   // The same readings as plain nanoseconds since the Unix epoch, without the
   // virtual call: hot paths that hold the default clock use these.
   int64_t UnixNanos() const {
+    // A monotonic reading less its anchor, read from the same clock at
+    // construction: never a step, and no wrap within 292 years of uptime.
+    // raw-time-ok: monotonic, against its own anchor (see above)
     return wall_anchor_nanos_ + (MonotonicNanos() - mono_anchor_);
   }
   int64_t CoarseUnixNanos() const {
+    // The coarse clock shares the monotonic epoch; it may read a tick behind
+    // the anchor (a few ms below it), never a wrap.
+    // raw-time-ok: monotonic, against its own anchor (see above)
     return wall_anchor_nanos_ + (CoarseNanos() - mono_anchor_);
   }
 

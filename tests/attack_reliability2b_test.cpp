@@ -378,6 +378,47 @@ TEST(BreakerClockAttack, AClockSteppedBackDoesNotDelayTheEscalation) {
   EXPECT_EQ(fired, 1);
 }
 
+// Observation 5, decided: a clock that jumps to a finite far-future time
+// (a custom clock's bug, an operator's typo) is a forward step, and a
+// forward step counts in full: no reading can tell it from a process or VM
+// that really was paused that long. Every timer on a SteadyTime (the
+// manager's holds, the escalation's ages) and on the breaker's line ends at
+// once; the line then stays ahead, and when the clock comes back the step
+// back counts as no time passing, so timers run normally from there rather
+// than stalling until the clock catches up. Readings at the infinite
+// instants are the exception (they move a SteadyTime by nothing): see
+// saturating.hpp.
+TEST(FarFutureClockDecision,
+     AFiniteJumpEndsSteadyTimersAndTheLineRunsOnAfterIt) {
+  degrade::detail::SteadyTime line;
+  EXPECT_EQ(line.Advance(kStart), kStart);
+  const absl::Time far = kStart + absl::Hours(24 * 365 * 300);
+  EXPECT_EQ(line.Advance(far), far);     // a hold of any length has ended
+  EXPECT_EQ(line.Advance(kStart), far);  // back: no time, no rewind
+  EXPECT_EQ(line.Advance(kStart + absl::Seconds(5)), far + absl::Seconds(5));
+}
+
+TEST(FarFutureClockDecision,
+     ABreakerAfterAFiniteJumpAndBackStillTimesItsPeriods) {
+  FakeClock clock(kStart);
+  CircuitBreaker<int> b(TripsOnOneFailure(&clock));
+  const auto fail = []() -> absl::StatusOr<int> {
+    return absl::UnavailableError("down");
+  };
+  (void)b.Execute(fail);
+  ASSERT_EQ(b.state(), State::kOpen);
+  clock.Set(kStart + absl::Hours(24 * 365 * 300));
+  EXPECT_EQ(b.state(), State::kHalfOpen) << "the jump ends the open period";
+  clock.Set(kStart);      // the clock is put right
+  (void)b.Execute(fail);  // the trial fails: open again
+  ASSERT_EQ(b.state(), State::kOpen) << "not stuck, not skipped";
+  clock.Advance(absl::Seconds(5));  // of its 10 s open period
+  EXPECT_EQ(b.state(), State::kOpen);
+  clock.Advance(absl::Seconds(6));
+  EXPECT_EQ(b.state(), State::kHalfOpen)
+      << "the open period runs from where the line was, not from the jump";
+}
+
 // ---- AdmissionQueue slot growth under memory pressure (item 12)
 // ---------------
 

@@ -183,7 +183,7 @@ class BreakerMachine : private BreakerView {
           ") is invalid: the duration must be at least 1ns (Reset() closes "
           "the breaker; ForceOpen() opens it until then)"));
     }
-    return ForceOpenUntilNanos(SatAddNanos(NowNanos(), DurationNanos(d)),
+    return ForceOpenUntilNanos(SatAddNanos(Line(NowNanos()), DurationNanos(d)),
                                "ForceOpenFor");
   }
   absl::Status ForceOpenUntil(absl::Time until) {
@@ -203,7 +203,7 @@ class BreakerMachine : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (ModeOf(w) == kForcedOpen) {
       const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-      if (expiry != kNever && NowNanos() > expiry) return kNormal;
+      if (expiry != kNever && Line(NowNanos()) > expiry) return kNormal;
     }
     return ModeOf(w);
   }
@@ -286,15 +286,23 @@ class BreakerMachine : private BreakerView {
 
   // One time source per breaker, so expiries set and checked never mix
   // resolutions: the coarse clock, unless slow calls or per-call durations
-  // need precise ones. The breaker's time line: RealClock's readings as
-  // they are (monotonic), any other clock's through OnLine().
+  // need precise ones. Windows, call durations and half-open trials use
+  // these readings as they are; the open period, a forced-open end and the
+  // closed interval compare them on the timers' line (Line()).
   int64_t NowNanos() const {
     if (real_clock_ != nullptr) {
       return precise_clock_ ? real_clock_->UnixNanos()
                             : real_clock_->CoarseUnixNanos();
     }
-    return OnLine(absl::ToUnixNanos(precise_clock_ ? clock_->Now()
-                                                   : clock_->CoarseNow()));
+    return absl::ToUnixNanos(precise_clock_ ? clock_->Now()
+                                            : clock_->CoarseNow());
+  }
+
+  // A reading of NowNanos() on the timers' line: RealClock's as it is (it
+  // is monotonic: no cost on the default clock), any other clock's through
+  // OnLine().
+  int64_t Line(int64_t now) const {
+    return real_clock_ != nullptr ? now : OnLine(now);
   }
 
   // A clock other than RealClock may step back (a wall-clock adapter, a
@@ -302,8 +310,8 @@ class BreakerMachine : private BreakerView {
   // back below the time the breaker last armed a timer at (`line_floor_`):
   // a reading below it is a step back, absorbed into `step_offset_` (the
   // line is reading + offset) so that it counts as no time passing, and
-  // the open period, ForceOpenFor, the closed interval and the half-open
-  // waits run on from where they were instead of stretching by the step.
+  // the open period, ForceOpenFor and the closed interval run on from where
+  // they were instead of stretching by the step.
   // Time the clock ran between the arming and the step, unread, is lost:
   // a period stretches by at most its own length, never by the step.
   // Forward steps count in full. Readings at an end of the int64 range (a
@@ -361,10 +369,11 @@ class BreakerMachine : private BreakerView {
     switch (StateOf(w)) {
       case State::kClosed:
         return interval_nanos_ > 0 &&
-               NowNanos() > interval_expiry_.load(std::memory_order_acquire);
+               Line(NowNanos()) >
+                   interval_expiry_.load(std::memory_order_acquire);
       case State::kOpen: {
         const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-        return expiry != kNever && NowNanos() > expiry;
+        return expiry != kNever && Line(NowNanos()) > expiry;
       }
       case State::kHalfOpen:
         return half_open_wait_nanos_ > 0 &&
@@ -410,11 +419,13 @@ class BreakerMachine : private BreakerView {
 
   // Begins a new generation in `to`: the base snapshot is taken before the
   // new word is published, so a call that sees the new generation is always
-  // counted in it. `until`: when a forced open state ends (kNever: never).
+  // counted in it. `until`: when a forced open state ends, on the timers'
+  // line (kNever: never).
   void StartGenerationLocked(State to, int64_t now, Mode mode = kNormal,
                              int64_t until = kNever)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    ArmedAtLocked(now);
+    const int64_t line = Line(now);
+    ArmedAtLocked(line);
     base_ = SumShards();
     trials_ = TrialLedger(wait_from_entering_ ? 0 : half_open_wait_nanos_);
     successes_at_last_failure_ = base_.successes;
@@ -424,7 +435,7 @@ class BreakerMachine : private BreakerView {
     in_episode_.store(false, std::memory_order_relaxed);
     window_.Reset(now);
     interval_expiry_.store(to == State::kClosed && interval_nanos_ > 0
-                               ? SatAddNanos(now, interval_nanos_)
+                               ? SatAddNanos(line, interval_nanos_)
                                : kNever,
                            std::memory_order_release);
     forced_until_ = mode == kForcedOpen ? until : kNever;
@@ -432,7 +443,7 @@ class BreakerMachine : private BreakerView {
       open_expiry_.store(
           mode == kForcedOpen
               ? until
-              : SatAddNanos(now, DurationNanos(backoff_.NextOpenPeriod())),
+              : SatAddNanos(line, DurationNanos(backoff_.NextOpenPeriod())),
           std::memory_order_release);
     }
     // Per trial: armed by the first trial admitted (TrialLedger::deadline);
@@ -473,7 +484,7 @@ class BreakerMachine : private BreakerView {
     e.to_mode = mode;
     e.cause = cause;
     e.at = now;
-    e.until = until;
+    e.until = LineToClock(until);  // reported on the clock
     e.counts = ended;
     if (why != nullptr) e.trip = *why;
     events_.RecordTransition(e);
@@ -497,12 +508,12 @@ class BreakerMachine : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_relaxed);
     switch (StateOf(w)) {
       case State::kClosed:
-        if (now > interval_expiry_.load(std::memory_order_relaxed)) {
+        if (Line(now) > interval_expiry_.load(std::memory_order_relaxed)) {
           StartGenerationLocked(State::kClosed, now, ModeOf(w));
         }
         break;
       case State::kOpen:
-        if (now > open_expiry_.load(std::memory_order_relaxed)) {
+        if (Line(now) > open_expiry_.load(std::memory_order_relaxed)) {
           TransitionLocked(State::kHalfOpen, now,
                            ModeOf(w) == kForcedOpen
                                ? TransitionCause::kForcedOpenElapsed
@@ -571,8 +582,9 @@ class BreakerMachine : private BreakerView {
     events_.Dispatch();
   }
 
+  // `until` on the timers' line.
   absl::Status ForceOpenUntilNanos(int64_t until, absl::string_view what) {
-    const int64_t now = NowNanos();
+    const int64_t now = Line(NowNanos());
     if (until <= now) {
       return absl::InvalidArgumentError(absl::StrCat(
           "circuit breaker '", settings_.name, "': ", what, " ends at ",
@@ -592,7 +604,9 @@ class BreakerMachine : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (StateOf(w) == State::kOpen) {
       const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-      if (expiry != kNever && NowNanos() > expiry) return State::kHalfOpen;
+      if (expiry != kNever && Line(NowNanos()) > expiry) {
+        return State::kHalfOpen;
+      }
     }
     return StateOf(w);
   }
@@ -657,7 +671,7 @@ class BreakerMachine : private BreakerView {
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   OpenBackoff backoff_ ABSL_GUARDED_BY(mu_);
   // When a timed forced-open state ends (kNever: not timed, or not forced),
-  // on the breaker's time line (NowNanos()).
+  // on the timers' line (Line()).
   int64_t forced_until_ ABSL_GUARDED_BY(mu_) = kNever;
   TripReason last_trip_ ABSL_GUARDED_BY(mu_);
   // The rate thresholds reported in this episode (bits of RatesExceeded).

@@ -51,6 +51,7 @@
 #include "degrade/detail/breaker/breaker_shards.hpp"
 #include "degrade/detail/breaker/breaker_word.hpp"
 #include "degrade/detail/breaker/rule_plan.hpp"
+#include "degrade/detail/breaker/step_line.hpp"
 #include "degrade/detail/breaker/trial_ledger.hpp"
 #include "degrade/detail/breaker/windows.hpp"
 #include "degrade/detail/cache_line.hpp"
@@ -299,66 +300,21 @@ class BreakerMachine : private BreakerView {
   }
 
   // A reading of NowNanos() on the timers' line: RealClock's as it is (it
-  // is monotonic: no cost on the default clock), any other clock's through
-  // OnLine().
+  // is monotonic: no cost on the default clock), any other clock's on a
+  // StepLine (step_line.hpp), where a step back counts as no time passing.
   int64_t Line(int64_t now) const {
-    return real_clock_ != nullptr ? now : OnLine(now);
+    return real_clock_ != nullptr ? now : line_.Read(now);
   }
-
-  // A clock other than RealClock may step back (a wall-clock adapter, a
-  // FakeClock set back). Its readings are put on a line that never goes
-  // back below the time the breaker last armed a timer at (`line_floor_`):
-  // a reading below it is a step back, absorbed into `step_offset_` (the
-  // line is reading + offset) so that it counts as no time passing, and
-  // the open period, ForceOpenFor and the closed interval run on from where
-  // they were instead of stretching by the step.
-  // Time the clock ran between the arming and the step, unread, is lost:
-  // a period stretches by at most its own length, never by the step.
-  // Forward steps count in full. Readings at an end of the int64 range (a
-  // clock at InfinitePast or InfiniteFuture) are used as they are and move
-  // nothing. Lock-free: the hot path adds two loads and a compare for these
-  // clocks, and writes only when the clock has stepped back.
-  DEGRADE_NOINLINE int64_t OnLine(int64_t reading) const {
-    if (reading == kSatMaxNanos || reading == kSatMinNanos) return reading;
-    int64_t offset = step_offset_.load(std::memory_order_acquire);
-    for (;;) {
-      const int64_t t = SatAddNanos(reading, offset);
-      const int64_t floor = line_floor_.load(std::memory_order_acquire);
-      if (DEGRADE_LIKELY(t >= floor)) return t;
-      // A racing reader may have absorbed the same step: the failed
-      // exchange reloads `offset` and the loop re-reads the line.
-      if (step_offset_.compare_exchange_weak(
-              offset, SatSubNanos(floor, reading), std::memory_order_acq_rel,
-              std::memory_order_acquire)) {
-        return floor;
-      }
-    }
+  // A timer is armed at `line`.
+  void ArmedAtLocked(int64_t line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (real_clock_ == nullptr) line_.ArmedAt(line);
   }
-
-  // A timer is armed at `now` (on the line): a later reading below it is a
-  // step back. Readings at the infinities are not real times: skipped.
-  void ArmedAtLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (real_clock_ != nullptr || now == kSatMaxNanos ||
-        now == kSatMinNanos) {
-      return;
-    }
-    if (now > line_floor_.load(std::memory_order_relaxed)) {
-      line_floor_.store(now, std::memory_order_release);
-    }
-  }
-
-  // An instant of the clock's, on the line, and back.
+  // An instant of the clock's on the timers' line, and back.
   int64_t ClockToLine(int64_t t) const {
-    if (real_clock_ != nullptr || t == kSatMaxNanos || t == kSatMinNanos) {
-      return t;
-    }
-    return SatAddNanos(t, step_offset_.load(std::memory_order_acquire));
+    return real_clock_ != nullptr ? t : line_.FromClock(t);
   }
   int64_t LineToClock(int64_t t) const {
-    if (real_clock_ != nullptr || t == kSatMaxNanos || t == kSatMinNanos) {
-      return t;
-    }
-    return SatSubNanos(t, step_offset_.load(std::memory_order_acquire));
+    return real_clock_ != nullptr ? t : line_.ToClock(t);
   }
 
   BreakerShard& LocalShard() { return shards_.Local(); }
@@ -658,10 +614,8 @@ class BreakerMachine : private BreakerView {
   std::atomic<uint64_t> calls_seen_{0};
   // A rate threshold is reported and not yet seen to fall below.
   std::atomic<bool> in_episode_{false};
-  // The time line of a clock other than RealClock (OnLine()): the latest
-  // time a timer was armed at, and the steps back absorbed so far.
-  mutable std::atomic<int64_t> step_offset_{0};
-  std::atomic<int64_t> line_floor_{kSatMinNanos};
+  // The timers' line of a clock other than RealClock.
+  StepLine line_;
 
   alignas(kCacheLine) Mutex mu_;
   // Serialises ready_to_trip calls (taken without mu_ held).

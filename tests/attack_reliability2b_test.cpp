@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "degrade/admission_queue.hpp"
 #include "degrade/breaker_settings.hpp"
@@ -48,6 +49,7 @@
 #include "degrade/escalation.hpp"
 #include "degrade/feature_gate.hpp"
 #include "degrade/fleet_control.hpp"
+#include "degrade/hedge.hpp"
 #include "degrade/limiter_settings.hpp"
 #include "degrade/metrics_registry.hpp"
 #include "degrade/queue_settings.hpp"
@@ -301,25 +303,30 @@ BreakerSettings TripsOnOneFailure(const Clock* clock) {
 // defect of item 9 ("a clock stepped back an hour stretches a hold by an
 // hour") in its sibling. Low with the default RealClock, which is
 // monotonic. Expected: the breaker's open period, ForceOpenFor and
-// half-open wait run on a SteadyTime, as the manager's timers do.
-TEST(BreakerClockAttack,
-     DISABLED_AClockSteppedBackDoesNotStretchTheOpenPeriod) {
+// half-open wait run on a time line that never steps back, as the manager's
+// timers do. Fixed: a clock other than RealClock is read onto such a line
+// (BreakerMachine::OnLine). Like the manager's holds, the breaker learns of
+// a step when it next reads the clock (any call or state read does): the
+// read just after the step stands for the calls a serving breaker sees.
+TEST(BreakerClockAttack, AClockSteppedBackDoesNotStretchTheOpenPeriod) {
   FakeClock clock(kStart);
   CircuitBreaker<int> b(TripsOnOneFailure(&clock));
   (void)b.Execute(
       []() -> absl::StatusOr<int> { return absl::UnavailableError("down"); });
   ASSERT_EQ(b.state(), State::kOpen);
   clock.Set(kStart - absl::Hours(1));
+  EXPECT_EQ(b.state(), State::kOpen);  // a call meets the stepped clock
   clock.Advance(absl::Seconds(10) + absl::Nanoseconds(1));
   EXPECT_NE(b.state(), State::kOpen)
       << "10 s after the trip, on a clock stepped back an hour: still open";
 }
 
-TEST(BreakerClockAttack, DISABLED_AClockSteppedBackDoesNotStretchForceOpenFor) {
+TEST(BreakerClockAttack, AClockSteppedBackDoesNotStretchForceOpenFor) {
   FakeClock clock(kStart);
   CircuitBreaker<int> b(TripsOnOneFailure(&clock));
   ASSERT_TRUE(b.ForceOpenFor(absl::Seconds(10)).ok());
   clock.Set(kStart - absl::Hours(1));
+  EXPECT_TRUE(b.forced_open());  // a call meets the stepped clock
   clock.Advance(absl::Seconds(10) + absl::Nanoseconds(1));
   EXPECT_FALSE(b.forced_open())
       << "ForceOpenFor(10s), 10 s later on a clock stepped back an hour";
@@ -345,8 +352,10 @@ TEST(BreakerClockAttack, AClockAtItsFarEndEndsTheOpenPeriod) {
 // during an episode reads as no time passing until it catches up with
 // `since`: a breaker open for 31 minutes of real time, `after` 30 minutes,
 // pages an hour late. Low with RealClock. Expected: episodes aged on a
-// SteadyTime, as the manager's holds are.
-TEST(BreakerClockAttack, DISABLED_AClockSteppedBackDoesNotDelayTheEscalation) {
+// SteadyTime, as the manager's holds are. Fixed: the watch ages each
+// episode on a SteadyTime from its first check that saw it; it learns of a
+// step at its next check (Start(period) checks every period).
+TEST(BreakerClockAttack, AClockSteppedBackDoesNotDelayTheEscalation) {
   FakeClock clock(kStart);
   MetricsRegistry registry;
   BreakerSettings s = TripsOnOneFailure(&clock);
@@ -361,11 +370,108 @@ TEST(BreakerClockAttack, DISABLED_AClockSteppedBackDoesNotDelayTheEscalation) {
   };
   EscalationWatch watch(registry, o);
   b.ForceOpen();
+  EXPECT_EQ(watch.Check(), 0);
   clock.Set(kStart - absl::Hours(1));
+  EXPECT_EQ(watch.Check(), 0);  // the watch's next period meets the step
   clock.Advance(absl::Minutes(31));
   EXPECT_EQ(watch.Check(), 1)
       << "open for 31 minutes of the clock's own passing, not escalated";
   EXPECT_EQ(fired, 1);
+}
+
+// Observation 5, decided: a clock that jumps to a finite far-future time
+// (a custom clock's bug, an operator's typo) is a forward step, and a
+// forward step counts in full: no reading can tell it from a process or VM
+// that really was paused that long. Every timer on a SteadyTime (the
+// manager's holds, the escalation's ages) and on the breaker's line ends at
+// once; the line then stays ahead, and when the clock comes back the step
+// back counts as no time passing, so timers run normally from there rather
+// than stalling until the clock catches up. Readings at the infinite
+// instants are the exception (they move a SteadyTime by nothing), and so is
+// any instant past the int64 nanosecond range (after 2262), which stands for
+// them: see saturating.hpp.
+TEST(FarFutureClockDecision,
+     AFiniteJumpEndsSteadyTimersAndTheLineRunsOnAfterIt) {
+  degrade::detail::SteadyTime line;
+  EXPECT_EQ(line.Advance(kStart), kStart);
+  const absl::Time far = kStart + absl::Hours(24 * 365 * 100);
+  EXPECT_EQ(line.Advance(far), far);     // a hold of any length has ended
+  EXPECT_EQ(line.Advance(kStart), far);  // back: no time, no rewind
+  EXPECT_EQ(line.Advance(kStart + absl::Seconds(5)), far + absl::Seconds(5));
+}
+
+TEST(FarFutureClockDecision,
+     ABreakerAfterAFiniteJumpAndBackStillTimesItsPeriods) {
+  FakeClock clock(kStart);
+  CircuitBreaker<int> b(TripsOnOneFailure(&clock));
+  const auto fail = []() -> absl::StatusOr<int> {
+    return absl::UnavailableError("down");
+  };
+  (void)b.Execute(fail);
+  ASSERT_EQ(b.state(), State::kOpen);
+  clock.Set(kStart + absl::Hours(24 * 365 * 100));
+  EXPECT_EQ(b.state(), State::kHalfOpen) << "the jump ends the open period";
+  clock.Set(kStart);      // the clock is put right
+  (void)b.Execute(fail);  // the trial fails: open again
+  ASSERT_EQ(b.state(), State::kOpen) << "not stuck, not skipped";
+  clock.Advance(absl::Seconds(5));  // of its 10 s open period
+  EXPECT_EQ(b.state(), State::kOpen);
+  clock.Advance(absl::Seconds(6));
+  EXPECT_EQ(b.state(), State::kHalfOpen)
+      << "the open period runs from where the line was, not from the jump";
+}
+
+// A sibling found while fixing the breaker's timers: Hedge() waited for
+// RemainingUntil(next_hedge_at(), clock.Now()) of real time, with
+// next_hedge_at() on the policy's clock as it read at the start. A clock
+// stepped back an hour between the two (a custom clock, a FakeClock set
+// back) made the wait an hour: no hedge was sent while the first attempt
+// hung. The wait is now at most one delay (the next hedge is never more
+// than one delay away). The executor steps the clock as the first attempt
+// is queued, so the step always falls between the start and the wait.
+class SteppingExecutor : public Executor {
+ public:
+  SteppingExecutor(Executor* inner, FakeClock* clock)
+      : inner_(inner), clock_(clock) {}
+  bool Submit(std::function<void()> task) override {
+    if (!stepped_.exchange(true)) clock_->Set(kStart - absl::Hours(1));
+    return inner_->Submit(std::move(task));
+  }
+
+ private:
+  Executor* const inner_;
+  FakeClock* const clock_;
+  std::atomic<bool> stepped_{false};
+};
+
+TEST(HedgeClockAttack, AClockSteppedBackDoesNotHoldTheHedgeBack) {
+  FakeClock clock(kStart);
+  HedgeSettings s;
+  s.name = "stepped";
+  s.clock = &clock;
+  s.delay = absl::Milliseconds(1);
+  s.max_hedges = 1;
+  s.max_extra_load = 1.0;
+  s.metrics = NoTelemetry();
+  auto policy = HedgePolicy::Create(s);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  ThreadPool pool(2);
+  SteppingExecutor executor(&pool, &clock);
+  absl::Notification hedged;
+  std::atomic<int> attempts{0};
+  const absl::StatusOr<int> r =
+      Hedge(**policy, executor, [&](const CancelToken&) -> absl::StatusOr<int> {
+        if (attempts.fetch_add(1) == 0) {
+          // The first attempt hangs until the hedge comes (a safety bound
+          // of a minute: without the fix it answers first, then).
+          hedged.WaitForNotificationWithTimeout(absl::Minutes(1));
+          return 1;
+        }
+        hedged.Notify();
+        return 2;
+      });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 2) << "no hedge within the hung attempt's minute";
 }
 
 // ---- AdmissionQueue slot growth under memory pressure (item 12)

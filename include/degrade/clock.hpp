@@ -17,6 +17,16 @@
 //   clock.Advance(absl::Seconds(61));    // the open timeout has now passed
 //
 // The clock must outlive every component that holds a pointer to it.
+//
+// A clock other than `RealClock` may step. Components time their holds,
+// periods and ages on a line that never steps back (detail/saturating.hpp's
+// SteadyTime; a breaker's lock-free equivalent): a step back counts as no
+// time passing from the next reading on. A step forward counts in full, a
+// jump to a finite far-future instant included, because no reading tells it
+// from a process that really was paused that long: every running timer ends
+// at once, and when the clock comes back the line stays ahead and runs on
+// from there. Readings at InfinitePast / InfiniteFuture move a SteadyTime by
+// nothing.
 
 #ifndef DEGRADE_CLOCK_HPP_
 #define DEGRADE_CLOCK_HPP_
@@ -79,9 +89,15 @@ class RealClock final : public Clock {
   // The same readings as plain nanoseconds since the Unix epoch, without the
   // virtual call: hot paths that hold the default clock use these.
   int64_t UnixNanos() const {
+    // A monotonic reading less its anchor, read from the same clock at
+    // construction: never a step, and no wrap within 292 years of uptime.
+    // raw-time-ok: monotonic, against its own anchor (see above)
     return wall_anchor_nanos_ + (MonotonicNanos() - mono_anchor_);
   }
   int64_t CoarseUnixNanos() const {
+    // The coarse clock shares the monotonic epoch; it may read a tick behind
+    // the anchor (a few ms below it), never a wrap.
+    // raw-time-ok: monotonic, against its own anchor (see above)
     return wall_anchor_nanos_ + (CoarseNanos() - mono_anchor_);
   }
 

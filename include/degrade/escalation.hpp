@@ -75,7 +75,10 @@ struct EscalationOptions {
 // `after`, once per episode (an episode that ends and starts again is a new
 // one), and writes an `escalation` line to the registry's event log.
 // `Check()` looks now; `Start(period)` looks every period on a thread of its
-// own.
+// own. An episode's age is read from the clock when a check first sees it
+// and then measured on a SteadyTime (detail/saturating.hpp): a clock stepped
+// back counts as no time passing from the next check on, so it delays a page
+// by at most one period, never by the step.
 //
 // Thread-safe. REQUIRES: the registry outlives the watch.
 class EscalationWatch {
@@ -103,22 +106,36 @@ class EscalationWatch {
     std::vector<DegradationEpisode> episodes = registry_->Episodes();
     {
       detail::MutexLock lock(&mu_);
+      const absl::Time line = steady_.Advance(now);
       std::map<std::string, absl::Time> still;
+      std::map<std::string, Sighting> seen;
       for (DegradationEpisode& e : episodes) {
         if (!Watched(e)) continue;
         const std::string key =
             absl::StrCat(EpisodeKindName(e.kind), "/", e.source, "/", e.name);
+        // Aged from the clock at its first sighting, then on the watch's
+        // SteadyTime: a clock stepped back during an episode neither
+        // delays nor hastens the page.
+        auto s = seen_.find(key);
+        Sighting sighting =
+            s != seen_.end() && s->second.since == e.since
+                ? s->second
+                : Sighting{e.since, line, detail::ElapsedSince(now, e.since)};
+        const absl::Duration age =
+            sighting.age + detail::ElapsedSince(line, sighting.line);
+        seen.emplace(key, sighting);
         auto it = fired_.find(key);
         const bool already = it != fired_.end() && it->second == e.since;
         if (already) {
           still.emplace(key, e.since);
-        } else if (detail::ElapsedSince(now, e.since) > options_.after) {
+        } else if (age > options_.after) {
           still.emplace(key, e.since);
-          lasted.push_back(detail::ElapsedSince(now, e.since));
+          lasted.push_back(age);
           due.push_back(std::move(e));
         }
       }
       fired_ = std::move(still);
+      seen_ = std::move(seen);
     }
     for (std::size_t i = 0; i < due.size(); ++i) {
       const DegradationEpisode& e = due[i];
@@ -180,6 +197,15 @@ class EscalationWatch {
   detail::Mutex mu_;
   // Episodes that fired, by key, with their start: fire once per start.
   std::map<std::string, absl::Time> fired_ ABSL_GUARDED_BY(mu_);
+  // An episode as first seen: its start, the watch's line then, and its
+  // age on the clock then.
+  struct Sighting {
+    absl::Time since;
+    absl::Time line;
+    absl::Duration age;
+  };
+  std::map<std::string, Sighting> seen_ ABSL_GUARDED_BY(mu_);
+  detail::SteadyTime steady_ ABSL_GUARDED_BY(mu_);
   detail::PeriodicWorker worker_;
 };
 

@@ -68,6 +68,7 @@
 #ifndef DEGRADE_HEDGE_HPP_
 #define DEGRADE_HEDGE_HPP_
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -180,6 +181,11 @@ class [[nodiscard]] HedgedCall {
   // delays for the k-th. InfiniteFuture() when no more will be sent
   // (answered, all sent, one refused, or the delay not yet known).
   absl::Time next_hedge_at() const { return race_->next_hedge_at(); }
+  // The delay between this call's attempts (InfiniteDuration() when none
+  // will be sent). The next hedge is never more than one delay away,
+  // whatever the clock says: a driver that waits for `next_hedge_at()` caps
+  // its wait at this, so a clock stepped back cannot hold hedges back.
+  absl::Duration hedge_delay() const { return race_->delay(); }
   // Sends the next attempt now, whatever the time, if the call is
   // unanswered and the cap, the breaker and the executor allow it. True if
   // sent. A refused hedge ends hedging for this call.
@@ -253,7 +259,13 @@ ResultOf<T> RunHedged(HedgedCall<T> call, const Clock& clock) {
   for (;;) {
     const absl::Time at = call.next_hedge_at();
     if (at == absl::InfiniteFuture()) break;
-    if (call.WaitFor(RemainingUntil(at, clock.Now()))) break;
+    // The k-th hedge is due k delays after the start and the (k-1)-th was
+    // sent at or after its time, so the wait is at most one delay: a clock
+    // stepped back (at is on the clock as it read before) waits no longer.
+    if (call.WaitFor(
+            std::min(RemainingUntil(at, clock.Now()), call.hedge_delay()))) {
+      break;
+    }
     call.SendHedge();  // false: refused or answered; the loop then ends
   }
   return call.Take();

@@ -13,7 +13,15 @@ A line counts when a binary ` - ` has an operand whose name reads as a time:
 `now`, `Now()`, `since`, `start`, `at`, `when`, `deadline`, `until`,
 `expires...`, `last_...`, `..._time`, `then`, `origin`, `opened`, `taken`,
 `UnixEpoch()` (or a name ending `_since`, `_start`, `_at`, `_until`,
-`_now`, `_deadline`, ...). Comments and string literals are ignored. It is
+`_now`, `_deadline`, ...), or a nanosecond count or stamp (`ns`, `..._ns`,
+`stamps[i]`, `mono...`, `...anchor...`), a numbered instant (`t0`), `begin`
+/ `end` as bare names, `elapsed`, `enqueued`, `arrived`, `sent`, `started`;
+or an operand that reads a clock or turns an instant into a count (`Now()`,
+`UnixNanos()`, `MonotonicNanos()`, `ToUnixNanos(...)`,
+`steady_clock::now().time_since_epoch().count()`). The operands are whole
+postfix expressions (`a.b->c(x)[i]`, casts unwrapped); the `-` may be
+unspaced, a `-=`, or lead a wrapped line (its left operand then ends the
+line above). Comments and string literals are ignored. It is
 a reader of names, not of types: a reviewed subtraction that is safe (a
 guarded one, ticks that wrap on purpose, a conversion to seconds since the
 epoch) carries a comment with `raw-time-ok:` and the reason, on the line
@@ -47,6 +55,216 @@ _LEFT = re.compile(r"([A-Za-z_]\w*)(\(\))?[)\]]*\s+-\s")
 _RIGHT = re.compile(
     r"\s-\s+(?:[(*&]|static_cast<[\w:]+>\()*"
     r"([A-Za-z_][\w.:]*(?:->[\w.:]+)*)(\(\))?")
+
+# Names that read as an instant or an elapsed time beyond _TIME_NAME:
+# nanosecond counts (`ns`, `sent_ns`), stamps, monotonic anchors, numbered
+# instants (`t0`), the ends of an interval, and the past participles that
+# name when something happened.
+_MORE_TIME_NAME = re.compile(
+    r"^(?:ns|\w*_ns|\w*stamps?\w*|mono\w*|\w*_mono\w*|\w*anchor\w*"
+    r"|t\d+|elapsed\w*|\w*_elapsed|begin|end|enqueued\w*|\w*_enqueued"
+    r"|arrived\w*|\w*_arrived|sent|\w*_sent|started|\w*_started)_?$",
+    re.IGNORECASE)
+# Calls and names that read a clock or turn an instant into a count: an
+# operand that contains one (outside its arguments) is a time.
+_CLOCK_READ = re.compile(
+    r"^(?:now|coarsenow|unixnanos|coarseunixnanos|monotonicnanos"
+    r"|coarsenanos|tounixnanos|tounixmicros|tounixmillis|tounixseconds"
+    r"|time_since_epoch|steady_clock|system_clock|high_resolution_clock)$",
+    re.IGNORECASE)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_CAST = re.compile(r"^(?:static_cast|reinterpret_cast)\s*<[^<>]*>\s*")
+
+
+def _skip_group_back(code, i):
+    """Index before the group that ends at code[i] (a ')' or ']')."""
+    close = code[i]
+    open_ = "(" if close == ")" else "["
+    depth = 0
+    while i >= 0:
+        if code[i] == close:
+            depth += 1
+        elif code[i] == open_:
+            depth -= 1
+            if depth == 0:
+                return i - 1
+        i -= 1
+    return -1
+
+
+def _left_operand(code, i):
+    """The postfix expression that ends just before code[i]."""
+    j = i - 1
+    while j >= 0 and code[j] == " ":
+        j -= 1
+    end = j + 1
+    while j >= 0:
+        c = code[j]
+        if c in ")]":
+            j = _skip_group_back(code, j)
+            continue
+        if c.isalnum() or c == "_":
+            while j >= 0 and (code[j].isalnum() or code[j] == "_"):
+                j -= 1
+            if j >= 0 and code[j] == ">" and j >= 1 and code[j - 1] == "-":
+                j -= 2
+                continue
+            if j >= 1 and code[j] == ":" and code[j - 1] == ":":
+                j -= 2
+                continue
+            if j >= 0 and code[j] == ".":
+                j -= 1
+                continue
+            break
+        if c == ">":
+            # The end of a cast's type: static_cast<T>(x).
+            depth = 0
+            while j >= 0:
+                if code[j] == ">":
+                    depth += 1
+                elif code[j] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        j -= 1
+                        break
+                j -= 1
+            continue
+        break
+    return code[j + 1:end].strip()
+
+
+def _right_operand(code, i):
+    """The postfix expression that starts just after code[i] (a '-')."""
+    n = len(code)
+    j = i + 1
+    while True:
+        while j < n and code[j] in " *&!":
+            j += 1
+        m = _CAST.match(code[j:])
+        if m:
+            j += m.end()
+            continue
+        if j < n and code[j] == "(":
+            j += 1
+            continue
+        break
+    start = j
+    while j < n:
+        if code[j].isalnum() or code[j] == "_":
+            j += 1
+        elif code.startswith("::", j) or code.startswith("->", j):
+            j += 2
+        elif code[j] == ".":
+            j += 1
+        elif code[j] in "([":
+            depth = 0
+            while j < n:
+                if code[j] in "([":
+                    depth += 1
+                elif code[j] in ")]":
+                    depth -= 1
+                    if depth == 0:
+                        j += 1
+                        break
+                j += 1
+        else:
+            break
+    return code[start:j].strip()
+
+
+def _outer(expr):
+    """`expr` without what is inside its brackets, and the bracketed parts."""
+    outer, inner, depth, cur = [], [], 0, []
+    for c in expr:
+        if c in "([":
+            if depth == 0:
+                cur = []
+            else:
+                cur.append(c)
+            depth += 1
+            outer.append(" ")
+        elif c in ")]":
+            depth -= 1
+            if depth == 0:
+                inner.append("".join(cur))
+            else:
+                cur.append(c)
+            outer.append(" ")
+        elif depth > 0:
+            cur.append(c)
+        else:
+            outer.append(c)
+    return "".join(outer), inner
+
+
+def _operand_is_time(expr):
+    expr = _CAST.sub("", expr.strip())
+    if not expr:
+        return False
+    outer, inner = _outer(expr)
+    names = _IDENT.findall(outer)
+    if not names:
+        # A cast's or parenthesis' operand: judged by what it holds.
+        return any(_operand_is_time(x) for x in inner)
+    if any(_CLOCK_READ.match(x) for x in names):
+        return True
+    last = names[-1]
+    if last in ("begin", "end") and (len(names) > 1 or
+                                     expr.rstrip().endswith(")")):
+        return False  # v.begin(), v.end(): iterators, not instants
+    return bool(_TIME_NAME.match(last) or _MORE_TIME_NAME.match(last))
+
+
+_KEYWORDS = {"return", "case", "throw", "else", "co_return", "co_yield"}
+
+
+def _minus_signs(code):
+    """Offsets of each binary '-' and '-=' in `code`."""
+    out = []
+    n = len(code)
+    for i, c in enumerate(code):
+        if c != "-":
+            continue
+        nxt = code[i + 1] if i + 1 < n else ""
+        prv = code[i - 1] if i > 0 else ""
+        if nxt in ">-" or prv == "-":
+            continue  # '->', '--'
+        k = i - 1
+        while k >= 0 and code[k] == " ":
+            k -= 1
+        if k < 0:
+            out.append(i)  # a wrapped line's leading '-'
+            continue
+        p = code[k]
+        if not (p.isalnum() or p in "_)]"):
+            continue  # unary
+        w = k
+        while w >= 0 and (code[w].isalnum() or code[w] == "_"):
+            w -= 1
+        if code[w + 1:k + 1] in _KEYWORDS:
+            continue  # `return -x`: unary
+        # An exponent (1e-9) is not a subtraction.
+        if k == i - 1 and p in "eE":
+            w = k
+            while w >= 0 and (code[w].isalnum() or code[w] in "._"):
+                w -= 1
+            if code[w + 1:k + 1][:1].isdigit():
+                continue
+        out.append(i)
+    return out
+
+
+def _subtracts_times(code, prev_code):
+    for i in _minus_signs(code):
+        compound = i + 1 < len(code) and code[i + 1] == "="
+        if code[:i].strip():
+            left = _left_operand(code, i)
+        else:
+            left = _left_operand(prev_code, len(prev_code))
+        right = _right_operand(code, i + 1 if compound else i)
+        if _operand_is_time(left) or _operand_is_time(right):
+            return True
+    return False
 
 
 def _strip_literals(line):
@@ -85,6 +303,7 @@ def check_text(text):
     found = []
     in_block = False
     prev_comment = ""
+    prev_code = ""
     for number, raw in enumerate(text.split("\n"), start=1):
         line = raw
         if in_block:
@@ -105,13 +324,16 @@ def check_text(text):
             prev_comment = ""
             continue
         code, comment = _strip_literals(line)
+        prev = prev_code
+        if code.strip():
+            prev_code = code
         allowed = (comment is not None and ALLOW_MARK in comment) or (
             ALLOW_MARK in prev_comment)
         prev_comment = comment if (comment is not None and
                                    not code.strip()) else ""
         if allowed:
             continue
-        hit = False
+        hit = _subtracts_times(code, prev)
         for m in _LEFT.finditer(code):
             if _is_time(m.group(1)):
                 hit = True

@@ -149,8 +149,11 @@ inline bool DeadlineReached(absl::Time deadline, absl::Time now) {
 // the int64 nanosecond range, which stands for them), which no real clock
 // gives, counts as no time passing either. When the first readings
 // are infinite the line starts at the Unix epoch, and the first finite
-// reading after them moves it by nothing. Not thread-safe: its owner
-// guards it.
+// reading after them moves it by nothing. A finite reading far in the
+// future (a custom clock's bug) moves the line all the way, ending every
+// timer on it: a forward step is taken as time that passed, and when the
+// clock comes back that step back moves the line by nothing (it does not
+// wait for the clock to catch up). Not thread-safe: its owner guards it.
 class SteadyTime {
  public:
   // The line's time at `reading`.

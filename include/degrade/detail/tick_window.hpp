@@ -141,6 +141,7 @@ class TickWindow {
     for (uint32_t k = 0; k < kTicks; ++k) {
       for (std::size_t i = 0; i < N; ++i) {
         const uint64_t w = slots_[k].counts[i].load(std::memory_order_relaxed);
+        // raw-time-ok: 32-bit tick stamps that wrap on purpose (unsigned).
         const uint32_t age = Low(tick) - StampOf(w);
         if (age >= kTicks) continue;
         out[i] += CountOf(w);
@@ -232,6 +233,7 @@ class TickWindow {
   // ticks (6.8 years of 100 ms ticks) or more is an old stamp wrapped
   // round, not a tick another caller has seen.
   static int64_t Lead(uint64_t w, uint64_t tick) {
+    // raw-time-ok: 32-bit tick stamps that wrap on purpose (unsigned).
     const uint32_t d = StampOf(w) - Low(tick);
     if (d == 0) return 0;
     if (d < kMaxLead && (CountOf(w) != 0 || Sealed(w))) return d;

@@ -77,6 +77,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/detail/json_document.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
@@ -226,7 +227,8 @@ inline void EtcdClient::Watchdog() {
     }
     httplib::Client* const request = in_flight_;
     const absl::Time deadline = deadline_;
-    const absl::Duration left = detail::RemainingUntil(deadline, absl::Now());
+    const absl::Duration left =
+        detail::RemainingUntil(deadline, RealClock::Instance().Now());
     if (left <= absl::ZeroDuration()) {
       timed_out_ = true;
       request->stop();  // safe against the request running on its thread
@@ -273,7 +275,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
     interrupted_ = false;
     timed_out_ = false;
     in_flight_ = http_.get();
-    deadline_ = absl::Now() + RequestBound();
+    deadline_ = detail::SatAdd(RealClock::Instance().Now(), RequestBound());
     if (!watchdog_started_) {
       watchdog_started_ = true;
       // Without a thread (none could be made), each read and write is

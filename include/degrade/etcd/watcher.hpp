@@ -109,6 +109,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/detail/backoff.hpp"
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/mutex.hpp"
@@ -442,7 +443,7 @@ inline void EtcdPrefixWatcher::Run() {
     if (!first_watch) Bump(reconnects_);
     first_watch = false;
     absl::Status status;
-    const absl::Time opened = absl::Now();
+    const absl::Time opened = RealClock::Instance().Now();
     const StreamEnd end = Watch(r->revision + 1, &status);
     if (end == StreamEnd::kStopped) break;
     if (end == StreamEnd::kCompacted) Bump(compactions_);
@@ -462,7 +463,8 @@ inline void EtcdPrefixWatcher::Run() {
     // once created, are an outage only an event or a lasting stream ends;
     // a lasting stream's end with UNAVAILABLE (etcd going away) is one the
     // next "created" ends.
-    const bool quick = detail::ElapsedSince(absl::Now(), opened) < Lasting();
+    const bool quick =
+        detail::ElapsedSince(RealClock::Instance().Now(), opened) < Lasting();
     const bool looping = CountEmptyEnd(end, quick);
     if (end == StreamEnd::kFailed) {
       const bool lasted = stream_created_ && !quick;

@@ -21,4 +21,9 @@ inline void Sites() {
   // raw-time-ok: the marker on the comment line above
   d = deadline - now;
   /* now - then */ d = a - b;
+  n = v.end() - v.begin();
+  x = 1e-9 * y;
+  p->next = q;
+  --i;
+  return -1;
 }

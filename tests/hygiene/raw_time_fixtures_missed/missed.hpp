@@ -1,10 +1,9 @@
 // Fixture for raw_time_subtraction.py --selftest: raw subtractions of times
-// that the check does not report today (it reads names, and these names do
-// not read as times). Each marked line is an elapsed-time computation of a
-// kind the rule covers: Unix-nanosecond and steady_clock differences, the
-// spelling of absl::Time - absl::Time with ordinary names. The ctest test
-// that runs this selftest is disabled until the check reports them (see
-// tests/CMakeLists.txt). Never compiled.
+// that the check's first version missed (it read only the names next to a
+// spaced ` - `). Each marked line is an elapsed-time computation of a kind
+// the rule covers: Unix-nanosecond and steady_clock differences, the
+// spelling of absl::Time - absl::Time with ordinary names, an operand on a
+// wrapped line, `-=`, and a `-` without spaces. Never compiled.
 // clang-format off
 
 inline void Missed() {

@@ -110,7 +110,7 @@ class BreakerCore final : public BreakerMachine {
       if (needs_clock_) {
         now = NowNanos();
         if (DEGRADE_UNLIKELY(
-                now > interval_expiry_.load(std::memory_order_acquire))) {
+                Line(now) > interval_expiry_.load(std::memory_order_acquire))) {
           return AcquireSlow(t);
         }
       }
@@ -125,7 +125,7 @@ class BreakerCore final : public BreakerMachine {
       // kNever (forced open without an end, an infinite timeout) needs no
       // clock read.
       const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-      if (expiry == kNever || NowNanos() <= expiry) {
+      if (expiry == kNever || Line(NowNanos()) <= expiry) {
         BreakerShard& shard = LocalShard();
         shard.rejected_open.Add(1);
         if (DEGRADE_UNLIKELY(events_.wants_calls())) {

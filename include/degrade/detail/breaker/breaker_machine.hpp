@@ -51,6 +51,7 @@
 #include "degrade/detail/breaker/breaker_shards.hpp"
 #include "degrade/detail/breaker/breaker_word.hpp"
 #include "degrade/detail/breaker/rule_plan.hpp"
+#include "degrade/detail/breaker/step_line.hpp"
 #include "degrade/detail/breaker/trial_ledger.hpp"
 #include "degrade/detail/breaker/windows.hpp"
 #include "degrade/detail/cache_line.hpp"
@@ -183,12 +184,13 @@ class BreakerMachine : private BreakerView {
           ") is invalid: the duration must be at least 1ns (Reset() closes "
           "the breaker; ForceOpen() opens it until then)"));
     }
-    return ForceOpenUntilNanos(SatAddNanos(NowNanos(), DurationNanos(d)),
+    return ForceOpenUntilNanos(SatAddNanos(Line(NowNanos()), DurationNanos(d)),
                                "ForceOpenFor");
   }
   absl::Status ForceOpenUntil(absl::Time until) {
     if (until == absl::InfiniteFuture()) return ForceOpen(), absl::OkStatus();
-    return ForceOpenUntilNanos(absl::ToUnixNanos(until), "ForceOpenUntil");
+    return ForceOpenUntilNanos(ClockToLine(absl::ToUnixNanos(until)),
+                               "ForceOpenUntil");
   }
   void Disable() {
     Manual(State::kClosed, kMetricsOnly, TransitionCause::kDisabled);
@@ -202,7 +204,7 @@ class BreakerMachine : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (ModeOf(w) == kForcedOpen) {
       const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-      if (expiry != kNever && NowNanos() > expiry) return kNormal;
+      if (expiry != kNever && Line(NowNanos()) > expiry) return kNormal;
     }
     return ModeOf(w);
   }
@@ -211,7 +213,7 @@ class BreakerMachine : private BreakerView {
     MutexLock lock(&mu_);
     return ModeOf(word_.load(std::memory_order_relaxed)) == kForcedOpen &&
                    forced_until_ != kNever
-               ? absl::FromUnixNanos(forced_until_)
+               ? absl::FromUnixNanos(LineToClock(forced_until_))
                : absl::InfiniteFuture();
   }
 
@@ -285,7 +287,9 @@ class BreakerMachine : private BreakerView {
 
   // One time source per breaker, so expiries set and checked never mix
   // resolutions: the coarse clock, unless slow calls or per-call durations
-  // need precise ones.
+  // need precise ones. Windows, call durations and half-open trials use
+  // these readings as they are; the open period, a forced-open end and the
+  // closed interval compare them on the timers' line (Line()).
   int64_t NowNanos() const {
     if (real_clock_ != nullptr) {
       return precise_clock_ ? real_clock_->UnixNanos()
@@ -293,6 +297,24 @@ class BreakerMachine : private BreakerView {
     }
     return absl::ToUnixNanos(precise_clock_ ? clock_->Now()
                                             : clock_->CoarseNow());
+  }
+
+  // A reading of NowNanos() on the timers' line: RealClock's as it is (it
+  // is monotonic: no cost on the default clock), any other clock's on a
+  // StepLine (step_line.hpp), where a step back counts as no time passing.
+  int64_t Line(int64_t now) const {
+    return real_clock_ != nullptr ? now : line_.Read(now);
+  }
+  // A timer is armed at `line`.
+  void ArmedAtLocked(int64_t line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (real_clock_ == nullptr) line_.ArmedAt(line);
+  }
+  // An instant of the clock's on the timers' line, and back.
+  int64_t ClockToLine(int64_t t) const {
+    return real_clock_ != nullptr ? t : line_.FromClock(t);
+  }
+  int64_t LineToClock(int64_t t) const {
+    return real_clock_ != nullptr ? t : line_.ToClock(t);
   }
 
   BreakerShard& LocalShard() { return shards_.Local(); }
@@ -303,10 +325,11 @@ class BreakerMachine : private BreakerView {
     switch (StateOf(w)) {
       case State::kClosed:
         return interval_nanos_ > 0 &&
-               NowNanos() > interval_expiry_.load(std::memory_order_acquire);
+               Line(NowNanos()) >
+                   interval_expiry_.load(std::memory_order_acquire);
       case State::kOpen: {
         const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-        return expiry != kNever && NowNanos() > expiry;
+        return expiry != kNever && Line(NowNanos()) > expiry;
       }
       case State::kHalfOpen:
         return half_open_wait_nanos_ > 0 &&
@@ -352,10 +375,13 @@ class BreakerMachine : private BreakerView {
 
   // Begins a new generation in `to`: the base snapshot is taken before the
   // new word is published, so a call that sees the new generation is always
-  // counted in it. `until`: when a forced open state ends (kNever: never).
+  // counted in it. `until`: when a forced open state ends, on the timers'
+  // line (kNever: never).
   void StartGenerationLocked(State to, int64_t now, Mode mode = kNormal,
                              int64_t until = kNever)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t line = Line(now);
+    ArmedAtLocked(line);
     base_ = SumShards();
     trials_ = TrialLedger(wait_from_entering_ ? 0 : half_open_wait_nanos_);
     successes_at_last_failure_ = base_.successes;
@@ -365,7 +391,7 @@ class BreakerMachine : private BreakerView {
     in_episode_.store(false, std::memory_order_relaxed);
     window_.Reset(now);
     interval_expiry_.store(to == State::kClosed && interval_nanos_ > 0
-                               ? SatAddNanos(now, interval_nanos_)
+                               ? SatAddNanos(line, interval_nanos_)
                                : kNever,
                            std::memory_order_release);
     forced_until_ = mode == kForcedOpen ? until : kNever;
@@ -373,7 +399,7 @@ class BreakerMachine : private BreakerView {
       open_expiry_.store(
           mode == kForcedOpen
               ? until
-              : SatAddNanos(now, DurationNanos(backoff_.NextOpenPeriod())),
+              : SatAddNanos(line, DurationNanos(backoff_.NextOpenPeriod())),
           std::memory_order_release);
     }
     // Per trial: armed by the first trial admitted (TrialLedger::deadline);
@@ -414,7 +440,7 @@ class BreakerMachine : private BreakerView {
     e.to_mode = mode;
     e.cause = cause;
     e.at = now;
-    e.until = until;
+    e.until = LineToClock(until);  // reported on the clock
     e.counts = ended;
     if (why != nullptr) e.trip = *why;
     events_.RecordTransition(e);
@@ -438,12 +464,12 @@ class BreakerMachine : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_relaxed);
     switch (StateOf(w)) {
       case State::kClosed:
-        if (now > interval_expiry_.load(std::memory_order_relaxed)) {
+        if (Line(now) > interval_expiry_.load(std::memory_order_relaxed)) {
           StartGenerationLocked(State::kClosed, now, ModeOf(w));
         }
         break;
       case State::kOpen:
-        if (now > open_expiry_.load(std::memory_order_relaxed)) {
+        if (Line(now) > open_expiry_.load(std::memory_order_relaxed)) {
           TransitionLocked(State::kHalfOpen, now,
                            ModeOf(w) == kForcedOpen
                                ? TransitionCause::kForcedOpenElapsed
@@ -512,14 +538,15 @@ class BreakerMachine : private BreakerView {
     events_.Dispatch();
   }
 
+  // `until` on the timers' line.
   absl::Status ForceOpenUntilNanos(int64_t until, absl::string_view what) {
-    const int64_t now = NowNanos();
+    const int64_t now = Line(NowNanos());
     if (until <= now) {
       return absl::InvalidArgumentError(absl::StrCat(
           "circuit breaker '", settings_.name, "': ", what, " ends at ",
-          absl::FormatTime(absl::FromUnixNanos(until)),
+          absl::FormatTime(absl::FromUnixNanos(LineToClock(until))),
           ", which is not after the breaker's clock (",
-          absl::FormatTime(absl::FromUnixNanos(now)),
+          absl::FormatTime(absl::FromUnixNanos(LineToClock(now))),
           "): the breaker was left as it was"));
     }
     Manual(State::kOpen, kForcedOpen, TransitionCause::kForcedOpen, until);
@@ -533,7 +560,9 @@ class BreakerMachine : private BreakerView {
     const uint64_t w = word_.load(std::memory_order_acquire);
     if (StateOf(w) == State::kOpen) {
       const int64_t expiry = open_expiry_.load(std::memory_order_acquire);
-      if (expiry != kNever && NowNanos() > expiry) return State::kHalfOpen;
+      if (expiry != kNever && Line(NowNanos()) > expiry) {
+        return State::kHalfOpen;
+      }
     }
     return StateOf(w);
   }
@@ -585,6 +614,8 @@ class BreakerMachine : private BreakerView {
   std::atomic<uint64_t> calls_seen_{0};
   // A rate threshold is reported and not yet seen to fall below.
   std::atomic<bool> in_episode_{false};
+  // The timers' line of a clock other than RealClock.
+  StepLine line_;
 
   alignas(kCacheLine) Mutex mu_;
   // Serialises ready_to_trip calls (taken without mu_ held).
@@ -593,7 +624,8 @@ class BreakerMachine : private BreakerView {
   TrialLedger trials_ ABSL_GUARDED_BY(mu_) = TrialLedger(half_open_wait_nanos_);
   uint64_t successes_at_last_failure_ ABSL_GUARDED_BY(mu_) = 0;
   OpenBackoff backoff_ ABSL_GUARDED_BY(mu_);
-  // When a timed forced-open state ends (kNever: not timed, or not forced).
+  // When a timed forced-open state ends (kNever: not timed, or not forced),
+  // on the timers' line (Line()).
   int64_t forced_until_ ABSL_GUARDED_BY(mu_) = kNever;
   TripReason last_trip_ ABSL_GUARDED_BY(mu_);
   // The rate thresholds reported in this episode (bits of RatesExceeded).

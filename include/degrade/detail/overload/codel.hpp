@@ -145,7 +145,9 @@ class ServiceEstimate {
       has_ = true;
       probed_ = false;
     } else {
-      // Both are in [0, INT64_MAX]: the difference and the sum cannot wrap.
+      // Two durations, not instants; both are in [0, INT64_MAX], so the
+      // difference and the sum cannot wrap.
+      // raw-time-ok: durations in [0, INT64_MAX] (see above)
       estimate_ += (ns - estimate_) / 4;
     }
   }

@@ -160,6 +160,12 @@ class HedgeRace : public std::enable_shared_from_this<HedgeRace<T>> {
     return start_ + delay_ * launched_;
   }
 
+  // The delay between hedges (InfiniteDuration() before it is known).
+  absl::Duration delay() const {
+    MutexLock lock(&mu_);
+    return delay_;
+  }
+
   bool done() const {
     MutexLock lock(&mu_);
     return ready_;

@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/sigpipe.hpp"
@@ -68,7 +69,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   // The read timeout bounds each socket read; this bounds each message,
   // from its first byte to its last, so that bytes trickling in do not keep
   // a stream that delivers nothing alive.
-  absl::Time message_began = absl::Now();
+  absl::Time message_began = RealClock::Instance().Now();
   req.content_receiver = [&](const char* data, std::size_t n, uint64_t,
                              uint64_t) {
     if (stopping()) return false;
@@ -76,11 +77,12 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
       error_body.append(data, std::min<std::size_t>(n, 4096));
       return error_body.size() < 4096;
     }
-    if (!splitter.inside()) message_began = absl::Now();
+    if (!splitter.inside()) message_began = RealClock::Instance().Now();
     absl::Status s = splitter.Feed(
         absl::string_view(data, n),
         [&](absl::string_view m) {
-          message_began = absl::Now();  // the next one's bytes may follow
+          message_began =
+              RealClock::Instance().Now();  // the next one's bytes may follow
           return HandleMessage(m, &created, &end, status);
         },
         &ended_here);
@@ -90,7 +92,8 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
       end = StreamEnd::kFailed;
       ended_here = true;
     } else if (!ended_here && splitter.inside() &&
-               detail::ElapsedSince(absl::Now(), message_began) > idle) {
+               detail::ElapsedSince(RealClock::Instance().Now(),
+                                    message_began) > idle) {
       *status = absl::UnavailableError(absl::StrCat(
           where, ": stream: no complete message within ",
           absl::FormatDuration(idle), " (its bytes trickle in); dropped"));

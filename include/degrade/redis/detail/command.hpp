@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/redis/detail/reply.hpp"
 #include "degrade/version.hpp"
@@ -67,7 +68,8 @@ inline absl::StatusOr<ReplyPtr> RunCommand(
     const ContextPtr& c, absl::string_view where, absl::string_view command,
     const std::vector<absl::string_view>& argv, absl::Duration timeout,
     bool* stale) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = ::degrade::detail::SatAdd(
+      ::degrade::RealClock::Instance().Now(), timeout);
   std::vector<const char*> args;
   std::vector<std::size_t> lens;
   args.reserve(argv.size());
@@ -84,8 +86,8 @@ inline absl::StatusOr<ReplyPtr> RunCommand(
   }
   // The time left, as the socket's timeout; false once none is left.
   const auto arm = [&c, deadline] {
-    const absl::Duration left =
-        ::degrade::detail::RemainingUntil(deadline, absl::Now());
+    const absl::Duration left = ::degrade::detail::RemainingUntil(
+        deadline, ::degrade::RealClock::Instance().Now());
     return left > absl::ZeroDuration() &&
            redisSetTimeout(c.get(), Timeval(left)) == REDIS_OK;
   };

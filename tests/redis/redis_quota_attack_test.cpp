@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <string>
@@ -297,6 +298,129 @@ TEST(RedisQuotaAttackTest, ARedisAnsweringOneByteAtATimeCostsOnlyTheTimeout) {
   EXPECT_EQ(q->mode(), QuotaMode::kFairShare);
   EXPECT_EQ(q->stats().leased, 0u);
   EXPECT_TRUE(q->TryAcquire().ok());
+}
+
+// A Redis look-alike on loopback that answers every command `delay` after
+// it arrived: SCRIPT LOAD with a digest, EVALSHA with a valid lease (5
+// tokens, 1 member, a share of 1000/s). One connection; stopped (socket
+// closed, thread joined) when destroyed.
+class SlowRedis {
+ public:
+  explicit SlowRedis(absl::Duration delay) : delay_(delay) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener_ < 0 ||
+        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) !=
+            0 ||
+        ::listen(listener_, 4) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) !=
+            0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~SlowRedis() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    if (listener_ >= 0) ::close(listener_);
+  }
+  int port() const { return port_; }
+  int commands() const { return commands_.load(); }
+
+ private:
+  static bool Readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 10) > 0;
+  }
+  // The length of the first whole RESP array of bulk strings in `b`, or 0.
+  static std::size_t Whole(const std::string& b) {
+    std::size_t at = 0;
+    const auto line = [&](long* v) {
+      const std::size_t end = b.find("\r\n", at);
+      if (end == std::string::npos || end == at) return false;
+      *v = std::strtol(b.c_str() + at + 1, nullptr, 10);
+      at = end + 2;
+      return true;
+    };
+    long n = 0;
+    if (b.empty() || b[0] != '*' || !line(&n)) return 0;
+    for (long i = 0; i < n; ++i) {
+      long len = 0;
+      if (at >= b.size() || !line(&len)) return 0;
+      if (b.size() < at + static_cast<std::size_t>(len) + 2) return 0;
+      at += static_cast<std::size_t>(len) + 2;
+    }
+    return at;
+  }
+  void Serve() {
+    int c = -1;
+    std::string in;
+    while (!stop_.load()) {
+      if (c < 0) {
+        if (!Readable(listener_)) continue;
+        c = ::accept(listener_, nullptr, nullptr);
+        continue;
+      }
+      if (!Readable(c)) continue;
+      char buf[8192];
+      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) {
+        ::close(c);
+        c = -1;
+        in.clear();
+        continue;
+      }
+      in.append(buf, static_cast<std::size_t>(n));
+      while (std::size_t used = Whole(in)) {
+        const bool load =
+            in.find("SCRIPT") != std::string::npos && in.find("SCRIPT") < used;
+        in.erase(0, used);
+        ++commands_;
+        absl::SleepFor(delay_);
+        const std::string reply =
+            load ? "$40\r\n0123456789012345678901234567890123456789\r\n"
+                 : "*4\r\n:5\r\n:1\r\n$4\r\n1000\r\n$1\r\n0\r\n";
+        ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      }
+    }
+    if (c >= 0) ::close(c);
+  }
+
+  const absl::Duration delay_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> commands_{0};
+  std::thread thread_;
+};
+
+// DEFECT (low): quota.hpp:46 says "A lease call is bounded by
+// command_timeout as a whole (detail/command.hpp)", but each *command* is:
+// the first lease call on a connection sends SCRIPT LOAD and then EVALSHA
+// (detail/quota_script.hpp RunLease), a flushed script cache adds EVAL,
+// each with the whole command_timeout, after a connect bounded by
+// connect_timeout, and LeaseConnection::Lease may do it all twice. A Redis
+// that answers each command just inside the timeout (40 ms of 50 here)
+// makes a lease call of 80 ms and more, which Stop() and the destructor
+// wait for. Expected: one deadline for the whole lease call (connect and
+// every command), so it ends within command_timeout (+ connect_timeout),
+// or the documentation says per command and gives the worst case.
+TEST(RedisQuotaAttackTest,
+     DISABLED_ALeaseCallIsBoundedByTheCommandTimeoutAsAWhole) {
+  SlowRedis slow(absl::Milliseconds(40));
+  ASSERT_NE(slow.port(), 0);
+  ClusterQuotaOptions o = RealQuota(slow.port(), "slow", 1000);
+  o.command_timeout = absl::Milliseconds(50);
+  auto q = ClusterQuota::Create(o).value();
+  const absl::Time start = absl::Now();
+  absl::Status s = q->RefreshNow();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(slow.commands(), 2) << s;
+  EXPECT_LT(took, absl::Milliseconds(70)) << s;
 }
 
 // Redis frozen (SIGSTOP) while a lease call is in flight: destroying the

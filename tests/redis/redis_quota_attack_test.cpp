@@ -1,0 +1,561 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// An adversarial review of redis::ClusterQuota: clocks that step back or
+// sit at an infinity (FakeClock, scripted leaser), and against a real
+// redis-server started here: a Redis frozen while the quota is destroyed,
+// an instance clock far from Redis's, instances configured with different
+// limits, many instances leasing at once. A test marked DISABLED_ shows a
+// defect; its comment says what should happen instead.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/redis/quota.hpp"
+#include "degrade/status.hpp"
+#include "gtest/gtest.h"
+#include "redis/redis_server.hpp"
+
+namespace degrade {
+namespace DEGRADE_TEST_UNIT {
+
+using redis::ClusterQuota;
+using redis::ClusterQuotaOptions;
+using redis::QuotaLease;
+using redis::QuotaLeaseRequest;
+
+// Answers every lease call with `answer` and counts the calls.
+struct CountingStore {
+  absl::StatusOr<QuotaLease> answer = absl::UnavailableError("down");
+  int calls = 0;
+  redis::QuotaLeaser Leaser() {
+    return [this](const QuotaLeaseRequest&) -> absl::StatusOr<QuotaLease> {
+      ++calls;
+      return answer;
+    };
+  }
+};
+
+ClusterQuotaOptions AttackQuotaOptions(const Clock* clock) {
+  ClusterQuotaOptions o;
+  o.name = "attack";
+  o.limit_per_second = 100;
+  o.expected_members = 4;
+  o.member_id = "me";
+  o.clock = clock;
+  o.metrics = NoTelemetry();
+  o.pace_leases = false;
+  return o;
+}
+
+int64_t Spend(ClusterQuota& q, int64_t tries) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < tries; ++i) n += q.TryAcquire().ok() ? 1 : 0;
+  return n;
+}
+
+// DEFECT (high): Poll() refreshes only once `now >= next_refresh_`
+// (quota.hpp:333). A clock stepped back by an hour after a refresh leaves
+// the next one an hour away: no lease call for an hour, the mode stays
+// "leasing" (the grace check never runs, since no refresh fails), and once
+// the held lease is spent every request is refused "the fleet lease is
+// spent" for the rest of the hour, while Redis answers and the member
+// lapses from the fleet. The project's rule: a clock going backwards is no
+// time passing, never a stall. Expected: a clock behind the last refresh
+// reschedules from the current reading, so lease calls go on every
+// refresh period (here: more calls within a few periods).
+TEST(RedisQuotaAttackTest, DISABLED_AClockSteppedBackKeepsTheLeasesComing) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  CountingStore store;
+  store.answer = QuotaLease{50, 1, 100};
+  auto q =
+      ClusterQuota::CreateWithLeaser(AttackQuotaOptions(&clock), store.Leaser())
+          .value();
+  q->Poll();
+  ASSERT_EQ(store.calls, 1);
+  ASSERT_EQ(q->mode(), QuotaMode::kLeasing);
+  clock.Set(clock.Now() - absl::Hours(1));
+  for (int i = 0; i < 10; ++i) {
+    clock.Advance(absl::Milliseconds(600));
+    q->Poll();
+  }
+  EXPECT_GE(store.calls, 5) << "no lease call for an hour";
+  EXPECT_GT(Spend(*q, 1000), 50) << "refused for an hour once 50 are spent";
+}
+
+// DEFECT (high): the request path reads ToUnixNanos(clock->Now()) into the
+// local token bucket (quota.hpp:307, detail/token_bucket.hpp TryTake). At
+// InfiniteFuture that is INT64_MAX: the bucket's arithmetic saturates so
+// that `next > allowed` never holds and every request is admitted (the
+// fair share is unlimited), and the bucket's time is left at INT64_MAX, so
+// once the clock reads a real time again every request is refused for
+// good. The refresher fares no better: next_refresh_ becomes InfiniteFuture
+// and Poll() never calls the store again. At InfinitePast `now_ns -
+// allowed` overflows (signed: undefined behaviour). Expected: a clock at
+// an infinity is no time passing: at most the burst held (12 here) is
+// admitted, and once the clock is back the fair share serves again and
+// the refresher resumes.
+TEST(RedisQuotaAttackTest,
+     DISABLED_AClockAtAnInfinityNeitherOpensNorClosesTheQuota) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  CountingStore store;
+  auto q =
+      ClusterQuota::CreateWithLeaser(AttackQuotaOptions(&clock), store.Leaser())
+          .value();
+  q->Poll();
+  ASSERT_EQ(q->mode(), QuotaMode::kFairShare);
+  const absl::Time good = clock.Now();
+  clock.Set(absl::InfiniteFuture());
+  EXPECT_LE(Spend(*q, 1000), 12) << "fair share of 25/s, burst 12";
+  q->Poll();
+  clock.Set(good + absl::Seconds(10));
+  EXPECT_GE(Spend(*q, 1000), 1) << "refused for good after the clock is back";
+  const int calls = store.calls;
+  clock.Advance(absl::Seconds(2));
+  q->Poll();
+  EXPECT_GT(store.calls, calls) << "the refresher never runs again";
+  // InfinitePast: TryTake computes `next - allowed` with allowed near
+  // INT64_MIN, a signed overflow (UBSan reports it); nothing may be
+  // admitted beyond the burst.
+  clock.Set(absl::InfinitePast());
+  EXPECT_LE(Spend(*q, 1000), 12);
+}
+
+// What holds on a clock stepped back an hour: the local bucket's debt
+// stands, never more than the fair share's burst at once, and the refusal
+// still carries a positive retry-after.
+TEST(RedisQuotaAttackTest, TheFairShareNeverOpensOnAClockSteppedBack) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  CountingStore store;
+  auto q =
+      ClusterQuota::CreateWithLeaser(AttackQuotaOptions(&clock), store.Leaser())
+          .value();
+  EXPECT_EQ(Spend(*q, 1000), 12);
+  clock.Set(clock.Now() - absl::Hours(1));
+  EXPECT_EQ(Spend(*q, 1000), 0);
+  absl::Status refused = q->TryAcquire();
+  ASSERT_TRUE(IsShed(refused)) << refused;
+  ASSERT_TRUE(ShedRetryAfter(refused).has_value());
+  EXPECT_GT(*ShedRetryAfter(refused), absl::ZeroDuration());
+}
+
+// A store that lies (a grant above share x horizon, a negative one, no
+// members, a share above the limit or NaN) is refused whole: nothing it
+// claimed is added to what is held, and the quota falls to grace.
+TEST(RedisQuotaAttackTest, ALyingLeaseNeverAdmitsMoreThanItGrants) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  CountingStore store;
+  store.answer = QuotaLease{30, 1, 100};
+  auto q =
+      ClusterQuota::CreateWithLeaser(AttackQuotaOptions(&clock), store.Leaser())
+          .value();
+  ASSERT_TRUE(q->RefreshNow().ok());
+  EXPECT_EQ(Spend(*q, 1000), 30);
+  for (QuotaLease bad : {QuotaLease{1'000'000, 1, 100}, QuotaLease{-5, 1, 100},
+                         QuotaLease{5, 0, 100}, QuotaLease{5, 1, 1e9},
+                         QuotaLease{5, 1, std::nan("")}}) {
+    store.answer = bad;
+    EXPECT_TRUE(absl::IsInvalidArgument(q->RefreshNow()));
+    EXPECT_EQ(q->stats().leased, 30u);
+    EXPECT_EQ(q->stats().held, 0);
+    EXPECT_EQ(q->mode(), QuotaMode::kGrace);
+  }
+}
+
+ClusterQuotaOptions RealQuota(int port, std::string member, double limit) {
+  ClusterQuotaOptions o = AttackQuotaOptions(nullptr);
+  o.port = port;
+  o.member_id = std::move(member);
+  o.limit_per_second = limit;
+  o.expected_members = 1;
+  return o;
+}
+
+// A loopback proxy in front of a real Redis that passes requests at once
+// and hands replies back one byte every `per_byte`: a Redis behind a
+// congested link. Stops (closing every socket, joining its threads) when
+// destroyed. One connection at a time is enough for one quota.
+class DribblingProxy {
+ public:
+  DribblingProxy(int redis_port, absl::Duration per_byte)
+      : redis_port_(redis_port), per_byte_(per_byte) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener_ < 0 ||
+        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) !=
+            0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) !=
+            0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    accepter_ = std::thread([this] { Accept(); });
+  }
+  ~DribblingProxy() {
+    stop_.store(true);
+    if (accepter_.joinable()) accepter_.join();
+    for (std::thread& t : pumps_) t.join();
+    for (int fd : fds_) ::close(fd);
+    if (listener_ >= 0) ::close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  bool Readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 10) > 0;
+  }
+  void Accept() {
+    while (!stop_.load()) {
+      if (!Readable(listener_)) continue;
+      const int client = ::accept(listener_, nullptr, nullptr);
+      if (client < 0) continue;
+      const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(redis_port_));
+      if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) !=
+          0) {
+        ::close(client);
+        ::close(server);
+        continue;
+      }
+      fds_.push_back(client);
+      fds_.push_back(server);
+      pumps_.emplace_back([this, client, server] {
+        Pump(client, server, absl::ZeroDuration());
+      });
+      pumps_.emplace_back(
+          [this, client, server] { Pump(server, client, per_byte_); });
+    }
+  }
+  void Pump(int from, int to, absl::Duration per_byte) {
+    char buf[4096];
+    while (!stop_.load()) {
+      if (!Readable(from)) continue;
+      const ssize_t n = ::recv(
+          from, buf, per_byte > absl::ZeroDuration() ? 1 : sizeof buf, 0);
+      if (n <= 0) return;
+      if (per_byte > absl::ZeroDuration()) absl::SleepFor(per_byte);
+      if (::send(to, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) {
+        return;
+      }
+    }
+  }
+
+  const int redis_port_;
+  const absl::Duration per_byte_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread accepter_;
+  std::vector<std::thread> pumps_;  // the accepter's; joined after it
+  std::vector<int> fds_;
+};
+
+// A Redis that answers one byte at a time (20 ms a byte, a reply of tens
+// of bytes): the lease call gives up within its command timeouts, not the
+// reply's second, and requests meanwhile are served by the fair share.
+TEST(RedisQuotaAttackTest, ARedisAnsweringOneByteAtATimeCostsOnlyTheTimeout) {
+  degrade_tests::RedisServer server;
+  absl::Status started = server.Start();
+  if (absl::IsNotFound(started)) GTEST_SKIP() << started;
+  ASSERT_TRUE(started.ok()) << started;
+  DribblingProxy proxy(server.port(), absl::Milliseconds(20));
+  ASSERT_NE(proxy.port(), 0);
+  ClusterQuotaOptions o = RealQuota(proxy.port(), "dribble", 1000);
+  o.command_timeout = absl::Milliseconds(50);
+  auto q = ClusterQuota::Create(o).value();
+  const absl::Time start = absl::Now();
+  absl::Status s = q->RefreshNow();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_LT(took, absl::Milliseconds(400));
+  EXPECT_EQ(q->mode(), QuotaMode::kFairShare);
+  EXPECT_EQ(q->stats().leased, 0u);
+  EXPECT_TRUE(q->TryAcquire().ok());
+}
+
+// A Redis look-alike on loopback that answers every command `delay` after
+// it arrived: SCRIPT LOAD with a digest, EVALSHA with a valid lease (5
+// tokens, 1 member, a share of 1000/s). One connection; stopped (socket
+// closed, thread joined) when destroyed.
+class SlowRedis {
+ public:
+  explicit SlowRedis(absl::Duration delay) : delay_(delay) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener_ < 0 ||
+        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) !=
+            0 ||
+        ::listen(listener_, 4) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) !=
+            0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~SlowRedis() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    if (listener_ >= 0) ::close(listener_);
+  }
+  int port() const { return port_; }
+  int commands() const { return commands_.load(); }
+
+ private:
+  static bool Readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 10) > 0;
+  }
+  // The length of the first whole RESP array of bulk strings in `b`, or 0.
+  static std::size_t Whole(const std::string& b) {
+    std::size_t at = 0;
+    const auto line = [&](long* v) {
+      const std::size_t end = b.find("\r\n", at);
+      if (end == std::string::npos || end == at) return false;
+      *v = std::strtol(b.c_str() + at + 1, nullptr, 10);
+      at = end + 2;
+      return true;
+    };
+    long n = 0;
+    if (b.empty() || b[0] != '*' || !line(&n)) return 0;
+    for (long i = 0; i < n; ++i) {
+      long len = 0;
+      if (at >= b.size() || !line(&len)) return 0;
+      if (b.size() < at + static_cast<std::size_t>(len) + 2) return 0;
+      at += static_cast<std::size_t>(len) + 2;
+    }
+    return at;
+  }
+  void Serve() {
+    int c = -1;
+    std::string in;
+    while (!stop_.load()) {
+      if (c < 0) {
+        if (!Readable(listener_)) continue;
+        c = ::accept(listener_, nullptr, nullptr);
+        continue;
+      }
+      if (!Readable(c)) continue;
+      char buf[8192];
+      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) {
+        ::close(c);
+        c = -1;
+        in.clear();
+        continue;
+      }
+      in.append(buf, static_cast<std::size_t>(n));
+      while (std::size_t used = Whole(in)) {
+        const bool load =
+            in.find("SCRIPT") != std::string::npos && in.find("SCRIPT") < used;
+        in.erase(0, used);
+        ++commands_;
+        absl::SleepFor(delay_);
+        const std::string reply =
+            load ? "$40\r\n0123456789012345678901234567890123456789\r\n"
+                 : "*4\r\n:5\r\n:1\r\n$4\r\n1000\r\n$1\r\n0\r\n";
+        ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      }
+    }
+    if (c >= 0) ::close(c);
+  }
+
+  const absl::Duration delay_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> commands_{0};
+  std::thread thread_;
+};
+
+// DEFECT (low): quota.hpp:46 says "A lease call is bounded by
+// command_timeout as a whole (detail/command.hpp)", but each *command* is:
+// the first lease call on a connection sends SCRIPT LOAD and then EVALSHA
+// (detail/quota_script.hpp RunLease), a flushed script cache adds EVAL,
+// each with the whole command_timeout, after a connect bounded by
+// connect_timeout, and LeaseConnection::Lease may do it all twice. A Redis
+// that answers each command just inside the timeout (40 ms of 50 here)
+// makes a lease call of 80 ms and more, which Stop() and the destructor
+// wait for. Expected: one deadline for the whole lease call (connect and
+// every command), so it ends within command_timeout (+ connect_timeout),
+// or the documentation says per command and gives the worst case.
+TEST(RedisQuotaAttackTest,
+     DISABLED_ALeaseCallIsBoundedByTheCommandTimeoutAsAWhole) {
+  SlowRedis slow(absl::Milliseconds(40));
+  ASSERT_NE(slow.port(), 0);
+  ClusterQuotaOptions o = RealQuota(slow.port(), "slow", 1000);
+  o.command_timeout = absl::Milliseconds(50);
+  auto q = ClusterQuota::Create(o).value();
+  const absl::Time start = absl::Now();
+  absl::Status s = q->RefreshNow();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(slow.commands(), 2) << s;
+  EXPECT_LT(took, absl::Milliseconds(70)) << s;
+}
+
+// Redis frozen (SIGSTOP) while a lease call is in flight: destroying the
+// quota waits for that call, which its command timeout bounds, not for
+// Redis to come back.
+TEST(RedisQuotaAttackTest, DestroyingTheQuotaWhileRedisIsFrozenIsBounded) {
+  degrade_tests::RedisServer server;
+  absl::Status started = server.Start();
+  if (absl::IsNotFound(started)) GTEST_SKIP() << started;
+  ASSERT_TRUE(started.ok()) << started;
+  ClusterQuotaOptions o = RealQuota(server.port(), "frozen", 1000);
+  o.refresh_period = absl::Milliseconds(20);
+  o.lease_horizon = absl::Milliseconds(100);
+  o.member_ttl = absl::Milliseconds(200);
+  o.command_timeout = absl::Milliseconds(20);
+  auto q = ClusterQuota::Create(o).value();
+  ASSERT_TRUE(q->Start().ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (q->mode() != QuotaMode::kLeasing && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(q->mode(), QuotaMode::kLeasing);
+  server.Freeze();
+  // Wait for a call to be in flight against the frozen server.
+  const uint64_t trips = q->stats().round_trips;
+  while (q->stats().round_trips == trips && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const absl::Time start = absl::Now();
+  q.reset();
+  const absl::Duration took = absl::Now() - start;
+  server.Thaw();
+  // A lease call is at most SCRIPT LOAD + EVALSHA + EVAL, each bounded by
+  // the command timeout, plus a connect; far below a second.
+  EXPECT_LT(took, absl::Seconds(1));
+}
+
+// The instance's clock far from Redis's (ten years ahead, then an hour
+// further): the script runs on Redis TIME, so the grant is what Redis's
+// own time allows, no more.
+TEST(RedisQuotaAttackTest, AnInstanceClockFarOffGetsNoMoreTokens) {
+  degrade_tests::RedisServer server;
+  absl::Status started = server.Start();
+  if (absl::IsNotFound(started)) GTEST_SKIP() << started;
+  ASSERT_TRUE(started.ok()) << started;
+  FakeClock clock(absl::Now() + absl::Hours(24 * 3650));
+  ClusterQuotaOptions o = RealQuota(server.port(), "skewed", 1000);
+  o.clock = &clock;
+  auto q = ClusterQuota::Create(o).value();
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(q->RefreshNow().ok()) << q->last_status();
+  EXPECT_LE(q->stats().leased, 125u) << "a new bucket's reserve";
+  clock.Advance(absl::Hours(1));
+  ASSERT_TRUE(q->RefreshNow().ok()) << q->last_status();
+  clock.Set(clock.Now() - absl::Hours(2));
+  ASSERT_TRUE(q->RefreshNow().ok()) << q->last_status();
+  const double real = absl::ToDoubleSeconds(absl::Now() - start);
+  EXPECT_LE(static_cast<double>(q->stats().leased), 125 + 1000 * real + 1);
+}
+
+// DEFECT (medium): instances of one quota configured with different
+// limits (a rolling deploy that changes limit_per_second) share one bucket
+// and each refills it at its own rate (the script takes the rate and the
+// burst from ARGV, quota_script.hpp:81-82, and stores neither): the
+// fleet gets the highest limit, silently. The docs ask that every instance
+// use the same limit but nothing checks it. Expected: the bucket records
+// the limit it was made with and a lease call with another answers an
+// error (FAILED_PRECONDITION naming both limits), so the odd instance
+// falls to its fair share and says why.
+TEST(RedisQuotaAttackTest, DISABLED_InstancesWithDifferentLimitsAreToldApart) {
+  degrade_tests::RedisServer server;
+  absl::Status started = server.Start();
+  if (absl::IsNotFound(started)) GTEST_SKIP() << started;
+  ASSERT_TRUE(started.ok()) << started;
+  auto low =
+      ClusterQuota::Create(RealQuota(server.port(), "low", 1000)).value();
+  ClusterQuotaOptions high_options = RealQuota(server.port(), "high", 1000);
+  high_options.limit_per_second = 1'000'000;
+  auto high = ClusterQuota::Create(high_options).value();
+  ASSERT_TRUE(low->RefreshNow().ok()) << low->last_status();
+  absl::Status mismatch = high->RefreshNow();
+  EXPECT_TRUE(absl::IsFailedPrecondition(mismatch)) << mismatch;
+  // What happens instead: the high instance drains a bucket its own calls
+  // refill a thousand times faster than the fleet's limit.
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 50; ++i) {
+    high->RefreshNow().IgnoreError();
+    Spend(*high, 100000);
+  }
+  const double real = absl::ToDoubleSeconds(absl::Now() - start);
+  EXPECT_LE(static_cast<double>(high->stats().leased),
+            125 + 1000 * (real + 0.01));
+}
+
+// Many instances joining at once and leasing as fast as they can: the
+// fleet is never granted more than the bucket released (its reserve plus
+// the limit times the time that passed), however the calls interleave.
+TEST(RedisQuotaAttackConcurrencyTest,
+     ManyInstancesJoiningAtOnceNeverExceedTheLimit) {
+  degrade_tests::RedisServer server;
+  absl::Status started = server.Start();
+  if (absl::IsNotFound(started)) GTEST_SKIP() << started;
+  ASSERT_TRUE(started.ok()) << started;
+  constexpr int kInstances = 16;
+  constexpr double kLimit = 2000;
+  std::vector<std::unique_ptr<ClusterQuota>> fleet;
+  for (int i = 0; i < kInstances; ++i) {
+    fleet.push_back(ClusterQuota::Create(
+                        RealQuota(server.port(), absl::StrCat("m", i), kLimit))
+                        .value());
+  }
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < kInstances; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      for (int r = 0; r < 30; ++r) {
+        // Demand far above the limit, so each asks for a large share.
+        Spend(*fleet[i], 2000);
+        fleet[i]->RefreshNow().IgnoreError();
+      }
+    });
+  }
+  go.store(true);
+  for (std::thread& t : threads) t.join();
+  const double real = absl::ToDoubleSeconds(absl::Now() - start);
+  uint64_t leased = 0;
+  for (const auto& q : fleet) leased += q->stats().leased;
+  // The reserve of a new bucket: limit x refresh_period / 4.
+  const double reserve = kLimit * 0.5 / 4;
+  EXPECT_LE(static_cast<double>(leased), reserve + kLimit * real + 1)
+      << "over " << real << " s";
+  EXPECT_GT(leased, 0u);
+}
+
+}  // namespace DEGRADE_TEST_UNIT
+}  // namespace degrade

@@ -477,15 +477,17 @@ inline absl::Status RateLimiter::Refusal(int64_t n, int64_t retry) const {
         absl::StrCat(where, ": asked for ", n, " permits; must be >= 1"));
   }
   if (retry < 0) {
-    return ShedError(where,
-                     absl::StrCat(n,
-                                  " permits can never be admitted at once "
-                                  "(burst ",
-                                  settings_.burst, ")"),
-                     absl::Milliseconds(-1));
+    return RateLimitedError(
+        where,
+        absl::StrCat(n,
+                     " permits can never be admitted at once "
+                     "(burst ",
+                     settings_.burst, ")"),
+        absl::Milliseconds(-1));
   }
-  return ShedError(where, absl::StrCat("over ", settings_.rate, " permits/s"),
-                   detail::GcraDuration(retry));
+  return RateLimitedError(where,
+                          absl::StrCat("over ", settings_.rate, " permits/s"),
+                          detail::GcraDuration(retry));
 }
 
 inline absl::Status RateLimiter::Admit(int64_t n) {

@@ -410,8 +410,8 @@ class ClusterQuota {
       wait = detail::ElapsedNanosSince(
           next_refresh_ns_.load(std::memory_order_relaxed), now);
     }
-    return ShedError(where_, why,
-                     std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
+    return RateLimitedError(
+        where_, why, std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
   }
   absl::Status Admit(int64_t n) {
     admitted_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);

@@ -125,6 +125,14 @@ struct GrpcServerStats {
   // Calls whose request-class metadata was malformed or repeated; they
   // were served as the default class.
   uint64_t malformed_metadata = 0;
+  // Calls refused by ServerOptions::per_caller (RESOURCE_EXHAUSTED with
+  // the caller's retry-after); not in `shed`.
+  uint64_t rate_limited_caller = 0;
+  // Calls refused by ServerOptions::per_class; not in `shed`.
+  uint64_t rate_limited_class = 0;
+  // Calls whose caller identity was malformed or repeated; they were
+  // limited as the anonymous caller.
+  uint64_t malformed_caller = 0;
 };
 
 // What a Telemetry may read of a gRPC client's or server's counters while

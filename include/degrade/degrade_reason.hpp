@@ -57,7 +57,8 @@ enum class DegradeReason : uint8_t {
   kError = 4,
   // The call threw; the breaker caught it at the library boundary.
   kException = 5,
-  // The degradation level switched the stage off (load shedding).
+  // The degradation level switched the stage off (load shedding), or a
+  // limiter in front of it that is not a rate limit refused the call.
   kShed = 6,
   // The stage ran, but on degraded inputs.
   kUpstream = 7,

@@ -94,6 +94,7 @@ TEST(RedisQuotaTest, BeforeAnyLeaseTheFairShareIsTheLimitOverExpectedMembers) {
   EXPECT_EQ(Admitted(**q, 100), 12);
   absl::Status refused = (*q)->TryAcquire();
   EXPECT_TRUE(IsShed(refused)) << refused;
+  EXPECT_TRUE(IsRateLimited(refused)) << "WithFallback tags it rate_limited";
   EXPECT_THAT(refused.message(), HasSubstr("fair share"));
   ASSERT_TRUE(ShedRetryAfter(refused).has_value());
   EXPECT_GT(*ShedRetryAfter(refused), absl::ZeroDuration());

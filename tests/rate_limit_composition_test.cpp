@@ -7,10 +7,13 @@
 // ReasonFromStatus tells them from other sheds without changing how those
 // read.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -190,6 +193,51 @@ TEST_F(LimiterBreakerFallbackTest, AnotherLimitersShedIsTaggedShed) {
       admission, *cb_, "features", [] { return 7; }, -1);
   EXPECT_EQ(r.trace().ReasonFor("features"), R::kShed);
   EXPECT_EQ(cb_->counts().requests, 0u);
+}
+
+// Threads racing through one limiter, breaker and fallback: exactly the
+// burst is served fresh, every other call is Plan B tagged rate_limited,
+// and the breaker saw only the fresh calls.
+TEST(LimiterBreakerFallbackConcurrencyTest, RefusalsNeverReachTheBreaker) {
+  FakeClock clock;
+  auto limiter = MakeLimiter(clock, 1, 100);
+  auto cb = MakeBreaker<int>(&clock, "cb");
+  constexpr int kThreads = 8;
+  constexpr int kCallsEach = 200;
+  std::atomic<int> fresh{0};
+  std::atomic<int> limited{0};
+  std::atomic<int> other{0};
+  std::atomic<int> made{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCallsEach; ++i) {
+        const StageResult<int> r = WithFallback(
+            *limiter, *cb, "features",
+            [&made] {
+              made.fetch_add(1);
+              return 7;
+            },
+            -1);
+        if (!r.is_default()) {
+          fresh.fetch_add(1);
+        } else if (r.trace().ReasonFor("features") == R::kRateLimited) {
+          limited.fetch_add(1);
+        } else {
+          other.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(fresh.load(), 100) << "exactly the burst (the clock stands)";
+  EXPECT_EQ(limited.load(), kThreads * kCallsEach - 100);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(made.load(), 100);
+  const Counts c = cb->counts();
+  EXPECT_EQ(c.requests, 100u);
+  EXPECT_EQ(c.total_failures, 0u);
+  EXPECT_EQ(cb->state(), State::kClosed);
 }
 
 // ---- The refusal's status ----

@@ -117,8 +117,9 @@ struct GrpcServerStats {
   uint64_t accepted = 0;
   // Calls shed at admission (answered RESOURCE_EXHAUSTED).
   uint64_t shed = 0;
-  // Of the shed ones, those answered "do not retry" (pushback -1) because
-  // the manager's level was at or above ServerOptions::no_retry_from_level.
+  // Of the refused ones (shed or rate-limited), those answered "do not
+  // retry" (pushback -1) because the manager's level was at or above
+  // ServerOptions::no_retry_from_level.
   uint64_t shed_do_not_retry = 0;
   // Accepted calls whose handler finished with an error.
   uint64_t failed = 0;

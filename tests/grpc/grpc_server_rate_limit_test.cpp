@@ -22,6 +22,8 @@
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
+#include "degrade/config_parse.hpp"
+#include "degrade/degradation_manager.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/server.hpp"
 #include "degrade/grpc/status.hpp"
@@ -243,6 +245,38 @@ TEST_F(GrpcServerRateLimitTest, AdmissionIsAskedOnlyForCallsWithinTheLimits) {
   EXPECT_EQ(admission->stats()
                 .admitted[static_cast<std::size_t>(Criticality::kCritical)],
             2u);
+}
+
+TEST_F(GrpcServerRateLimitTest, FromTheConfiguredLevelARefusalSaysDoNotRetry) {
+  // Two levels, so that level 2 can be forced.
+  constexpr const char* kTwoLevels = R"({
+    "degradation": {
+      "level1": {"trigger": {"queue_delay_ms": 10}},
+      "level2": {"trigger": {"queue_delay_ms": 20}}
+    }
+  })";
+  ManagerOptions mo;
+  mo.clock = &clock_;
+  mo.metrics = NoTelemetry();
+  auto manager =
+      DegradationManager::Create(ParseDegradationConfig(kTwoLevels).value(), mo)
+          .value();
+  ASSERT_TRUE(manager->ForceLevel(2, absl::Minutes(10)).ok());
+  options_.manager = manager.get();
+  options_.no_retry_from_level = 2;
+  degrade_test::EchoServer server(Service());
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  EXPECT_TRUE(Call(*stub, "alice").ok());
+  EXPECT_TRUE(Call(*stub, "alice").ok());
+  const absl::Status refused = Call(*stub, "alice");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  const auto hint = RetryAfterHint(refused);
+  ASSERT_TRUE(hint.has_value());
+  EXPECT_LT(*hint, absl::ZeroDuration()) << "a server that deep in trouble "
+                                            "wants no retries at all";
+  EXPECT_EQ(counters_->stats().shed_do_not_retry, 1u);
+  options_.manager = nullptr;  // before the manager goes
 }
 
 TEST_F(GrpcServerRateLimitTest, TheRegistryShowsTheRefusalsAndTheLimiters) {

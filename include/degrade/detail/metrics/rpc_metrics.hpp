@@ -76,8 +76,9 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
             {{label, name}, {"limit", "class"}},
             static_cast<double>(st.rate_limited_class));
   w.Counter("degrade_grpc_server_shed_do_not_retry_total",
-            "Shed calls answered \"do not retry\" (pushback -1) because the "
-            "manager's level was at or above no_retry_from_level.",
+            "Refused calls (shed or rate-limited) answered \"do not retry\" "
+            "(pushback -1) because the manager's level was at or above "
+            "no_retry_from_level.",
             {{label, name}}, static_cast<double>(st.shed_do_not_retry));
   w.Counter("degrade_grpc_server_handler_errors_total",
             "Accepted calls whose handler finished with an error.",

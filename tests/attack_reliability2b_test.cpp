@@ -421,59 +421,6 @@ TEST(FarFutureClockDecision,
       << "the open period runs from where the line was, not from the jump";
 }
 
-// A sibling found while fixing the breaker's timers: Hedge() waited for
-// RemainingUntil(next_hedge_at(), clock.Now()) of real time, with
-// next_hedge_at() on the policy's clock as it read at the start. A clock
-// stepped back an hour between the two (a custom clock, a FakeClock set
-// back) made the wait an hour: no hedge was sent while the first attempt
-// hung. The wait is now at most one delay (the next hedge is never more
-// than one delay away). The executor steps the clock as the first attempt
-// is queued, so the step always falls between the start and the wait.
-class SteppingExecutor : public Executor {
- public:
-  SteppingExecutor(Executor* inner, FakeClock* clock)
-      : inner_(inner), clock_(clock) {}
-  bool Submit(std::function<void()> task) override {
-    if (!stepped_.exchange(true)) clock_->Set(kStart - absl::Hours(1));
-    return inner_->Submit(std::move(task));
-  }
-
- private:
-  Executor* const inner_;
-  FakeClock* const clock_;
-  std::atomic<bool> stepped_{false};
-};
-
-TEST(HedgeClockAttack, AClockSteppedBackDoesNotHoldTheHedgeBack) {
-  FakeClock clock(kStart);
-  HedgeSettings s;
-  s.name = "stepped";
-  s.clock = &clock;
-  s.delay = absl::Milliseconds(1);
-  s.max_hedges = 1;
-  s.max_extra_load = 1.0;
-  s.metrics = NoTelemetry();
-  auto policy = HedgePolicy::Create(s);
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  ThreadPool pool(2);
-  SteppingExecutor executor(&pool, &clock);
-  absl::Notification hedged;
-  std::atomic<int> attempts{0};
-  const absl::StatusOr<int> r =
-      Hedge(**policy, executor, [&](const CancelToken&) -> absl::StatusOr<int> {
-        if (attempts.fetch_add(1) == 0) {
-          // The first attempt hangs until the hedge comes (a safety bound
-          // of a minute: without the fix it answers first, then).
-          hedged.WaitForNotificationWithTimeout(absl::Minutes(1));
-          return 1;
-        }
-        hedged.Notify();
-        return 2;
-      });
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(*r, 2) << "no hedge within the hung attempt's minute";
-}
-
 // ---- AdmissionQueue slot growth under memory pressure (item 12)
 // ---------------
 

@@ -67,6 +67,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -386,10 +387,11 @@ class ClusterQuota {
   static std::string DefaultMember() {
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    // A seed, not a deadline: the random device, mixed with the pid.
+    std::random_device device;
     const uint64_t r =
-        detail::SplitMix64(
-            static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
-            (static_cast<uint64_t>(getpid()) << 32))
+        detail::SplitMix64((static_cast<uint64_t>(device()) << 32 | device()) ^
+                           (static_cast<uint64_t>(getpid()) << 32))
             .Next();
     return absl::StrCat(host, "/", getpid(), "/", absl::Hex(r));
   }

@@ -70,6 +70,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
+#include "degrade/detail/macros.hpp"
 #include "degrade/detail/rate_limit/gcra.hpp"
 #include "degrade/detail/rate_limit/slot_table.hpp"
 #include "degrade/detail/saturating.hpp"
@@ -342,14 +343,18 @@ KeyedRateLimiter<Key, Hash>::KeyedRateLimiter(KeyedRateLimitSettings s,
 template <class Key, class Hash>
 uint64_t KeyedRateLimiter<Key, Hash>::DrawSeed() {
   uint64_t seed = 0;
+#if DEGRADE_HAS_EXCEPTIONS
   try {
+#endif
     std::random_device rd;
-    seed = (uint64_t{rd()} << 32) ^ uint64_t { rd() };
+    seed = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
+#if DEGRADE_HAS_EXCEPTIONS
   } catch (...) {
-    // No entropy source: the time and an address still differ per table
-    // and per run, which is what keeps the placement from being computed
+    // No entropy source: the time and an address below still differ per
+    // table and per run, which keeps the placement from being computed
     // ahead of time.
   }
+#endif
   int local = 0;
   seed ^= detail::SplitMix64Step(
       static_cast<uint64_t>(

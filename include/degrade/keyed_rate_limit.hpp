@@ -17,8 +17,9 @@
 //
 // Where a key is held. A key's fingerprint names two buckets of 8 slots
 // and the key is held in one of them: a newcomer takes an empty or
-// replenished slot of the one with fewer keys in debt. Both buckets fill
-// only when the table is nearly full of keys in debt. The fingerprint is
+// replenished slot of the one with fewer keys in debt. Up to about 70% of
+// the slots in debt, no key finds both all debt (0.7% of newcomers do at
+// 90%: rate-limits.md has the figures). The fingerprint is
 // keyed by a per-table seed (`seed`, or drawn at Create()), so which keys
 // share buckets cannot be worked out offline from the hash.
 //
@@ -94,8 +95,8 @@ enum class KeyedTableFull : uint8_t {
   // the key's burst in any window), refused with the cell's retry-after
   // when it has none. The default.
   kShareOverflow = 0,
-  // The former name of kShareOverflow. Until 2026-12 the default evicted
-  // the resident in least debt for a newcomer that would owe more, and
+  // The former name of kShareOverflow. The default once evicted the
+  // resident in least debt for a newcomer that would owe more, and
   // admitted the others untracked; it no longer does either.
   kForgiveLeast = kShareOverflow,
   // Refuse the newcomer (ShedError, retry when the least indebted resident
@@ -121,12 +122,12 @@ struct KeyedRateLimitSettings {
   // rounded up to a multiple of 8 (a bucket). The table takes 16 bytes a
   // slot, allocated by Create(), plus 64 bytes per lock stripe (at most
   // 256, at most one per 8 buckets) and 8 bytes per 512 slots (the
-  // overflow cells): under 1% more from 100,000 keys up. Keys are held
-  // until the table is about 95% full of keys in debt; size it with room
-  // (rate-limits.md, "Sizing the keyed table").
+  // overflow cells): under 1% more from 100,000 keys up. Every key is
+  // held up to about 70% of it in debt; size it with room (rate-limits.md,
+  // "Sizing the keyed table").
   std::size_t max_keys = 0;
   KeyedTableFull when_full = KeyedTableFull::kShareOverflow;
-  // Keys the fingerprints, so that which keys share buckets depends on a
+  // Seeds the fingerprints, so that which keys share buckets depends on a
   // secret: 0 (the default) draws one from std::random_device at Create().
   // Set it only to repeat a run exactly (a test, a simulation).
   uint64_t seed = 0;
@@ -245,15 +246,16 @@ class KeyedRateLimiter final {
   }
   // A bijection of the hash for a given seed (distinct hashes stay
   // distinct), whose bits cannot be predicted without the seed.
-  static uint64_t FingerprintOf(std::size_t hash, uint64_t seed) {
+  // `seed2` is SplitMix64Step(seed), kept so as not to mix it per call.
+  static uint64_t FingerprintOf(std::size_t hash, uint64_t seed,
+                                uint64_t seed2) {
     const uint64_t f = detail::SplitMix64Step(
-        detail::SplitMix64Step(static_cast<uint64_t>(hash) ^ seed) ^
-        detail::SplitMix64Step(seed));
+        detail::SplitMix64Step(static_cast<uint64_t>(hash) ^ seed) ^ seed2);
     return f == 0 ? 1 : f;  // 0 marks an empty slot
   }
   static uint64_t DrawSeed();
   uint64_t Fingerprint(const Key& key) const {
-    return FingerprintOf(hash_(key), seed_);
+    return FingerprintOf(hash_(key), seed_, seed2_);
   }
   const Limit& LimitFor(const Key& key, uint64_t fp) const;
   // Refused: `*retry` (unless null) in ticks, -1 for never.
@@ -264,6 +266,7 @@ class KeyedRateLimiter final {
   const KeyedRateLimitSettings settings_;
   const Hash hash_;
   const uint64_t seed_;
+  const uint64_t seed2_;
   const Limit default_;
   // Sorted by fingerprint; few, fixed at Create().
   const std::vector<OverrideEntry> overrides_;
@@ -303,7 +306,8 @@ KeyedRateLimiter<Key, Hash>::Create(KeyedRateLimitSettings s,
                            "name the same key twice");
       }
     }
-    entries.push_back({FingerprintOf(hash(overrides[i].first), s.seed),
+    entries.push_back({FingerprintOf(hash(overrides[i].first), s.seed,
+                                     detail::SplitMix64Step(s.seed)),
                        overrides[i].first, LimitOf(o.rate, o.burst)});
   }
   std::sort(entries.begin(), entries.end(),
@@ -328,6 +332,7 @@ KeyedRateLimiter<Key, Hash>::KeyedRateLimiter(KeyedRateLimitSettings s,
       settings_(std::move(s)),
       hash_(std::move(hash)),
       seed_(settings_.seed),
+      seed2_(detail::SplitMix64Step(seed_)),
       default_(LimitOf(settings_.rate, settings_.burst)),
       overrides_(std::move(o)),
       line_(settings_.clock,

@@ -37,6 +37,7 @@
 #include <thread>
 
 #include "degrade/detail/cache_line.hpp"
+#include "degrade/detail/macros.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -135,7 +136,22 @@ class SlotTable {
     int64_t last_now() const { return stripe_->last_now; }
     void set_last_now(int64_t t) { stripe_->last_now = t; }
 
-    Probe Find(uint64_t fingerprint, int64_t now) const {
+    // The common case inline: a live key, most often in its first bucket
+    // (a bucket is only passed over for a fuller one).
+    DEGRADE_ALWAYS_INLINE Probe Find(uint64_t fingerprint, int64_t now) const {
+      for (int i = 0; i < kSlotsPerBucket; ++i) {
+        if (first_->slots[i].fingerprint.load(std::memory_order_relaxed) ==
+            fingerprint) {
+          Probe p;
+          p.found = i;
+          return p;
+        }
+      }
+      return FindElsewhere(fingerprint, now);
+    }
+
+    DEGRADE_NOINLINE Probe FindElsewhere(uint64_t fingerprint,
+                                         int64_t now) const {
       Probe p;
       const Scan a = ScanBucket(*first_, fingerprint, now);
       if (a.found >= 0) {

@@ -19,20 +19,21 @@
 // and the key is held in one of them: a newcomer takes an empty or
 // replenished slot of the one with fewer keys in debt. Up to about 70% of
 // the slots in debt, no key finds both all debt (0.7% of newcomers do at
-// 90%: rate-limits.md has the figures). The fingerprint is
-// keyed by a per-table seed (`seed`, or drawn at Create()), so which keys
-// share buckets cannot be worked out offline from the hash.
+// 90%: rate-limits.md has the figures). The fingerprint is keyed by a
+// per-table seed (`seed`, or drawn at Create()), so which keys share
+// buckets cannot be worked out offline from the hash.
 //
 // A table full of debt. A key in debt is never evicted, whatever the
 // newcomer asks: evicting it would forgive its debt, and a client choosing
 // keys and costs could reset a hot key at will. A newcomer whose two
 // buckets hold only keys in debt is instead charged, at its own limit, to
 // an overflow cell it shares with the other such newcomers of its part of
-// the table (one cell per 512 slots): it gets at most its burst in any
-// window, never more, and the keys in debt keep their state. Where LRU
-// would reset a hot key under a scan of one-shot keys, here the scan can
-// only crowd itself. `when_full = kRefuse` refuses those newcomers
-// outright. Both are counted (`KeyedRateLimitStats::table_full`).
+// the table (one cell per 512 slots): at most its burst on a frozen clock,
+// at most twice its own limit over any window (the cell's share, then a
+// fresh burst if a slot frees), and the keys in debt keep their state.
+// Where LRU would reset a hot key under a scan of one-shot keys, here the
+// scan can only crowd itself. `when_full = kRefuse` refuses those
+// newcomers outright. Both are counted (`KeyedRateLimitStats::table_full`).
 //
 //   degrade::KeyedRateLimitSettings s;
 //   s.name = "per_user";
@@ -91,8 +92,8 @@ DEGRADE_NAMESPACE_BEGIN
 enum class KeyedTableFull : uint8_t {
   // Charge the newcomer, at its own limit, to the overflow cell it shares
   // with the other newcomers of its part of the table that found their
-  // buckets all debt: admitted while that shared cell has room (at most
-  // the key's burst in any window), refused with the cell's retry-after
+  // buckets all debt: admitted while that shared cell has room (its
+  // burst at most, on a frozen clock), refused with the cell's retry-after
   // when it has none. The default.
   kShareOverflow = 0,
   // The former name of kShareOverflow. The default once evicted the

@@ -30,7 +30,11 @@
 // degrade_admission_*, degrade_limiter_* and degrade_queue_* series are
 // scraped from real components too. A RetryBudget "front" is asked for a
 // retry of every degraded request (the retry itself is not sent), for the
-// degrade_retry_budget_* series.
+// degrade_retry_budget_* series. Every request also asks a RateLimiter
+// "feature_store" (40 permits a simulated second) and a KeyedRateLimiter
+// "per_user" (one a second per user, 64 users) for a permit; only their
+// decisions are real (a refused request is still served), for the
+// degrade_rate_limit_* and degrade_keyed_rate_limit_* series.
 //
 // Every pass of the script runs on a fresh pipeline with a registry of its
 // own, which /metrics serves from when the pass is ready (a scrape never
@@ -130,7 +134,9 @@
 #include "degrade/degradation_manager.hpp"
 #include "degrade/event_log.hpp"
 #include "degrade/fleet_control.hpp"
+#include "degrade/keyed_rate_limit.hpp"
 #include "degrade/metrics.hpp"
+#include "degrade/rate_limit.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/retry_budget.hpp"
 #if DEGRADE_METRICS_SERVER_ETCD
@@ -357,6 +363,21 @@ struct Pass {
     rs.clock = &clock;
     rs.metrics = registry.get();
     budget = Must(degrade::RetryBudget::Create(rs));
+    degrade::RateLimitSettings rl;
+    rl.name = "feature_store";
+    rl.rate = 40;
+    rl.burst = 10;
+    rl.clock = &clock;
+    rl.metrics = registry.get();
+    rate_limit = Must(degrade::RateLimiter::Create(rl));
+    degrade::KeyedRateLimitSettings kl;
+    kl.name = "per_user";
+    kl.rate = 1;
+    kl.burst = 2;
+    kl.max_keys = 256;
+    kl.clock = &clock;
+    kl.metrics = registry.get();
+    per_user = Must(degrade::KeyedRateLimiter<uint64_t>::Create(kl));
     StartFleet(o);
     if (!o.nvml.empty()) {
       gpu = Must(metrics_server::LoadGpu(o.nvml, registry.get()));
@@ -433,6 +454,9 @@ struct Pass {
   // once more than a fifth of requests degrade for longer than the floor
   // covers.
   std::unique_ptr<degrade::RetryBudget> budget;
+  // Rate limits every request asks; only their decisions are real.
+  std::unique_ptr<degrade::RateLimiter> rate_limit;
+  std::unique_ptr<degrade::KeyedRateLimiter<uint64_t>> per_user;
   // Declared after the manager they control, so destroyed before it; the
   // watchers after the FleetControl they feed.
   std::unique_ptr<degrade::FleetControl> fleet;
@@ -554,6 +578,8 @@ class Driver {
     if (permit.has_value()) permit->Success(r.latency);
     pass.budget->Deposit();
     if (r.result.trace().depth() > 0) (void)pass.budget->TryWithdraw();
+    (void)pass.rate_limit->TryAcquire();
+    (void)pass.per_user->TryAcquire(user % 64);
     // A signal the config uses and a finite value: cannot be rejected.
     (void)pass.manager->Observe("degraded_stages",
                                 static_cast<double>(r.result.trace().depth()));

@@ -32,10 +32,11 @@ using R = DegradeReason;
 
 TEST(ReasonTest, NamesAreShortStableTokensThatParseBack) {
   const std::vector<std::pair<DegradeReason, absl::string_view>> table = {
-      {R::kBreakerOpen, "open"},    {R::kTooManyRequests, "too_many"},
-      {R::kTimeout, "timeout"},     {R::kError, "error"},
-      {R::kException, "exception"}, {R::kShed, "shed"},
-      {R::kUpstream, "upstream"},   {R::kInvalid, "invalid"},
+      {R::kBreakerOpen, "open"},         {R::kTooManyRequests, "too_many"},
+      {R::kTimeout, "timeout"},          {R::kError, "error"},
+      {R::kException, "exception"},      {R::kShed, "shed"},
+      {R::kUpstream, "upstream"},        {R::kInvalid, "invalid"},
+      {R::kRateLimited, "rate_limited"},
   };
   for (const auto& [reason, token] : table) {
     EXPECT_EQ(ReasonName(reason), token);
@@ -55,10 +56,11 @@ TEST(ReasonTest, NamesAreShortStableTokensThatParseBack) {
 TEST(ReasonTest, AllDegradeReasonsListsEveryReasonOnceInValueOrder) {
   // The same table as above: a reason added to the enum must be added to
   // the list (and to ReasonName), and shows up here.
-  EXPECT_THAT(kAllDegradeReasons,
-              ::testing::ElementsAre(R::kBreakerOpen, R::kTooManyRequests,
-                                     R::kTimeout, R::kError, R::kException,
-                                     R::kShed, R::kUpstream, R::kInvalid));
+  EXPECT_THAT(
+      kAllDegradeReasons,
+      ::testing::ElementsAre(R::kBreakerOpen, R::kTooManyRequests, R::kTimeout,
+                             R::kError, R::kException, R::kShed, R::kUpstream,
+                             R::kInvalid, R::kRateLimited));
   std::set<std::string> tokens;
   for (DegradeReason r : kAllDegradeReasons) {
     EXPECT_TRUE(IsDegradeReason(r)) << ReasonName(r);
@@ -71,7 +73,7 @@ TEST(ReasonTest, AllDegradeReasonsListsEveryReasonOnceInValueOrder) {
 
 TEST(ReasonTest, IsDegradeReasonRejectsNoneAndBadCasts) {
   EXPECT_FALSE(IsDegradeReason(R::kNone));
-  EXPECT_FALSE(IsDegradeReason(static_cast<DegradeReason>(9)));
+  EXPECT_FALSE(IsDegradeReason(static_cast<DegradeReason>(10)));
   EXPECT_FALSE(IsDegradeReason(static_cast<DegradeReason>(255)));
   static_assert(IsDegradeReason(R::kShed), "usable in constant expressions");
   static_assert(ReasonName(R::kTimeout) == "timeout", "");
@@ -146,6 +148,15 @@ TEST_F(ReasonFromStatusTest, OtherErrorsAreErrorEvenIfTheyLookLikeRejections) {
   EXPECT_EQ(ReasonFromStatus(absl::UnknownError("x")), R::kError);
   EXPECT_EQ(ReasonFromStatus(CallableExceptionError("here", "what")),
             R::kException);
+}
+
+TEST_F(ReasonFromStatusTest,
+       RateLimitRefusalIsRateLimitedOtherShedsStayErrors) {
+  EXPECT_EQ(ReasonFromStatus(
+                RateLimitedError("rate limiter 'x'", "over", absl::Seconds(1))),
+            R::kRateLimited);
+  EXPECT_EQ(ReasonFromStatus(ShedError("admission", "full")), R::kError);
+  EXPECT_EQ(ReasonFromStatus(absl::ResourceExhaustedError("quota")), R::kError);
 }
 
 }  // namespace DEGRADE_TEST_UNIT

@@ -34,7 +34,7 @@
 //   entry  = stage "=" reason
 //   stage  = 1*15( ALPHA / DIGIT / "_" / "." / "-" )
 //   reason = "open" / "too_many" / "timeout" / "error" / "exception"
-//          / "shed" / "upstream" / "invalid"
+//          / "shed" / "upstream" / "invalid" / "rate_limited"
 //   count  = %x31-39 *4DIGIT      ; 1..65535: dropped(), no leading zeros
 //
 // with at most `kTraceCapacity` entries and distinct (case-sensitive) stage
@@ -152,7 +152,8 @@ class TraceEntry {
 class DegradationTrace {
  public:
   static constexpr std::size_t kCapacity = kTraceCapacity;
-  // The longest encoding: every entry with a 15-byte name and "exception",
+  // The longest encoding: every entry with a 15-byte name and
+  // "rate_limited",
   // then ";+65535".
   static constexpr std::size_t kMaxEncodedSize = detail::kTraceMaxEncodedSize;
 

@@ -57,12 +57,16 @@ enum class DegradeReason : uint8_t {
   kError = 4,
   // The call threw; the breaker caught it at the library boundary.
   kException = 5,
-  // The degradation level switched the stage off (load shedding).
+  // The degradation level switched the stage off (load shedding), or a
+  // limiter in front of it that is not a rate limit refused the call.
   kShed = 6,
   // The stage ran, but on degraded inputs.
   kUpstream = 7,
   // The call returned a value that failed validation.
   kInvalid = 8,
+  // A rate limit in front of the stage refused the call (IsRateLimited):
+  // the dependency was not called, and its breaker counted nothing.
+  kRateLimited = 9,
 };
 
 // kAllDegradeReasons
@@ -71,11 +75,12 @@ enum class DegradeReason : uint8_t {
 // `kNone`, which is no degradation, is not among them. Loop over this rather
 // than over integers cast to the enum: a reason added to the enum is added
 // here, and `IsDegradeReason` and every loop follow.
-inline constexpr std::array<DegradeReason, 8> kAllDegradeReasons = {
+inline constexpr std::array<DegradeReason, 9> kAllDegradeReasons = {
     DegradeReason::kBreakerOpen, DegradeReason::kTooManyRequests,
     DegradeReason::kTimeout,     DegradeReason::kError,
     DegradeReason::kException,   DegradeReason::kShed,
     DegradeReason::kUpstream,    DegradeReason::kInvalid,
+    DegradeReason::kRateLimited,
 };
 
 namespace detail {
@@ -98,7 +103,8 @@ constexpr bool IsDegradeReason(DegradeReason reason);
 
 // Returns the short, stable token for `reason` used in encodings and logs:
 // "none", "open", "too_many", "timeout", "error", "exception", "shed",
-// "upstream", "invalid"; "unknown" for a value outside the enumeration.
+// "upstream", "invalid", "rate_limited"; "unknown" for a value outside the
+// enumeration.
 // The tokens never change: stored impression logs are decoded with them.
 constexpr absl::string_view ReasonName(DegradeReason reason);
 
@@ -113,8 +119,9 @@ inline bool ParseReasonName(absl::string_view token, DegradeReason* reason);
 // never by message or code, so a backend that itself returns UNAVAILABLE is
 // an error, not an open breaker:
 //   OK -> kNone; IsBreakerOpen -> kBreakerOpen; IsTooManyRequests ->
-//   kTooManyRequests; IsCallableException -> kException; DEADLINE_EXCEEDED
-//   -> kTimeout; any other non-OK status -> kError.
+//   kTooManyRequests; IsCallableException -> kException; IsRateLimited ->
+//   kRateLimited; DEADLINE_EXCEEDED -> kTimeout; any other non-OK status
+//   (another shed included) -> kError.
 inline DegradeReason ReasonFromStatus(const absl::Status& status);
 
 // ---- Implementation details -------------------------------------------------
@@ -146,6 +153,8 @@ constexpr absl::string_view ReasonName(DegradeReason reason) {
       return "upstream";
     case DegradeReason::kInvalid:
       return "invalid";
+    case DegradeReason::kRateLimited:
+      return "rate_limited";
   }
   return "unknown";
 }
@@ -165,6 +174,7 @@ inline DegradeReason ReasonFromStatus(const absl::Status& status) {
   if (IsBreakerOpen(status)) return DegradeReason::kBreakerOpen;
   if (IsTooManyRequests(status)) return DegradeReason::kTooManyRequests;
   if (IsCallableException(status)) return DegradeReason::kException;
+  if (IsRateLimited(status)) return DegradeReason::kRateLimited;
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     return DegradeReason::kTimeout;
   }

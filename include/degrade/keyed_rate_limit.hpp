@@ -446,10 +446,11 @@ absl::Status KeyedRateLimiter<Key, Hash>::Refusal(int64_t n,
         absl::StrCat(where, ": asked for ", n, " permits; must be >= 1"));
   }
   if (retry < 0) {
-    return ShedError(where, "more permits than the key's burst: never",
-                     absl::Milliseconds(-1));
+    return RateLimitedError(where, "more permits than the key's burst: never",
+                            absl::Milliseconds(-1));
   }
-  return ShedError(where, "over the key's rate", detail::GcraDuration(retry));
+  return RateLimitedError(where, "over the key's rate",
+                          detail::GcraDuration(retry));
 }
 
 template <class Key, class Hash>

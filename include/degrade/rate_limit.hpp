@@ -15,10 +15,13 @@
 // compare-and-swap, a refusal only reads it (it writes nothing, so a flood
 // of refused callers does not take the line from the admitted ones), and
 // nothing on the request path locks, sleeps or allocates. A refusal says
-// exactly when the same request would be admitted: `ShedError` with that
-// retry-after, which breakers ignore and retries respect. The limiter never
-// sleeps for the caller: `Reserve()` returns how long to wait, and the
-// caller waits, schedules, or gives up by its own deadline.
+// exactly when the same request would be admitted: `RateLimitedError` (a
+// `ShedError`) with that retry-after, which retries respect; put in front
+// of a breaker (`WithFallback(limiter, breaker, ...)`, with_fallback.hpp)
+// a refusal never reaches it and is served by Plan B tagged
+// `rate_limited`. The limiter never sleeps for the caller: `Reserve()`
+// returns how long to wait, and the caller waits, schedules, or gives up
+// by its own deadline.
 //
 //   degrade::RateLimitSettings s;
 //   s.name = "feature_store";
@@ -177,9 +180,9 @@ class RateLimiter final {
 
   // Admit(n)
   //
-  // TryAcquire(n) as a status: OK, or ShedError (RESOURCE_EXHAUSTED, IsShed)
-  // with the retry-after above ("do not retry" when it never would be), or
-  // INVALID_ARGUMENT for n < 1.
+  // TryAcquire(n) as a status: OK, or RateLimitedError (RESOURCE_EXHAUSTED,
+  // IsShed, IsRateLimited) with the retry-after above ("do not retry" when it
+  // never would be), or INVALID_ARGUMENT for n < 1.
   absl::Status Admit(int64_t n = 1);
 
   // Reserve(n)
@@ -477,15 +480,17 @@ inline absl::Status RateLimiter::Refusal(int64_t n, int64_t retry) const {
         absl::StrCat(where, ": asked for ", n, " permits; must be >= 1"));
   }
   if (retry < 0) {
-    return ShedError(where,
-                     absl::StrCat(n,
-                                  " permits can never be admitted at once "
-                                  "(burst ",
-                                  settings_.burst, ")"),
-                     absl::Milliseconds(-1));
+    return RateLimitedError(
+        where,
+        absl::StrCat(n,
+                     " permits can never be admitted at once "
+                     "(burst ",
+                     settings_.burst, ")"),
+        absl::Milliseconds(-1));
   }
-  return ShedError(where, absl::StrCat("over ", settings_.rate, " permits/s"),
-                   detail::GcraDuration(retry));
+  return RateLimitedError(where,
+                          absl::StrCat("over ", settings_.rate, " permits/s"),
+                          detail::GcraDuration(retry));
 }
 
 inline absl::Status RateLimiter::Admit(int64_t n) {

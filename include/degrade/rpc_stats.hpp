@@ -117,14 +117,23 @@ struct GrpcServerStats {
   uint64_t accepted = 0;
   // Calls shed at admission (answered RESOURCE_EXHAUSTED).
   uint64_t shed = 0;
-  // Of the shed ones, those answered "do not retry" (pushback -1) because
-  // the manager's level was at or above ServerOptions::no_retry_from_level.
+  // Of the refused ones (shed or rate-limited), those answered "do not
+  // retry" (pushback -1) because the manager's level was at or above
+  // ServerOptions::no_retry_from_level.
   uint64_t shed_do_not_retry = 0;
   // Accepted calls whose handler finished with an error.
   uint64_t failed = 0;
   // Calls whose request-class metadata was malformed or repeated; they
   // were served as the default class.
   uint64_t malformed_metadata = 0;
+  // Calls refused by ServerOptions::per_caller (RESOURCE_EXHAUSTED with
+  // the caller's retry-after); not in `shed`.
+  uint64_t rate_limited_caller = 0;
+  // Calls refused by ServerOptions::per_class; not in `shed`.
+  uint64_t rate_limited_class = 0;
+  // Calls whose caller identity was malformed or repeated; they were
+  // limited as the anonymous caller.
+  uint64_t malformed_caller = 0;
 };
 
 // What a Telemetry may read of a gRPC client's or server's counters while

@@ -143,6 +143,36 @@ inline std::optional<absl::Duration> ShedRetryAfter(const absl::Status& status) 
   return RetryAfterHint(status);
 }
 
+// ---- Rate limits
+// -------------------------------------------------------------
+
+inline constexpr absl::string_view kRateLimitedPayloadUrl =
+    "type.degrade.dev/degrade.RateLimited";
+
+// RateLimitedError(where, why, retry_after)
+//
+// The status of a request refused by a rate limit (RateLimiter,
+// KeyedRateLimiter, redis::ClusterQuota): a ShedError, with the same
+// retry-after, that IsRateLimited() also recognises. It stays a shed for
+// everything that reads sheds (a retry waits for the hint, the gRPC
+// adapter answers RESOURCE_EXHAUSTED with the pushback), and a stage that
+// serves its Plan B for it is tagged `rate_limited`, not `error`
+// (ReasonFromStatus). A marker beside the shed payload, not a different
+// reason, so code that asks IsShed() sees no change.
+inline absl::Status RateLimitedError(
+    absl::string_view where, absl::string_view why,
+    std::optional<absl::Duration> retry_after = std::nullopt) {
+  absl::Status s = ShedError(where, why, retry_after);
+  s.SetPayload(kRateLimitedPayloadUrl, absl::Cord("1"));
+  return s;
+}
+
+// True for a RateLimitedError: refused by a rate limit on this side.
+inline bool IsRateLimited(const absl::Status& status) {
+  return IsShed(status) &&
+         status.GetPayload(kRateLimitedPayloadUrl).has_value();
+}
+
 // ---- Client-side throttling -------------------------------------------------
 
 inline constexpr absl::string_view kThrottledPayloadUrl =

@@ -17,7 +17,11 @@
 //   RerankOrFallback     re-ranking: only remove duplicates, `DedupOnly`
 //
 // Any failure becomes the fallback: the breaker open, too many half-open
-// trials, the call's error, an exception it threw.
+// trials, the call's error, an exception it threw. A limiter put in front
+// (`WithFallback(limiter, breaker, ...)`: a RateLimiter, a ClusterQuota, or
+// any callable returning absl::Status) is asked first; its refusal is served
+// by Plan B tagged `rate_limited` and never reaches the breaker, so a
+// dependency we chose not to call is not counted as failing.
 //
 //   degrade::CircuitBreaker<std::vector<float>> feature_cb(settings);
 //   absl::StatusOr<degrade::StageResult<std::vector<float>>> f =
@@ -69,6 +73,7 @@
 #include "degrade/detail/invoke.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/stage_result.hpp"
+#include "degrade/status.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -108,6 +113,40 @@ template <typename T, typename Fb>
 using WithFallbackResult =
     std::conditional_t<kFallibleFallback<T, Fb>, absl::StatusOr<StageResult<T>>,
                        StageResult<T>>;
+
+// How a limiter in front of a breaker is asked: `Admit()` (RateLimiter),
+// `TryAcquire()` returning a status (redis::ClusterQuota), or a call
+// (a lambda, e.g. over a KeyedRateLimiter and a key). Each yields OK or
+// the refusal.
+template <typename G, typename = void>
+struct HasStatusAdmit : std::false_type {};
+template <typename G>
+struct HasStatusAdmit<
+    G, std::enable_if_t<
+           std::is_same_v<decltype(std::declval<G&>().Admit()), absl::Status>>>
+    : std::true_type {};
+template <typename G, typename = void>
+struct HasStatusTryAcquire : std::false_type {};
+template <typename G>
+struct HasStatusTryAcquire<
+    G, std::enable_if_t<std::is_same_v<
+           decltype(std::declval<G&>().TryAcquire()), absl::Status>>>
+    : std::true_type {};
+template <typename G>
+inline constexpr bool kIsAdmissionGate =
+    HasStatusAdmit<G>::value || HasStatusTryAcquire<G>::value ||
+    std::is_invocable_r_v<absl::Status, G&>;
+
+template <typename G>
+absl::Status AskGate(G& gate) {
+  if constexpr (HasStatusAdmit<G>::value) {
+    return gate.Admit();
+  } else if constexpr (HasStatusTryAcquire<G>::value) {
+    return gate.TryAcquire();
+  } else {
+    return std::invoke(gate);
+  }
+}
 
 }  // namespace detail
 
@@ -152,6 +191,37 @@ detail::WithFallbackResult<T, Fallback> WithFallback(UpstreamTrace upstream,
                                                      absl::string_view stage,
                                                      Call&& call,
                                                      Fallback fallback);
+
+// WithFallback(limiter, breaker, ...)
+//
+// A limiter in front of the breaker: asks `limiter` first (its `Admit()`,
+// else its `TryAcquire()` returning absl::Status, else `limiter()`); when it
+// refuses, `call` is not run and the breaker is not asked, so the refusal
+// is neither a failure nor a success of the dependency, and the result is
+// the fallback tagged `DegradeReason::kRateLimited` (a refusal that is not
+// a rate limit's, `IsRateLimited`, is tagged `kShed`). A fallible fallback
+// receives the refusal, retry-after included, as `failure`. When the
+// limiter admits, this is `WithFallback(breaker, stage, call, fallback)`;
+// the permit is spent whatever the call's outcome (a limit on calls made,
+// as resilience4j and Guava count them).
+//
+// Preconditions: as WithFallback; `limiter` is one of the three shapes.
+// Thread-safe if `limiter`, `call` and `fallback` are (RateLimiter,
+// KeyedRateLimiter and ClusterQuota are).
+template <typename T, typename Limiter, typename Call, typename Fallback,
+          typename = std::enable_if_t<detail::kIsAdmissionGate<Limiter>>>
+detail::WithFallbackResult<T, Fallback> WithFallback(Limiter& limiter,
+                                                     CircuitBreaker<T>& breaker,
+                                                     absl::string_view stage,
+                                                     Call&& call,
+                                                     Fallback fallback);
+
+// As above, with the upstream stage's trace merged in.
+template <typename T, typename Limiter, typename Call, typename Fallback,
+          typename = std::enable_if_t<detail::kIsAdmissionGate<Limiter>>>
+detail::WithFallbackResult<T, Fallback> WithFallback(
+    UpstreamTrace upstream, Limiter& limiter, CircuitBreaker<T>& breaker,
+    absl::string_view stage, Call&& call, Fallback fallback);
 
 // OrderByRecallScore()
 //
@@ -269,6 +339,27 @@ WithFallbackResult<T, Fb> RunWithFallback(const DegradationTrace* upstream,
   return r;
 }
 
+// Plan B for a limiter's refusal: the breaker is never asked.
+template <typename T, typename Fb>
+WithFallbackResult<T, Fb> RefusedWithFallback(const DegradationTrace* upstream,
+                                              absl::string_view stage,
+                                              const absl::Status& refusal,
+                                              Fb& fallback) {
+  absl::StatusOr<T> plan_b = RunPlanB<T>(fallback, refusal, stage, [&] {
+    return absl::StrCat("the limiter refused the call (", refusal.ToString(),
+                        ")");
+  });
+  if constexpr (kFallibleFallback<T, Fb>) {
+    if (!plan_b.ok()) return plan_b.status();
+  }
+  StageResult<T> r = StageResult<T>::Fallback(*std::move(plan_b), stage,
+                                              IsRateLimited(refusal)
+                                                  ? DegradeReason::kRateLimited
+                                                  : DegradeReason::kShed);
+  if (upstream != nullptr) r.MergeUpstream(*upstream);
+  return r;
+}
+
 // Runs `stage_call(items)` through the breaker; on failure applies
 // `plan_b(std::move(items))`. `upstream` may be null.
 template <typename Item, typename StageCall, typename PlanB>
@@ -306,6 +397,34 @@ detail::WithFallbackResult<T, Fallback> WithFallback(UpstreamTrace upstream,
                                                      absl::string_view stage,
                                                      Call&& call,
                                                      Fallback fallback) {
+  return detail::RunWithFallback<T>(&upstream.trace(), breaker, stage, call,
+                                    fallback);
+}
+
+template <typename T, typename Limiter, typename Call, typename Fallback,
+          typename>
+detail::WithFallbackResult<T, Fallback> WithFallback(Limiter& limiter,
+                                                     CircuitBreaker<T>& breaker,
+                                                     absl::string_view stage,
+                                                     Call&& call,
+                                                     Fallback fallback) {
+  const absl::Status admitted = detail::AskGate(limiter);
+  if (!admitted.ok()) {
+    return detail::RefusedWithFallback<T>(nullptr, stage, admitted, fallback);
+  }
+  return detail::RunWithFallback<T>(nullptr, breaker, stage, call, fallback);
+}
+
+template <typename T, typename Limiter, typename Call, typename Fallback,
+          typename>
+detail::WithFallbackResult<T, Fallback> WithFallback(
+    UpstreamTrace upstream, Limiter& limiter, CircuitBreaker<T>& breaker,
+    absl::string_view stage, Call&& call, Fallback fallback) {
+  const absl::Status admitted = detail::AskGate(limiter);
+  if (!admitted.ok()) {
+    return detail::RefusedWithFallback<T>(&upstream.trace(), stage, admitted,
+                                          fallback);
+  }
   return detail::RunWithFallback<T>(&upstream.trace(), breaker, stage, call,
                                     fallback);
 }

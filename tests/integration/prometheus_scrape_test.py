@@ -56,10 +56,15 @@ With --dashboard, every PromQL expression of that Grafana dashboard
 and must return data (a non-empty result), polled until the deadline since
 a rate needs two scrapes in its window. The exceptions are the panels on
 families this run's servers do not export: the etcd watcher's without
-degrade::etcd (not run), the gRPC panels without --grpc and the GPU panels
-without --nvml. Those two must be valid PromQL, which Prometheus checks,
-but may return nothing; their series are then checked by name only in the
-unit tests (tests/grpc/grpc_{client,server}_test, tests/gpu_signal_test).
+degrade::etcd (not run), the gRPC panels without --grpc, the GPU panels
+without --nvml, and always the fleet-quota panels (degrade_quota_*:
+redis::ClusterQuota needs a Redis, which metrics_server does not run).
+Those must be valid PromQL, which Prometheus checks, but may return
+nothing; their series are then checked by name only in the unit tests
+(tests/grpc/grpc_{client,server}_test, tests/gpu_signal_test,
+tests/redis/redis_quota_test). The local rate limits' panels
+(degrade_rate_limit_*, degrade_keyed_rate_limit_*) must return data:
+metrics_server runs a RateLimiter and a KeyedRateLimiter.
 
 Every process is stopped in a `finally` block (SIGTERM, then SIGKILL after
 a bound); the servers must exit 0 on SIGTERM. Python 3 standard library
@@ -131,6 +136,8 @@ OVERLOAD_POSITIVE = (
 # only with --grpc, or only with --nvml (see the docstring).
 GRPC_FAMILIES = ("degrade_grpc_client_", "degrade_grpc_server_")
 GPU_FAMILIES = ("degrade_gpu_source_",)
+# Never exported by metrics_server: the fleet quota needs a Redis.
+QUOTA_FAMILIES = ("degrade_quota_",)
 # The names metrics_server gives its gRPC counters and GPU source.
 GRPC_NAME = "features"
 GPU_NAME = "gpu0"
@@ -439,11 +446,12 @@ def check_dashboard(prom_port, path, deadline, etcd=True, grpc=True, gpu=True):
     that do not. Without etcd (a server built without degrade::etcd) the
     etcd watcher's panels have nothing to show and are not run; without
     grpc or gpu (servers run without --grpc or --nvml) those panels must
-    only parse."""
+    only parse, and so must the fleet quota's, always."""
     exprs = dashboard_exprs(path)
     if not etcd:
         exprs = [(t, e) for t, e in exprs if "degrade_etcd_watcher_" not in e]
-    not_exported = (() if grpc else GRPC_FAMILIES) + (() if gpu else GPU_FAMILIES)
+    not_exported = ((() if grpc else GRPC_FAMILIES) +
+                    (() if gpu else GPU_FAMILIES) + QUOTA_FAMILIES)
     # Not exported this run: valid PromQL (query() fails otherwise), and
     # nothing more is asked of them.
     absent = [(t, e) for t, e in exprs if any(p in e for p in not_exported)]

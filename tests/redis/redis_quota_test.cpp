@@ -31,6 +31,7 @@
 #include "degrade/metrics_registry.hpp"
 #include "degrade/redis/quota.hpp"
 #include "degrade/status.hpp"
+#include "degrade/with_fallback.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redis/redis_server.hpp"
@@ -83,6 +84,31 @@ int64_t Admitted(ClusterQuota& q, int64_t tries) {
   return n;
 }
 
+TEST(RedisQuotaTest, InFrontOfABreakerARefusalIsPlanBTaggedRateLimited) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ScriptedStore store;
+  auto q = ClusterQuota::CreateWithLeaser(QuotaOptions(&clock), store.Leaser());
+  ASSERT_TRUE(q.ok()) << q.status();
+  BreakerSettings bs;
+  bs.name = "features";
+  bs.clock = &clock;
+  bs.metrics = NoTelemetry();
+  CircuitBreaker<int> breaker(bs);
+  ASSERT_EQ(Admitted(**q, 100), 12);  // the fair share's burst, spent
+  int calls = 0;
+  const StageResult<int> r = WithFallback(
+      **q, breaker, "features",
+      [&calls] {
+        ++calls;
+        return 7;
+      },
+      -1);
+  EXPECT_EQ(r.value(), -1);
+  EXPECT_EQ(r.trace().Encode(), "v1;features=rate_limited");
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(breaker.counts().requests, 0u);
+}
+
 TEST(RedisQuotaTest, BeforeAnyLeaseTheFairShareIsTheLimitOverExpectedMembers) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   ScriptedStore store;
@@ -94,6 +120,7 @@ TEST(RedisQuotaTest, BeforeAnyLeaseTheFairShareIsTheLimitOverExpectedMembers) {
   EXPECT_EQ(Admitted(**q, 100), 12);
   absl::Status refused = (*q)->TryAcquire();
   EXPECT_TRUE(IsShed(refused)) << refused;
+  EXPECT_TRUE(IsRateLimited(refused)) << "WithFallback tags it rate_limited";
   EXPECT_THAT(refused.message(), HasSubstr("fair share"));
   ASSERT_TRUE(ShedRetryAfter(refused).has_value());
   EXPECT_GT(*ShedRetryAfter(refused), absl::ZeroDuration());

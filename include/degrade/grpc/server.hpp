@@ -11,10 +11,23 @@
 //     malformed one gets the configured default, and a malformed one is
 //     counted;
 //   * reads the caller's deadline;
+//   * with a per-caller limit (a KeyedRateLimiter), reads the caller's
+//     identity from `caller_header` (kCallerIdKey, "degrade-caller-id", by
+//     default) and spends one of that caller's permits; a call without
+//     one, or with a malformed one, is the anonymous caller "", which all
+//     such calls share (omitting the header is no way round the limit);
+//   * with a limit for the call's criticality (a RateLimiter), spends one
+//     of that class's permits;
 //   * asks the AdmissionController to admit the class.
+// The identity header is only as trustworthy as the network it came over:
+// any client that can reach the server can name itself anyone, so a
+// per-caller limit keeps honest callers apart but does not stop one that
+// lies (send it through an authenticating proxy, or use the class limit).
 // `Finish()` at the bottom makes the reply:
-//   * for a shed call, RESOURCE_EXHAUSTED with the shed's retry-after as
-//     grpc-retry-pushback-ms. At or above a configured degradation level
+//   * for a refused call (a rate limit's or the admission controller's),
+//     RESOURCE_EXHAUSTED with the refusal's retry-after as
+//     grpc-retry-pushback-ms (for a rate limit, exactly when the caller's
+//     next permit comes). At or above a configured degradation level
 //     it is -1, "do not retry": a server that deep in trouble wants no
 //     retries at all, and gRPC's own retries honour it too;
 //   * for an admitted call, the handler's status;
@@ -26,8 +39,8 @@
 //     degrade::grpc::ServerCall call(ctx, options_);
 //     if (!call.admitted()) return call.Finish();
 //     absl::Status s = ranker_.Rank(*req, call.deadline(), reply);
-//     if (used_plan_b) call.trace().Add("rank", degrade::DegradeReason::kTimeout);
-//     return call.Finish(s);
+//     if (used_plan_b) call.trace().Add("rank",
+//     degrade::DegradeReason::kTimeout); return call.Finish(s);
 //   }
 //
 // Thread safety: a ServerCall belongs to one handler invocation, and so to
@@ -41,6 +54,7 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,6 +72,8 @@
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/grpc/metadata.hpp"
 #include "degrade/grpc/status.hpp"
+#include "degrade/keyed_rate_limit.hpp"
+#include "degrade/rate_limit.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/rpc_stats.hpp"
 #include "degrade/stats_view.hpp"
@@ -67,6 +83,15 @@
 
 DEGRADE_NAMESPACE_BEGIN
 namespace grpc {
+
+// Request metadata naming the caller, for ServerOptions::per_caller: an
+// opaque identity of 1 to kMaxCallerIdLength printable ASCII bytes (a
+// service account, a tenant). Not authenticated: see the file comment.
+inline constexpr absl::string_view kCallerIdKey = "degrade-caller-id";
+inline constexpr std::size_t kMaxCallerIdLength = 128;
+
+// The per-caller rate limit's key type: the caller identity.
+using CallerRateLimiter = KeyedRateLimiter<std::string>;
 
 // ServerCountersOptions
 struct ServerCountersOptions {
@@ -82,10 +107,11 @@ struct ServerCountersOptions {
 
 // ServerCounters
 //
-// What the server side counts beyond the admission controller's own
-// series (rpc_stats.hpp, GrpcServerStats): calls accepted and shed, sheds
-// sent as "do not retry", handler errors, malformed request-class
-// metadata. One per service, shared by its handlers through
+// What the server side counts beyond the admission controller's and the
+// rate limiters' own series (rpc_stats.hpp, GrpcServerStats): calls
+// accepted, shed and refused by a rate limit (per caller, per class),
+// refusals sent as "do not retry", handler errors, malformed request-class
+// and caller metadata. One per service, shared by its handlers through
 // ServerOptions::counters.
 //
 // Thread-safe: counting is a relaxed add on the calling thread's own shard
@@ -101,6 +127,9 @@ class ServerCounters {
     kShedDoNotRetry,
     kFailed,
     kMalformedMetadata,
+    kRateLimitedCaller,
+    kRateLimitedClass,
+    kMalformedCaller,
     kNumSlots
   };
 
@@ -128,6 +157,9 @@ class ServerCounters {
     st.shed_do_not_retry = counts_.Load(kShedDoNotRetry);
     st.failed = counts_.Load(kFailed);
     st.malformed_metadata = counts_.Load(kMalformedMetadata);
+    st.rate_limited_caller = counts_.Load(kRateLimitedCaller);
+    st.rate_limited_class = counts_.Load(kRateLimitedClass);
+    st.malformed_caller = counts_.Load(kMalformedCaller);
     return st;
   }
 
@@ -159,9 +191,21 @@ struct ServerOptions {
   RequestClass default_class{};
   // The clock the call's Deadline runs on. nullptr means the real clock.
   const Clock* clock = nullptr;
-  // Where calls accepted and shed, handler errors, malformed metadata and
-  // level-forced "do not retry" are counted. Optional.
+  // Where calls accepted, shed and rate-limited, handler errors, malformed
+  // metadata and level-forced "do not retry" are counted. Optional.
   ServerCounters* counters = nullptr;
+  // A limit per caller: one permit of the caller's key (the identity sent
+  // as `caller_header`, "" when none or malformed) per call. nullptr: none.
+  // Asked before the class limit and admission, so a caller over its own
+  // limit spends nothing that other callers share.
+  CallerRateLimiter* per_caller = nullptr;
+  // The metadata key the identity is read from: kCallerIdKey, or a header
+  // a trusted proxy in front sets (lower case, as gRPC keys are).
+  std::string caller_header = std::string(kCallerIdKey);
+  // A limit per request class: per_class[criticality] (nullptr: none) is
+  // asked for one permit per call of that criticality (after the caller's
+  // limit, before admission). One limiter may serve several classes.
+  std::array<RateLimiter*, kNumCriticalities> per_class{};
 };
 
 // ServerCall
@@ -185,8 +229,25 @@ class ServerCall {
     } else if (rc->has_value()) {
       request_class_ = **rc;
     }
-    if (options.admission != nullptr) shed_ = options.admission->Admit(request_class_);
-    Count(shed_.ok() ? ServerCounters::kAccepted : ServerCounters::kShed);
+    if (options.per_caller != nullptr) {
+      ReadCaller(*context);
+      shed_ = options.per_caller->Admit(caller_);
+      if (!shed_.ok()) refused_by_ = ServerCounters::kRateLimitedCaller;
+    }
+    const auto criticality =
+        static_cast<std::size_t>(request_class_.criticality);
+    RateLimiter* const class_limit = criticality < kNumCriticalities
+                                         ? options.per_class[criticality]
+                                         : nullptr;
+    if (shed_.ok() && class_limit != nullptr) {
+      shed_ = class_limit->Admit();
+      if (!shed_.ok()) refused_by_ = ServerCounters::kRateLimitedClass;
+    }
+    if (shed_.ok() && options.admission != nullptr) {
+      shed_ = options.admission->Admit(request_class_);
+      if (!shed_.ok()) refused_by_ = ServerCounters::kShed;
+    }
+    Count(shed_.ok() ? ServerCounters::kAccepted : refused_by_);
   }
 
   ServerCall(const ServerCall&) = delete;
@@ -194,8 +255,17 @@ class ServerCall {
 
   // Whether the handler should do the work. When false, return Finish().
   bool admitted() const { return shed_.ok(); }
-  // The shed status when not admitted (a ShedError), else OK.
+  // The refusal when not admitted (a ShedError; IsRateLimited when a rate
+  // limit refused), else OK.
   const absl::Status& shed() const { return shed_; }
+  // Whether a rate limit (per caller or per class) refused the call.
+  bool rate_limited() const {
+    return refused_by_ == ServerCounters::kRateLimitedCaller ||
+           refused_by_ == ServerCounters::kRateLimitedClass;
+  }
+  // The identity the per-caller limit was asked for ("" for the anonymous
+  // caller, and when there is no per-caller limit).
+  const std::string& caller() const { return caller_; }
   // The caller's class, or the default (see metadata_error()).
   const RequestClass& request_class() const { return request_class_; }
   // The caller's deadline on options.clock; infinite when it set none.
@@ -206,10 +276,10 @@ class ServerCall {
   // with its own downstream calls' traces (MergeTrace). Sent by Finish().
   DegradationTrace& trace() { return trace_; }
 
-  // The reply to return: for a shed call the shed (whatever `status`),
-  // with its pushback, "do not retry" at or above no_retry_from_level;
-  // otherwise `status`, with its retry-after hint as pushback if it has one.
-  // Attaches the trace and the level. Call it once.
+  // The reply to return: for a refused call the refusal (whatever
+  // `status`), with its pushback, "do not retry" at or above
+  // no_retry_from_level; otherwise `status`, with its retry-after hint as
+  // pushback if it has one. Attaches the trace and the level. Call it once.
   ::grpc::Status Finish(const absl::Status& status = absl::OkStatus()) {
     absl::Status reply = admitted() ? status : shed_;
     const int level = options_.manager != nullptr ? options_.manager->level() : -1;
@@ -229,12 +299,34 @@ class ServerCall {
     if (options_.counters != nullptr) options_.counters->Count(slot);
   }
 
+  // The caller's identity, or "" (counted when it was malformed: sent
+  // twice, empty, too long, or not printable ASCII).
+  void ReadCaller(const ::grpc::ServerContext& context) {
+    auto value = ::degrade::detail::grpc::OneValue(context.client_metadata(),
+                                                   options_.caller_header);
+    if (value.ok() && !value->has_value()) return;
+    bool good = value.ok() && !(*value)->empty() &&
+                (*value)->size() <= kMaxCallerIdLength;
+    if (good) {
+      for (char c : **value) {
+        if (c < 0x21 || c > 0x7e) good = false;
+      }
+    }
+    if (!good) {
+      Count(ServerCounters::kMalformedCaller);
+      return;
+    }
+    caller_.assign((*value)->data(), (*value)->size());
+  }
+
   ::grpc::ServerContext* const context_;
   const ServerOptions options_;  // a copy: a temporary may be passed
   const Deadline deadline_;
   RequestClass request_class_;
   absl::Status metadata_error_;
   absl::Status shed_;
+  ServerCounters::Slot refused_by_ = ServerCounters::kNumSlots;
+  std::string caller_;
   DegradationTrace trace_;
 };
 

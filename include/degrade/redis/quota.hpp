@@ -20,7 +20,7 @@
 //   if (!quota.ok()) return quota.status();     // INVALID_ARGUMENT
 //   if (absl::Status s = (*quota)->Start(); !s.ok()) return s;
 //   ...
-//   absl::Status admit = (*quota)->TryAcquire();  // ShedError when refused
+//   absl::Status admit = (*quota)->TryAcquire();  // RateLimitedError
 //   if (!admit.ok()) return admit;     // retry-after: degrade::ShedRetryAfter
 //
 // Why "ClusterQuota": it is the fleet-wide sibling of a local rate limiter
@@ -292,7 +292,8 @@ class ClusterQuota {
 
   // TryAcquire(n)
   //
-  // Takes `n` tokens: OK, or the ShedError (IsShed) naming the quota and
+  // Takes `n` tokens: OK, or the RateLimitedError (IsShed, IsRateLimited;
+  // WithFallback tags it rate_limited) naming the quota and
   // the mode, with a retry-after hint (the next refresh when leasing; when
   // the local bucket has them otherwise). Never blocks, never touches
   // Redis. n == 0 is OK; n < 0 is INVALID_ARGUMENT. Thread-safe.
@@ -410,8 +411,8 @@ class ClusterQuota {
       wait = detail::ElapsedNanosSince(
           next_refresh_ns_.load(std::memory_order_relaxed), now);
     }
-    return ShedError(where_, why,
-                     std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
+    return RateLimitedError(
+        where_, why, std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
   }
   absl::Status Admit(int64_t n) {
     admitted_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
@@ -532,27 +533,9 @@ class ClusterQuota {
   // The Redis leaser: one connection, kept between calls, reconnected
   // lazily; a call on a connection the server had closed is retried once.
   QuotaLeaser RedisLeaser() {
-    detail::redis::ConnectParams p;
-    p.host = options_.host;
-    p.port = options_.port;
-    p.connect_timeout = options_.connect_timeout;
-    p.command_timeout = options_.command_timeout;
-    p.username = options_.username;
-    p.password = options_.password;
-    p.database = options_.database;
-    detail::redis::LeaseArgs a;
-    const std::string prefix = absl::StrCat("{dq:", options_.name, "}:");
-    a.keys = {prefix + "bucket", prefix + "members", prefix + "state"};
-    a.limit = options_.limit_per_second;
-    a.burst = options_.burst > 0
-                  ? options_.burst
-                  : options_.limit_per_second * Seconds(options_.lease_horizon);
-    a.member_ttl = options_.member_ttl;
-    a.horizon = options_.lease_horizon;
-    a.first_credit = options_.refresh_period;
-    a.key_expiry = std::max(absl::Minutes(1), 10 * options_.member_ttl);
     auto conn = std::make_shared<detail::redis::LeaseConnection>(
-        std::move(p), std::move(a),
+        detail::redis::QuotaConnectParams(options_),
+        detail::redis::QuotaLeaseArgs(options_),
         absl::StrCat(where_, " at redis ", options_.host, ":", options_.port,
                      "/", options_.database),
         MaxGrant());

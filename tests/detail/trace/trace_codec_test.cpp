@@ -79,6 +79,7 @@ const std::vector<FieldsCase>& FieldsTable() {
       {{{"f", R::kUpstream}, {"g", R::kInvalid}},
        100,
        "v1;f=upstream;g=invalid;+100"},
+      {{{"h", R::kRateLimited}}, 0, "v1;h=rate_limited"},
       {{{"feature-service", R::kBreakerOpen}}, 0, "v1;feature-service=open"},
       {{{"Rank.v2_B-9", R::kShed}}, 12345, "v1;Rank.v2_B-9=shed;+12345"},
   };
@@ -217,12 +218,12 @@ TEST(TraceCodecTest, UnknownReasonErrorListsEveryToken) {
   EXPECT_THAT(s.message(), HasSubstr(expected + ")"));
   EXPECT_THAT(s.message(),
               HasSubstr("open, too_many, timeout, error, exception, shed, "
-                        "upstream, invalid)"));
+                        "upstream, invalid, rate_limited)"));
 }
 
 TEST(TraceCodecTest, TheLongestEncodingIsTheDocumentedMaximum) {
   EXPECT_EQ(detail::kTraceMaxEncodedSize,
-            2u + 8u * (1u + 15u + 1u + 9u) + 2u + 5u);
+            2u + 8u * (1u + 15u + 1u + 12u) + 2u + 5u);
   EXPECT_EQ(DegradationTrace::kMaxEncodedSize, detail::kTraceMaxEncodedSize);
   EXPECT_EQ(kTraceCapacity, 8u);
   EXPECT_EQ(kMaxStageNameLength, 15u);
@@ -246,8 +247,10 @@ TEST(TraceEncodingTest, EncodesAndDecodesTable) {
         {"c", R::kException},
         {"d", R::kShed},
         {"e", R::kUpstream},
-        {"f", R::kInvalid}},
-       "v1;a=too_many;b=error;c=exception;d=shed;e=upstream;f=invalid"},
+        {"f", R::kInvalid},
+        {"g", R::kRateLimited}},
+       "v1;a=too_many;b=error;c=exception;d=shed;e=upstream;f=invalid;"
+       "g=rate_limited"},
       {{{"Rank.v2_B-9", R::kShed}, {"bad name", R::kError}},
        "v1;Rank.v2_B-9=shed;+1"},
       {{{"", R::kError}}, "v1;+1"},
@@ -267,7 +270,7 @@ TEST(TraceEncodingTest, EncodesAndDecodesTable) {
 TEST(TraceEncodingTest, LongestTraceFillsExactlyTheMaximumSize) {
   DegradationTrace t;
   for (std::size_t i = 0; i < kTraceCapacity; ++i) {
-    t.Add(absl::StrCat("stage-name-000", i), R::kException);
+    t.Add(absl::StrCat("stage-name-000", i), R::kRateLimited);
   }
   ASSERT_EQ(t.size(), kTraceCapacity);
   t.Add("one-more", R::kError);             // dropped: 1

@@ -54,16 +54,31 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
                                    const std::string& name, MetricWriter& w) {
   const std::string label = "grpc_server";
   constexpr absl::string_view kCallsHelp =
-      "gRPC server calls by admission outcome: accepted (the handler ran) or "
-      "shed (answered RESOURCE_EXHAUSTED).";
+      "gRPC server calls by admission outcome: accepted (the handler ran), "
+      "shed by admission or rate_limited (per caller or per class; both "
+      "answered RESOURCE_EXHAUSTED).";
   w.Counter("degrade_grpc_server_calls_total", kCallsHelp,
             {{label, name}, {"outcome", "accepted"}},
             static_cast<double>(st.accepted));
   w.Counter("degrade_grpc_server_calls_total", kCallsHelp,
             {{label, name}, {"outcome", "shed"}}, static_cast<double>(st.shed));
+  w.Counter(
+      "degrade_grpc_server_calls_total", kCallsHelp,
+      {{label, name}, {"outcome", "rate_limited"}},
+      static_cast<double>(st.rate_limited_caller + st.rate_limited_class));
+  constexpr absl::string_view kLimitedHelp =
+      "gRPC server calls refused by a rate limit, by which: caller (the "
+      "per-caller limit) or class (the limit of the call's criticality).";
+  w.Counter("degrade_grpc_server_rate_limited_total", kLimitedHelp,
+            {{label, name}, {"limit", "caller"}},
+            static_cast<double>(st.rate_limited_caller));
+  w.Counter("degrade_grpc_server_rate_limited_total", kLimitedHelp,
+            {{label, name}, {"limit", "class"}},
+            static_cast<double>(st.rate_limited_class));
   w.Counter("degrade_grpc_server_shed_do_not_retry_total",
-            "Shed calls answered \"do not retry\" (pushback -1) because the "
-            "manager's level was at or above no_retry_from_level.",
+            "Refused calls (shed or rate-limited) answered \"do not retry\" "
+            "(pushback -1) because the manager's level was at or above "
+            "no_retry_from_level.",
             {{label, name}}, static_cast<double>(st.shed_do_not_retry));
   w.Counter("degrade_grpc_server_handler_errors_total",
             "Accepted calls whose handler finished with an error.",
@@ -72,6 +87,11 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
             "Calls whose degrade-request-class-v1 metadata was malformed or "
             "repeated; they were served as the default class.",
             {{label, name}}, static_cast<double>(st.malformed_metadata));
+  w.Counter("degrade_grpc_server_malformed_caller_total",
+            "Calls whose degrade-caller-id (or configured caller header) was "
+            "malformed or repeated; they were limited as the anonymous "
+            "caller.",
+            {{label, name}}, static_cast<double>(st.malformed_caller));
 }
 
 }  // namespace detail

@@ -9,7 +9,7 @@
 //   entry  = stage "=" reason
 //   stage  = 1*15( ALPHA / DIGIT / "_" / "." / "-" )
 //   reason = "open" / "too_many" / "timeout" / "error" / "exception"
-//          / "shed" / "upstream" / "invalid"
+//          / "shed" / "upstream" / "invalid" / "rate_limited"
 //   count  = %x31-39 *4DIGIT      ; 1..65535, no leading zeros
 //
 // with at most 8 entries and distinct stage names. The codec knows nothing of
@@ -50,12 +50,21 @@ inline constexpr std::size_t kTraceMaxStageName = 15;
 // Longer input is refused before it is looked at. The public name is
 // kMaxDecodeInput.
 inline constexpr std::size_t kTraceMaxInput = 1024;
-// The longest reason token, "exception".
-inline constexpr std::size_t kMaxReasonNameLength = 9;
+// The longest reason token, "rate_limited" (checked below against every
+// reason's name).
+inline constexpr std::size_t kMaxReasonNameLength = 12;
+constexpr bool ReasonNamesFitTheMaximum() {
+  for (DegradeReason r : kAllDegradeReasons) {
+    if (ReasonName(r).size() > kMaxReasonNameLength) return false;
+  }
+  return true;
+}
+static_assert(ReasonNamesFitTheMaximum(),
+              "kMaxReasonNameLength bounds every reason token");
 // The most a trace can count as dropped; `count` in the grammar.
 inline constexpr uint16_t kMaxDropped = 65535;
 inline constexpr std::size_t kMaxDroppedDigits = 5;
-// The longest encoding: every entry with a 15-byte name and "exception",
+// The longest encoding: every entry with a 15-byte name and "rate_limited",
 // then ";+65535".
 inline constexpr std::size_t kTraceMaxEncodedSize =
     kTraceVersion.size() +

@@ -48,6 +48,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -336,6 +337,38 @@ class LeaseConnection {
   ContextPtr context_;
   std::string sha_;  // the script's digest, once SCRIPT LOAD told it
 };
+
+// The connection and the script's fixed arguments for a quota's options
+// (redis::ClusterQuotaOptions; a template, since that type is declared
+// after this header): keys "{dq:<name>}:bucket|members|state", a burst of
+// limit x lease_horizon unless set, keys kept 10 member TTLs (>= 1 min).
+template <typename Options>
+ConnectParams QuotaConnectParams(const Options& o) {
+  ConnectParams p;
+  p.host = o.host;
+  p.port = o.port;
+  p.connect_timeout = o.connect_timeout;
+  p.command_timeout = o.command_timeout;
+  p.username = o.username;
+  p.password = o.password;
+  p.database = o.database;
+  return p;
+}
+template <typename Options>
+LeaseArgs QuotaLeaseArgs(const Options& o) {
+  LeaseArgs a;
+  const std::string prefix = absl::StrCat("{dq:", o.name, "}:");
+  a.keys = {prefix + "bucket", prefix + "members", prefix + "state"};
+  a.limit = o.limit_per_second;
+  a.burst = o.burst > 0
+                ? o.burst
+                : o.limit_per_second * absl::ToDoubleSeconds(o.lease_horizon);
+  a.member_ttl = o.member_ttl;
+  a.horizon = o.lease_horizon;
+  a.first_credit = o.refresh_period;
+  a.key_expiry = std::max(absl::Minutes(1), 10 * o.member_ttl);
+  return a;
+}
 
 }  // namespace redis
 }  // namespace detail

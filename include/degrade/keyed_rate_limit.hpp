@@ -100,8 +100,8 @@ enum class KeyedTableFull : uint8_t {
   // resident in least debt for a newcomer that would owe more, and
   // admitted the others untracked; it no longer does either.
   kForgiveLeast = kShareOverflow,
-  // Refuse the newcomer (ShedError, retry when the least indebted resident
-  // of its two buckets will have replenished).
+  // Refuse the newcomer (RateLimitedError, retry when the least indebted
+  // resident of its two buckets will have replenished).
   kRefuse = 1,
 };
 

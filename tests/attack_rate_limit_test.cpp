@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/detail/thread_shard.hpp"
 #include "degrade/keyed_rate_limit.hpp"
 #include "degrade/rate_limit.hpp"
@@ -315,36 +316,36 @@ KeyedRateLimitSettings KeyedSettings(const FakeClock& clock, double rate,
 }
 
 // A scan of unique one-shot keys through a tiny table (every bucket full)
-// never evicts a hot key that has spent its burst: it stays refused.
+// never evicts a hot key that has spent its burst: it stays refused. The
+// clock is frozen, so the scan gets the 63 free slots and then the one
+// overflow cell's burst (10), and no more: a newcomer the table cannot
+// hold is indistinguishable from one asking again.
 TEST(AttackKeyedRateLimitTest, AScanOfUniqueKeysNeverResetsASpentHotKey) {
   FakeClock clock;
   auto l = KeyedRateLimiter<uint64_t>::Create(KeyedSettings(clock, 1, 10, 64))
                .value();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(l->TryAcquire(7));
   ASSERT_FALSE(l->TryAcquire(7));
+  int64_t scan_admitted = 0;
   for (uint64_t k = 1000; k < 200000; ++k) {
-    EXPECT_TRUE(l->TryAcquire(k));
+    scan_admitted += l->TryAcquire(k) ? 1 : 0;
     if (k % 997 == 0) {
       EXPECT_FALSE(l->TryAcquire(7)) << "hot key reset after scan key " << k;
     }
   }
   EXPECT_FALSE(l->TryAcquire(7));
   EXPECT_EQ(l->capacity(), 64u);
+  EXPECT_EQ(scan_admitted, 63 + 10);
+  EXPECT_EQ(l->stats().evictions_in_debt, 0u);
 }
 
-// DEFECT (medium): a newcomer asking for many permits evicts a hot key
-// that is in debt. Take() compares the resident's remaining debt with the
-// newcomer's *cost*, so a client that sends one-shot keys with n = burst
-// (a cost no resident short of fully spent can beat) forgives the debt of
-// every resident of the bucket, the hot keys included: a per-item cap on
-// a hot item is reset at will by whoever can choose keys and n. The issue
-// asks "when full, evict the entry closest to replenished, never a hot key
-// in debt". Expected: a newcomer whose bucket holds only keys in debt is
-// admitted untracked (its debt is bounded by one burst, what a fresh key
-// gets anyway) rather than evicting a resident in debt; the hot key stays
-// refused.
-TEST(AttackKeyedRateLimitTest,
-     DISABLED_BurstSizedNewcomersNeverResetAHotKeyInDebt) {
+// A newcomer asking for many permits never evicts a hot key in debt. (It
+// did: Take() compared the resident's remaining debt with the newcomer's
+// cost, so one-shot keys with n = burst forgave every resident's debt, a
+// per-item cap reset at will by whoever chooses keys and n.) Now no key in
+// debt is ever evicted: the newcomer is charged to the overflow cell, and
+// the hot key stays refused.
+TEST(AttackKeyedRateLimitTest, BurstSizedNewcomersNeverResetAHotKeyInDebt) {
   FakeClock clock;
   // One bucket of 8 slots: every key shares it.
   auto l = KeyedRateLimiter<uint64_t>::Create(KeyedSettings(clock, 1, 10, 8))
@@ -363,20 +364,13 @@ TEST(AttackKeyedRateLimitTest,
   EXPECT_EQ(hot, 3);
 }
 
-// DEFECT (high): a key whose bucket (8 slots) is full of keys in debt is
-// admitted untracked, every time: it has no limit at all while its
-// neighbours stay in debt. Keys are spread by an unkeyed, public mix
-// (SplitMix64 of std::hash, the identity for integers), so whoever
-// chooses keys finds nine that share a bucket offline: eight kept in debt,
-// the ninth unlimited. It also happens unprovoked: 100,000 keys in debt
-// in a table of 2^18 slots (38% full) leave about 200 keys unlimited, yet
-// max_keys is documented as "the keys in debt the table holds at once".
-// KeyedRateLimiter::Take, keyed_rate_limit.hpp:357-362 ("Admitted untracked").
-// Expected: a key is never admitted more than its burst within a frozen
-// window, whatever the other keys do (a full bucket refuses, or evicts so
-// that the newcomer is tracked), and at a load well under max_keys every
-// key in debt is held (e.g. two candidate buckets per key).
-TEST(AttackKeyedRateLimitTest, DISABLED_AKeyWhoseBucketIsFullIsStillLimited) {
+// A key whose buckets are full of keys in debt is still limited: it gets
+// at most its burst in a frozen window. (It was admitted untracked, every
+// time: no limit at all while its neighbours stayed in debt; and with an
+// unkeyed public mix, nine keys sharing a bucket were found offline.) Now
+// such a key is charged to an overflow cell, and a key has two buckets
+// placed by a per-table seed.
+TEST(AttackKeyedRateLimitTest, AKeyWhoseBucketIsFullIsStillLimited) {
   FakeClock clock;
   // One bucket: eight keys in full debt, then a ninth.
   auto one = KeyedRateLimiter<uint64_t>::Create(KeyedSettings(clock, 1, 10, 8))
@@ -388,9 +382,9 @@ TEST(AttackKeyedRateLimitTest, DISABLED_AKeyWhoseBucketIsFullIsStillLimited) {
 }
 
 // The same, unprovoked: 100,000 distinct integer keys (they never collide:
-// the mix is a bijection) in a table of 2^18 slots; each is refused on its
-// second request in a frozen window. See the defect above.
-TEST(AttackKeyedRateLimitTest, DISABLED_DistinctIntegerKeysNeverShareABudget) {
+// the mix is a bijection) in a table of 2^18 slots; each is held and
+// refused on its second request in a frozen window.
+TEST(AttackKeyedRateLimitTest, DistinctIntegerKeysNeverShareABudget) {
   FakeClock clock;
   auto l =
       KeyedRateLimiter<uint64_t>::Create(KeyedSettings(clock, 1, 1, 1 << 18))
@@ -400,6 +394,44 @@ TEST(AttackKeyedRateLimitTest, DISABLED_DistinctIntegerKeysNeverShareABudget) {
   for (uint64_t k = 0; k < 100000; ++k)
     refused += l->TryAcquire(k * 8191) ? 0 : 1;
   EXPECT_EQ(refused, 100000);
+  EXPECT_EQ(l->stats().table_full, 0u);
+  EXPECT_EQ(l->stats().live_keys, 100000u);
+}
+
+// Keys chosen offline to share one bucket under the unseeded mix of the
+// fingerprint (SplitMix64 of the identity hash, the top bits scaled to
+// the buckets): with the per-table seed they land anywhere, so 200 of
+// them, each spent, are all held and none meets a full bucket.
+TEST(AttackKeyedRateLimitTest, KeysChosenOfflineToShareABucketAreSpreadOut) {
+  FakeClock clock;
+  constexpr uint64_t kBuckets = (1 << 16) / 8;
+  auto l =
+      KeyedRateLimiter<uint64_t>::Create(KeyedSettings(clock, 1, 1, 1 << 16))
+          .value();
+  std::vector<uint64_t> chosen;
+  for (uint64_t k = 0; chosen.size() < 200; ++k) {
+    const uint64_t f = detail::SplitMix64Step(k);
+    if (((f >> 32) * kBuckets) >> 32 == 0) chosen.push_back(k);
+  }
+  for (uint64_t k : chosen) ASSERT_TRUE(l->TryAcquire(k));
+  for (uint64_t k : chosen) EXPECT_FALSE(l->TryAcquire(k)) << k;
+  EXPECT_EQ(l->stats().table_full, 0u);
+  EXPECT_EQ(l->stats().live_keys, 200u);
+}
+
+// The same seed places keys the same way (a run can be repeated), and a
+// table of one bucket behaves the same whatever the seed.
+TEST(AttackKeyedRateLimitTest, AGivenSeedRepeatsARun) {
+  FakeClock clock;
+  KeyedRateLimitSettings s = KeyedSettings(clock, 1, 1, 256);
+  s.seed = 12345;
+  auto a = KeyedRateLimiter<uint64_t>::Create(s).value();
+  auto b = KeyedRateLimiter<uint64_t>::Create(s).value();
+  for (uint64_t k = 0; k < 1000; ++k) {
+    ASSERT_EQ(a->TryAcquire(k), b->TryAcquire(k)) << k;
+  }
+  EXPECT_EQ(a->stats().table_full, b->stats().table_full);
+  EXPECT_GT(a->stats().table_full, 0u);
 }
 
 // A colliding hash (a custom Hash that maps everything to one value):

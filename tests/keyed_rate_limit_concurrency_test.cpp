@@ -5,7 +5,8 @@
 // are admitted exactly each key's burst and then, round after round,
 // exactly what the advance replenished; and threads churning through
 // unique keys in a small table (evictions on every call) while others
-// read stats() and Debt() keep the hot keys exact.
+// read stats() and Debt() keep the hot keys exact; and newcomers racing
+// for a full table's overflow cell get exactly its burst.
 
 #include <atomic>
 #include <cstdint>
@@ -95,6 +96,34 @@ TEST(KeyedRateLimiterConcurrencyTest, ChurnAndReadersKeepHotKeysExact) {
     EXPECT_EQ(l->Debt(k), absl::Milliseconds(200)) << k;
   }
   EXPECT_LE(l->stats().live_keys, l->capacity());
+}
+
+// A table of one bucket, all in debt, on a frozen clock: racing threads
+// with unique newcomers and one repeated newcomer share the overflow cell,
+// which admits exactly its burst (20) in all, and the residents keep
+// their debt.
+TEST(KeyedRateLimiterConcurrencyTest,
+     RacingNewcomersToAFullTableShareTheOverflowExactly) {
+  FakeClock clock;
+  auto l = KeyedRateLimiter<uint64_t>::Create(Settings(clock, 8)).value();
+  for (uint64_t k = 0; k < 8; ++k) ASSERT_TRUE(l->TryAcquire(k, 20));
+  std::atomic<int64_t> admitted{0};
+  Race([&](int t) {
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t k = i % 2 == 0 ? 999
+                                    : 1'000'000 * static_cast<uint64_t>(t + 1) +
+                                          static_cast<uint64_t>(i);
+      if (l->TryAcquire(k)) admitted.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(admitted.load(), 20);
+  for (uint64_t k = 0; k < 8; ++k) {
+    EXPECT_EQ(l->Debt(k), absl::Milliseconds(200)) << k;
+  }
+  const KeyedRateLimitStats st = l->stats();
+  EXPECT_EQ(st.table_full, uint64_t{kThreads} * 2000);
+  EXPECT_EQ(st.evictions, 0u);
+  EXPECT_EQ(st.live_keys, 8u);
 }
 
 }  // namespace DEGRADE_TEST_UNIT

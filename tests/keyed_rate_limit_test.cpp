@@ -1,9 +1,9 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // KeyedRateLimiter on a FakeClock: keys limited independently, a refusal
-// that takes no slot, a replenished key evicted losslessly, the entry in
-// least debt evicted (never a key in deeper debt), a newcomer in least debt
-// admitted untracked or (kRefuse) refused, overrides, the memory bound, bad
+// that takes no slot, a replenished key evicted losslessly, a key in debt
+// never evicted, newcomers to a full table charged to a shared overflow
+// cell or (kRefuse) refused, overrides, the memory bound, bad
 // settings, clocks stepping back, the registry's series, and hot keys
 // keeping their state under Zipf(1.0) traffic plus a scan of one-shot keys
 // (beside a plain LRU of the same size). Threads are in
@@ -113,7 +113,9 @@ TEST(KeyedRateLimiterTest, AReplenishedKeyIsEvictedLosslessly) {
   for (uint64_t k = 0; k < 8; ++k) EXPECT_EQ(l->Debt(k), absl::ZeroDuration());
 }
 
-TEST(KeyedRateLimiterTest, TheEntryInLeastDebtGoesNeverADeeperOne) {
+// A bucket all in debt keeps its residents, whatever a newcomer asks:
+// evicting one would forgive its debt.
+TEST(KeyedRateLimiterTest, ANewcomerNeverEvictsAKeyInDebt) {
   FakeClock clock;
   auto l = IntLimiter::Create(Settings(clock, 10, 5, 8)).value();
   // Key 0 deep in debt (500 ms); keys 1..7 one permit each (100 ms), 1 ms
@@ -123,35 +125,61 @@ TEST(KeyedRateLimiterTest, TheEntryInLeastDebtGoesNeverADeeperOne) {
     ASSERT_TRUE(l->TryAcquire(k));
     clock.Advance(absl::Milliseconds(1));
   }
-  // Newcomer 100 needs 2 permits (200 ms of debt, more than key 1's 93 ms).
+  // Newcomer 100 needs 2 permits (200 ms of debt, more than key 1's 93 ms):
+  // charged to the overflow cell, nobody evicted.
   ASSERT_TRUE(l->TryAcquire(100, 2));
-  EXPECT_EQ(l->Debt(1), absl::ZeroDuration());  // forgiven
-  EXPECT_EQ(l->Debt(100), absl::Milliseconds(200));
+  EXPECT_EQ(l->Debt(1), absl::Milliseconds(93));
+  EXPECT_EQ(l->Debt(100), absl::ZeroDuration());
   KeyedRateLimitStats st = l->stats();
-  EXPECT_EQ(st.evictions, 1u);
-  EXPECT_EQ(st.evictions_in_debt, 1u);
-  // Many more newcomers: the one-permit keys go, key 0 never does.
+  EXPECT_EQ(st.evictions, 0u);
+  EXPECT_EQ(st.table_full, 1u);
+  // Many more newcomers while all are in debt: nobody goes.
   for (uint64_t k = 200; k < 260; ++k) {
-    ASSERT_TRUE(l->TryAcquire(k, 2));
+    l->TryAcquire(k, 2);
     clock.Advance(absl::Milliseconds(1));
     ASSERT_GT(l->Debt(0), absl::ZeroDuration()) << k;
   }
   EXPECT_EQ(l->Debt(0), absl::Milliseconds(500 - 67));
   EXPECT_FALSE(l->TryAcquire(0));  // still limited
+  st = l->stats();
+  EXPECT_EQ(st.evictions, 0u);
+  EXPECT_EQ(st.table_full, 61u);
+  // Once key 1 has replenished, the next newcomer takes its slot: a
+  // lossless eviction.
+  clock.Advance(absl::Milliseconds(100 - 67));
+  ASSERT_TRUE(l->TryAcquire(300, 2));
+  EXPECT_EQ(l->Debt(300), absl::Milliseconds(200));
+  EXPECT_EQ(l->Debt(0), absl::Milliseconds(400));
+  st = l->stats();
+  EXPECT_EQ(st.evictions, 1u);
+  EXPECT_EQ(st.evictions_in_debt, 0u);
 }
 
-TEST(KeyedRateLimiterTest, ANewcomerInLeastDebtIsAdmittedUntracked) {
+// A newcomer whose buckets are all debt is charged to the overflow cell
+// it shares: admitted up to its burst there, then refused with the cell's
+// exact retry-after; the residents are untouched.
+TEST(KeyedRateLimiterTest, NewcomersToAFullTableShareAnOverflowCell) {
   FakeClock clock;
   auto l = IntLimiter::Create(Settings(clock, 10, 5, 8)).value();
   for (uint64_t k = 0; k < 8; ++k) ASSERT_TRUE(l->TryAcquire(k, 3));
-  // Every resident owes 300 ms; a newcomer of one permit would owe 100.
+  // Every resident owes 300 ms; newcomers share the cell's burst of 5.
   ASSERT_TRUE(l->TryAcquire(100));
   EXPECT_EQ(l->Debt(100), absl::ZeroDuration());
   KeyedRateLimitStats st = l->stats();
   EXPECT_EQ(st.table_full, 1u);
   EXPECT_EQ(st.evictions, 0u);
+  EXPECT_TRUE(l->TryAcquire(101, 2));
+  EXPECT_TRUE(l->TryAcquire(100, 2));
+  absl::Duration retry;
+  EXPECT_FALSE(l->TryAcquire(102, 1, &retry));
+  EXPECT_EQ(retry, absl::Milliseconds(100));
+  EXPECT_FALSE(l->TryAcquire(100, 1, &retry));
+  EXPECT_EQ(l->stats().table_full, 5u);
   for (uint64_t k = 0; k < 8; ++k)
     EXPECT_EQ(l->Debt(k), absl::Milliseconds(300));
+  clock.Advance(retry);
+  EXPECT_TRUE(l->TryAcquire(102));
+  EXPECT_FALSE(l->TryAcquire(103));
 }
 
 TEST(KeyedRateLimiterTest, WhenFullRefuseRefusesNewcomersAndForgivesNothing) {
@@ -208,13 +236,18 @@ TEST(KeyedRateLimiterTest, MemoryIsBoundedAndNeverGrows) {
   EXPECT_EQ(l->capacity(), 1'000'000u);
   const std::size_t bytes = l->memory_bytes();
   EXPECT_LE(bytes, static_cast<std::size_t>(16 * 1'000'000 * 1.01));
-  // Far more unique keys than slots, all in debt at once.
-  for (uint64_t k = 0; k < 3'000'000; ++k) ASSERT_TRUE(l->TryAcquire(k));
+  // Far more unique keys than slots, all in debt at once: the table
+  // fills, then the newcomers share the overflow cells (a frozen clock:
+  // each cell admits one burst, then refuses).
+  uint64_t admitted = 0;
+  for (uint64_t k = 0; k < 3'000'000; ++k) admitted += l->TryAcquire(k);
   EXPECT_EQ(l->memory_bytes(), bytes);
   EXPECT_EQ(l->capacity(), 1'000'000u);
   const KeyedRateLimitStats st = l->stats();
   EXPECT_LE(st.live_keys, 1'000'000u);
-  EXPECT_GT(st.live_keys, 990'000u);  // the table fills before it evicts
+  EXPECT_GT(st.live_keys, 990'000u);  // the table fills before it refuses
+  EXPECT_LE(admitted, st.live_keys + 1'000'000 / 512 + 256);
+  EXPECT_EQ(st.evictions_in_debt, 0u);
   // A small table rounds up to a bucket, with one stripe per bucket.
   auto small = IntLimiter::Create(Settings(clock, 10, 1, 3)).value();
   EXPECT_EQ(small->capacity(), 8u);

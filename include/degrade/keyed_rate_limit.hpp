@@ -15,15 +15,25 @@
 // the key and its TAT), never growing, whatever the keys (a rotating
 // client-chosen key cannot grow it, .NET's partitioned limiter's failure).
 //
-// Eviction. A key hashes to one bucket of 8 slots. A new key takes an empty
-// or replenished slot; when every slot is in debt, what is dropped is the
-// least debt among the residents and the newcomer (whose debt, admitted,
-// would be one request's cost): the entry closest to replenished, so a hot
-// key deep in debt is the last to go, where LRU would reset it under a scan
-// of one-shot keys. A newcomer with the least debt is admitted (it has no
-// history: a full bucket) without being stored. `when_full = kRefuse`
-// instead refuses newcomers while their bucket is all debt, forgiving
-// nothing. Both are counted (`KeyedRateLimitStats`).
+// Where a key is held. A key's fingerprint names two buckets of 8 slots
+// and the key is held in one of them: a newcomer takes an empty or
+// replenished slot of the one with fewer keys in debt. Up to about 70% of
+// the slots in debt, no key finds both all debt (0.7% of newcomers do at
+// 90%: rate-limits.md has the figures). The fingerprint is keyed by a
+// per-table seed (`seed`, or drawn at Create()), so which keys share
+// buckets cannot be worked out offline from the hash.
+//
+// A table full of debt. A key in debt is never evicted, whatever the
+// newcomer asks: evicting it would forgive its debt, and a client choosing
+// keys and costs could reset a hot key at will. A newcomer whose two
+// buckets hold only keys in debt is instead charged, at its own limit, to
+// an overflow cell it shares with the other such newcomers of its part of
+// the table (one cell per 512 slots): at most its burst on a frozen clock,
+// at most twice its own limit over any window (the cell's share, then a
+// fresh burst if a slot frees), and the keys in debt keep their state.
+// Where LRU would reset a hot key under a scan of one-shot keys, here the
+// scan can only crowd itself. `when_full = kRefuse` refuses those
+// newcomers outright. Both are counted (`KeyedRateLimitStats::table_full`).
 //
 //   degrade::KeyedRateLimitSettings s;
 //   s.name = "per_user";
@@ -34,19 +44,22 @@
 //       s, {{"batch-job", {/*rate=*/2, /*burst=*/2}}}).value();
 //   if (!limiter->TryAcquire(user_id)) return TooManyRequests();
 //
-// Keys are told apart by a 64-bit fingerprint of Hash (mixed): two keys
-// with the same fingerprint share a limit (about n^2 / 2^65 pairs among n
-// live keys: 3e-8 at a million). Overrides are compared by the key itself.
+// Keys are told apart by a 64-bit fingerprint of Hash (mixed with the
+// seed): two keys with the same fingerprint share a limit (about n^2 / 2^65
+// pairs among n live keys: 3e-8 at a million). Overrides are compared by the
+// key itself.
 
 #ifndef DEGRADE_KEYED_RATE_LIMIT_HPP_
 #define DEGRADE_KEYED_RATE_LIMIT_HPP_
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -59,6 +72,7 @@
 #include "degrade/clock.hpp"
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/json_text.hpp"
+#include "degrade/detail/macros.hpp"
 #include "degrade/detail/rate_limit/gcra.hpp"
 #include "degrade/detail/rate_limit/slot_table.hpp"
 #include "degrade/detail/saturating.hpp"
@@ -73,16 +87,21 @@
 
 DEGRADE_NAMESPACE_BEGIN
 
-// What a KeyedRateLimiter does with a new key whose bucket holds only keys
-// in debt.
+// What a KeyedRateLimiter does with a new key whose two buckets hold only
+// keys in debt. Neither ever evicts a key in debt.
 enum class KeyedTableFull : uint8_t {
-  // Drop the least debt among the residents and the newcomer: evict the
-  // resident closest to replenished (its remaining debt is forgiven), or
-  // admit the newcomer without storing it when its own debt would be the
-  // least. The default.
-  kForgiveLeast = 0,
-  // Refuse the newcomer (ShedError, retry when the least indebted resident
-  // will have replenished); nothing is ever forgiven.
+  // Charge the newcomer, at its own limit, to the overflow cell it shares
+  // with the other newcomers of its part of the table that found their
+  // buckets all debt: admitted while that shared cell has room (its
+  // burst at most, on a frozen clock), refused with the cell's retry-after
+  // when it has none. The default.
+  kShareOverflow = 0,
+  // The former name of kShareOverflow. The default once evicted the
+  // resident in least debt for a newcomer that would owe more, and
+  // admitted the others untracked; it no longer does either.
+  kForgiveLeast = kShareOverflow,
+  // Refuse the newcomer (RateLimitedError, retry when the least indebted
+  // resident of its two buckets will have replenished).
   kRefuse = 1,
 };
 
@@ -103,10 +122,16 @@ struct KeyedRateLimitSettings {
   // Mandatory: the keys in debt the table holds at once, in [1, 2^28];
   // rounded up to a multiple of 8 (a bucket). The table takes 16 bytes a
   // slot, allocated by Create(), plus 64 bytes per lock stripe (at most
-  // 256, at most one per bucket of 128 bytes): under 1% more from 100,000
-  // keys up.
+  // 256, at most one per 8 buckets) and 8 bytes per 512 slots (the
+  // overflow cells): under 1% more from 100,000 keys up. Every key is
+  // held up to about 70% of it in debt; size it with room (rate-limits.md,
+  // "Sizing the keyed table").
   std::size_t max_keys = 0;
-  KeyedTableFull when_full = KeyedTableFull::kForgiveLeast;
+  KeyedTableFull when_full = KeyedTableFull::kShareOverflow;
+  // Seeds the fingerprints, so that which keys share buckets depends on a
+  // secret: 0 (the default) draws one from std::random_device at Create().
+  // Set it only to repeat a run exactly (a test, a simulation).
+  uint64_t seed = 0;
   // As RateLimitSettings::precise_clock.
   bool precise_clock = false;
   const Clock* clock = nullptr;
@@ -171,9 +196,10 @@ class KeyedRateLimiter final {
   //
   // As RateLimiter::TryAcquire for `key`'s own limit: true and `n` permits
   // taken, or false and nothing changed (no slot taken, no state written).
-  // `*retry_after` as RateLimiter's, or, refused for a full bucket
-  // (kRefuse), when a slot will have replenished. REQUIRES: retry_after is
-  // not null.
+  // `*retry_after` as RateLimiter's; refused for two buckets all in debt,
+  // when the shared overflow cell will have room (kShareOverflow) or a
+  // slot will have replenished (kRefuse). REQUIRES: retry_after is not
+  // null.
   bool TryAcquire(const Key& key, int64_t n = 1) {
     return Take(key, n, nullptr);
   }
@@ -182,8 +208,9 @@ class KeyedRateLimiter final {
   // Admit(key, n): TryAcquire as a status, worded as RateLimiter::Admit.
   absl::Status Admit(const Key& key, int64_t n = 1);
 
-  // How long until `key` has fully replenished (zero for a key not held):
-  // what evicting it now would forgive. For dashboards and tests.
+  // How long until `key` has fully replenished: zero for a key not held
+  // (one last charged to an overflow cell included, whose debt is the
+  // cell's). For dashboards and tests.
   absl::Duration Debt(const Key& key) const;
 
   const std::string& name() const { return name_; }
@@ -218,10 +245,18 @@ class KeyedRateLimiter final {
     const int64_t interval = detail::GcraInterval(rate);
     return {interval, detail::SatMulNanos(interval, burst)};
   }
-  uint64_t Fingerprint(const Key& key) const {
-    const uint64_t f =
-        detail::SplitMix64Step(static_cast<uint64_t>(hash_(key)));
+  // A bijection of the hash for a given seed (distinct hashes stay
+  // distinct), whose bits cannot be predicted without the seed.
+  // `seed2` is SplitMix64Step(seed), kept so as not to mix it per call.
+  static uint64_t FingerprintOf(std::size_t hash, uint64_t seed,
+                                uint64_t seed2) {
+    const uint64_t f = detail::SplitMix64Step(
+        detail::SplitMix64Step(static_cast<uint64_t>(hash) ^ seed) ^ seed2);
     return f == 0 ? 1 : f;  // 0 marks an empty slot
+  }
+  static uint64_t DrawSeed();
+  uint64_t Fingerprint(const Key& key) const {
+    return FingerprintOf(hash_(key), seed_, seed2_);
   }
   const Limit& LimitFor(const Key& key, uint64_t fp) const;
   // Refused: `*retry` (unless null) in ticks, -1 for never.
@@ -231,6 +266,8 @@ class KeyedRateLimiter final {
   const std::string name_;
   const KeyedRateLimitSettings settings_;
   const Hash hash_;
+  const uint64_t seed_;
+  const uint64_t seed2_;
   const Limit default_;
   // Sorted by fingerprint; few, fixed at Create().
   const std::vector<OverrideEntry> overrides_;
@@ -253,6 +290,7 @@ KeyedRateLimiter<Key, Hash>::Create(KeyedRateLimitSettings s,
     return who.Invalid("overrides", overrides.size(),
                        "must hold at most 4096 keys");
   }
+  if (s.seed == 0) s.seed = DrawSeed();
   std::vector<OverrideEntry> entries;
   entries.reserve(overrides.size());
   for (std::size_t i = 0; i < overrides.size(); ++i) {
@@ -269,10 +307,9 @@ KeyedRateLimiter<Key, Hash>::Create(KeyedRateLimitSettings s,
                            "name the same key twice");
       }
     }
-    const uint64_t f =
-        detail::SplitMix64Step(static_cast<uint64_t>(hash(overrides[i].first)));
-    entries.push_back(
-        {f == 0 ? 1 : f, overrides[i].first, LimitOf(o.rate, o.burst)});
+    entries.push_back({FingerprintOf(hash(overrides[i].first), s.seed,
+                                     detail::SplitMix64Step(s.seed)),
+                       overrides[i].first, LimitOf(o.rate, o.burst)});
   }
   std::sort(entries.begin(), entries.end(),
             [](const OverrideEntry& a, const OverrideEntry& b) {
@@ -295,6 +332,8 @@ KeyedRateLimiter<Key, Hash>::KeyedRateLimiter(KeyedRateLimitSettings s,
     : name_(detail::Printable(s.name)),
       settings_(std::move(s)),
       hash_(std::move(hash)),
+      seed_(settings_.seed),
+      seed2_(detail::SplitMix64Step(seed_)),
       default_(LimitOf(settings_.rate, settings_.burst)),
       overrides_(std::move(o)),
       line_(settings_.clock,
@@ -305,6 +344,29 @@ KeyedRateLimiter<Key, Hash>::KeyedRateLimiter(KeyedRateLimitSettings s,
       table_(settings_.max_keys) {
   telemetry_ =
       detail::Attach(settings_.metrics, &Telemetry::AttachComponent, view_);
+}
+
+template <class Key, class Hash>
+uint64_t KeyedRateLimiter<Key, Hash>::DrawSeed() {
+  uint64_t seed = 0;
+#if DEGRADE_HAS_EXCEPTIONS
+  try {
+#endif
+    std::random_device rd;
+    seed = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
+#if DEGRADE_HAS_EXCEPTIONS
+  } catch (...) {
+    // No entropy source: the time and an address below still differ per
+    // table and per run, which keeps the placement from being computed
+    // ahead of time.
+  }
+#endif
+  int local = 0;
+  seed ^= detail::SplitMix64Step(
+      static_cast<uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count()) ^
+      static_cast<uint64_t>(reinterpret_cast<std::uintptr_t>(&local)));
+  return seed == 0 ? 1 : seed;
 }
 
 template <class Key, class Hash>
@@ -346,22 +408,18 @@ bool KeyedRateLimiter<Key, Hash>::Take(const Key& key, int64_t n,
     bucket.set_tat(p.found, step.next);
   } else {
     // A key not held has replenished: admitted (cost <= tolerance).
-    const int64_t next = detail::SatAddNanos(now, cost);
     if (p.free >= 0) {
-      bucket.Store(p.free, fp, next);
+      bucket.Store(p.free, fp, detail::SatAddNanos(now, cost));
     } else {
-      const int64_t least = detail::ElapsedNanosSince(bucket.tat(p.least), now);
+      // Both buckets all debt: no resident is forgiven for a newcomer.
+      bucket.CountFull();
       if (settings_.when_full == KeyedTableFull::kRefuse) {
-        bucket.CountFull();
-        return refuse(least);
+        return refuse(detail::ElapsedNanosSince(bucket.tat(p.least), now));
       }
-      if (cost <= least) {
-        // Admitted untracked: its debt would be the least (ties keep the
-        // residents: no write).
-        bucket.CountFull();
-      } else {
-        bucket.Evict(p.least, fp, next);
-      }
+      const detail::GcraStep step = detail::GcraDecide(
+          bucket.overflow_tat(), now, cost, 0, limit.tolerance, 0);
+      if (!step.admit) return refuse(step.wait);
+      bucket.set_overflow_tat(step.next);
     }
   }
   counts_.Add(kAdmitted);
@@ -425,7 +483,7 @@ KeyedRateLimitStats KeyedRateLimiter<Key, Hash>::stats() const {
   st.live_keys = t.live;
   st.capacity = table_.capacity();
   st.evictions = t.evictions;
-  st.evictions_in_debt = t.evictions_in_debt;
+  st.evictions_in_debt = 0;  // never: a key in debt is not evicted
   st.table_full = t.full;
   st.overrides = overrides_.size();
   return st;

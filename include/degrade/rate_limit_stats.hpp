@@ -60,13 +60,14 @@ struct KeyedRateLimitStats {
   // slots of the table, which never grows.
   uint64_t live_keys = 0;
   uint64_t capacity = 0;
-  // Entries evicted to make room, and among them those of a key that was
-  // still in debt (its limit was forgiven: it may take up to a burst more).
+  // Entries evicted to make room: keys that had replenished (lossless).
   uint64_t evictions = 0;
+  // Evictions of a key still in debt: always 0, as the table never evicts
+  // one (kept for dashboards that alert on it).
   uint64_t evictions_in_debt = 0;
-  // Requests refused because every slot a key could take held a key in
-  // deeper debt (`KeyedRateLimitSettings::when_full` = kRefuse), or
-  // admitted at the default limit without state (kAdmitUntracked).
+  // Requests of a key not held whose two buckets held only keys in debt:
+  // charged to a shared overflow cell (`KeyedRateLimitSettings::when_full`
+  // = kShareOverflow, admitted or refused by it) or refused (kRefuse).
   uint64_t table_full = 0;
   // Keys with their own limit.
   uint64_t overrides = 0;

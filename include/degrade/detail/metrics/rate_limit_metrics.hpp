@@ -78,7 +78,7 @@ inline void WriteKeyedRateLimitMetrics(const KeyedRateLimitStats& st,
           {{label, name}}, static_cast<double>(st.capacity));
   constexpr absl::string_view kEvictionsHelp =
       "Entries a per-key rate limiter evicted to make room, by kind: "
-      "replenished (lossless) or in_debt (the key's debt was forgiven).";
+      "replenished (lossless) or in_debt (never: always 0).";
   w.Counter("degrade_keyed_rate_limit_evictions_total", kEvictionsHelp,
             {{label, name}, {"kind", "replenished"}},
             static_cast<double>(st.evictions - st.evictions_in_debt));
@@ -86,8 +86,8 @@ inline void WriteKeyedRateLimitMetrics(const KeyedRateLimitStats& st,
             {{label, name}, {"kind", "in_debt"}},
             static_cast<double>(st.evictions_in_debt));
   w.Counter("degrade_keyed_rate_limit_table_full_total",
-            "Requests that found every slot their key could take held by a "
-            "key in deeper debt (refused, or admitted untracked, as "
+            "Requests of a key not held whose two buckets held only keys "
+            "in debt (charged to a shared overflow cell, or refused, as "
             "configured).",
             {{label, name}}, static_cast<double>(st.table_full));
   w.Gauge("degrade_keyed_rate_limit_overrides",

@@ -25,8 +25,16 @@
 // It may forgive nothing and may lose at most tau + the longest wait of
 // credit. Smaller dips (two threads' readings racing, a coarse clock's
 // tick) read as the floor. A reading at an infinity (InfinitePast,
-// InfiniteFuture, or past the line's 18 years) reads as the floor too: no
-// time passes while the clock is broken.
+// InfiniteFuture, or past the line's 18 years) reads as the latest good
+// reading (to within a millisecond behind it), or the floor when that is
+// higher: no time passes while the clock is broken, and what was held then
+// can be spent, nothing more.
+//
+// A clock stepped back and then forward again (a custom clock corrected)
+// reads as the forward step passing: the line cannot tell it from real
+// time, so a limiter in debt may find its bucket full again. What is
+// forgiven is at most the state's whole span, the burst plus the longest
+// wait; RealClock never steps.
 //
 // Thread safety: GcraLine is thread-safe (its offset is an atomic that only
 // grows); the functions are pure.
@@ -54,6 +62,7 @@ inline constexpr int64_t kGcraTicksPerNano = 4;
 // saturates in practice.
 inline constexpr int64_t kGcraMaxElapsedNanos = int64_t{1} << 59;
 inline constexpr int64_t kGcraStepBackTicks = int64_t{1'000'000'000} * 4;
+inline constexpr int64_t kGcraGoodSlackTicks = int64_t{1'000'000} * 4;
 // A clock reading that says "no time passes": at an infinity or past the
 // line's end.
 inline constexpr int64_t kGcraNoReading = std::numeric_limits<int64_t>::min();
@@ -125,7 +134,10 @@ class GcraLine {
   // The line's time, given the lowest time the state allows (`floor`).
   int64_t Now(int64_t floor) const {
     const int64_t raw = Raw();
-    if (raw == kGcraNoReading) return floor;
+    if (raw == kGcraNoReading) {
+      const int64_t good = good_.load(std::memory_order_relaxed);
+      return good > floor ? good : floor;
+    }
     int64_t offset = offset_.load(std::memory_order_relaxed);
     int64_t t = SatAddNanos(raw, offset);
     while (t < floor && SatSubNanos(floor, t) >= kGcraStepBackTicks) {
@@ -138,6 +150,7 @@ class GcraLine {
       }
       t = SatAddNanos(raw, offset);
     }
+    Remember(t);
     return t < floor ? floor : t;
   }
 
@@ -154,6 +167,19 @@ class GcraLine {
     const absl::Time t = clock->Now();
     if (SteadyTime::AtAnInfinity(t)) return 0;
     return absl::ToUnixNanos(t);
+  }
+
+  // The latest good reading on the line, for a reading at an infinity:
+  // kept exactly when the line went back (a state read at a later time
+  // than the latest would hand its credit out again) and to within
+  // kGcraGoodSlackTicks ahead, so that the hot path writes it about once a
+  // millisecond rather than on every call.
+  DEGRADE_ALWAYS_INLINE void Remember(int64_t t) const {
+    const int64_t good = good_.load(std::memory_order_relaxed);
+    if (DEGRADE_UNLIKELY(t < good ||
+                         SatSubNanos(t, good) > kGcraGoodSlackTicks)) {
+      good_.store(t, std::memory_order_relaxed);
+    }
   }
 
   DEGRADE_ALWAYS_INLINE int64_t Raw() const {
@@ -178,6 +204,7 @@ class GcraLine {
   const bool coarse_;
   const int64_t epoch_nanos_;
   mutable std::atomic<int64_t> offset_{0};
+  mutable std::atomic<int64_t> good_{0};  // the line starts at 0
 };
 
 }  // namespace detail

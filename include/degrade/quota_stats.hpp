@@ -83,6 +83,10 @@ struct ClusterQuotaStats {
   // reply that made no sense, the breaker refusing).
   uint64_t round_trips = 0;
   uint64_t errors = 0;
+  // Lease calls the fleet's bucket refused because it was made with
+  // another limit (FAILED_PRECONDITION; counted in errors too): instances
+  // configured differently. Each puts this instance on its fair share.
+  uint64_t limit_conflicts = 0;
 };
 
 using ClusterQuotaView = StatsView<ClusterQuotaStats>;

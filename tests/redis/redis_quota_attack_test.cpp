@@ -4,8 +4,8 @@
 // sit at an infinity (FakeClock, scripted leaser), and against a real
 // redis-server started here: a Redis frozen while the quota is destroyed,
 // an instance clock far from Redis's, instances configured with different
-// limits, many instances leasing at once. A test marked DISABLED_ shows a
-// defect; its comment says what should happen instead.
+// limits, many instances leasing at once. Each test's comment states the
+// condition and what holds.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -73,17 +73,11 @@ int64_t Spend(ClusterQuota& q, int64_t tries) {
   return n;
 }
 
-// DEFECT (high): Poll() refreshes only once `now >= next_refresh_`
-// (quota.hpp:333). A clock stepped back by an hour after a refresh leaves
-// the next one an hour away: no lease call for an hour, the mode stays
-// "leasing" (the grace check never runs, since no refresh fails), and once
-// the held lease is spent every request is refused "the fleet lease is
-// spent" for the rest of the hour, while Redis answers and the member
-// lapses from the fleet. The project's rule: a clock going backwards is no
-// time passing, never a stall. Expected: a clock behind the last refresh
-// reschedules from the current reading, so lease calls go on every
-// refresh period (here: more calls within a few periods).
-TEST(RedisQuotaAttackTest, DISABLED_AClockSteppedBackKeepsTheLeasesComing) {
+// A clock stepped back by an hour after a refresh is no time passing for
+// the refresher (it schedules on a steady line, detail::SteadyTime): lease
+// calls go on every refresh period, and requests spend what they bring,
+// instead of nothing for the hour while Redis answers.
+TEST(RedisQuotaAttackTest, AClockSteppedBackKeepsTheLeasesComing) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   CountingStore store;
   store.answer = QuotaLease{50, 1, 100};
@@ -102,20 +96,13 @@ TEST(RedisQuotaAttackTest, DISABLED_AClockSteppedBackKeepsTheLeasesComing) {
   EXPECT_GT(Spend(*q, 1000), 50) << "refused for an hour once 50 are spent";
 }
 
-// DEFECT (high): the request path reads ToUnixNanos(clock->Now()) into the
-// local token bucket (quota.hpp:307, detail/token_bucket.hpp TryTake). At
-// InfiniteFuture that is INT64_MAX: the bucket's arithmetic saturates so
-// that `next > allowed` never holds and every request is admitted (the
-// fair share is unlimited), and the bucket's time is left at INT64_MAX, so
-// once the clock reads a real time again every request is refused for
-// good. The refresher fares no better: next_refresh_ becomes InfiniteFuture
-// and Poll() never calls the store again. At InfinitePast `now_ns -
-// allowed` overflows (signed: undefined behaviour). Expected: a clock at
-// an infinity is no time passing: at most the burst held (12 here) is
-// admitted, and once the clock is back the fair share serves again and
-// the refresher resumes.
-TEST(RedisQuotaAttackTest,
-     DISABLED_AClockAtAnInfinityNeitherOpensNorClosesTheQuota) {
+// A clock at an infinity is no time passing, on the request path (it
+// reads as the last good reading, so the local bucket hands out at most
+// the burst it held: 12 here) and for the refresher (its steady line
+// stands still). Once the clock is back the fair share serves again and
+// lease calls resume; at InfinitePast nothing overflows (UBSan) and
+// nothing beyond the burst is admitted.
+TEST(RedisQuotaAttackTest, AClockAtAnInfinityNeitherOpensNorClosesTheQuota) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   CountingStore store;
   auto q =
@@ -133,9 +120,6 @@ TEST(RedisQuotaAttackTest,
   clock.Advance(absl::Seconds(2));
   q->Poll();
   EXPECT_GT(store.calls, calls) << "the refresher never runs again";
-  // InfinitePast: TryTake computes `next - allowed` with allowed near
-  // INT64_MIN, a signed overflow (UBSan reports it); nothing may be
-  // admitted beyond the burst.
   clock.Set(absl::InfinitePast());
   EXPECT_LE(Spend(*q, 1000), 12);
 }
@@ -398,19 +382,14 @@ class SlowRedis {
   std::thread thread_;
 };
 
-// DEFECT (low): quota.hpp:46 says "A lease call is bounded by
-// command_timeout as a whole (detail/command.hpp)", but each *command* is:
-// the first lease call on a connection sends SCRIPT LOAD and then EVALSHA
-// (detail/quota_script.hpp RunLease), a flushed script cache adds EVAL,
-// each with the whole command_timeout, after a connect bounded by
-// connect_timeout, and LeaseConnection::Lease may do it all twice. A Redis
-// that answers each command just inside the timeout (40 ms of 50 here)
-// makes a lease call of 80 ms and more, which Stop() and the destructor
-// wait for. Expected: one deadline for the whole lease call (connect and
-// every command), so it ends within command_timeout (+ connect_timeout),
-// or the documentation says per command and gives the worst case.
-TEST(RedisQuotaAttackTest,
-     DISABLED_ALeaseCallIsBoundedByTheCommandTimeoutAsAWhole) {
+// A lease call is bounded by command_timeout as a whole: the first call on
+// a connection sends SCRIPT LOAD and then EVALSHA (a flushed script cache
+// adds EVAL, a closed connection a second run), and all of them share one
+// deadline (detail/quota_script.hpp LeaseConnection::Lease). A Redis that
+// answers each command just inside the timeout (40 ms of 50) ends the
+// call at 50 ms, not 80 and more, which Stop() and the destructor would
+// wait for.
+TEST(RedisQuotaAttackTest, ALeaseCallIsBoundedByTheCommandTimeoutAsAWhole) {
   SlowRedis slow(absl::Milliseconds(40));
   ASSERT_NE(slow.port(), 0);
   ClusterQuotaOptions o = RealQuota(slow.port(), "slow", 1000);
@@ -481,16 +460,13 @@ TEST(RedisQuotaAttackTest, AnInstanceClockFarOffGetsNoMoreTokens) {
   EXPECT_LE(static_cast<double>(q->stats().leased), 125 + 1000 * real + 1);
 }
 
-// DEFECT (medium): instances of one quota configured with different
-// limits (a rolling deploy that changes limit_per_second) share one bucket
-// and each refills it at its own rate (the script takes the rate and the
-// burst from ARGV, quota_script.hpp:81-82, and stores neither): the
-// fleet gets the highest limit, silently. The docs ask that every instance
-// use the same limit but nothing checks it. Expected: the bucket records
-// the limit it was made with and a lease call with another answers an
-// error (FAILED_PRECONDITION naming both limits), so the odd instance
-// falls to its fair share and says why.
-TEST(RedisQuotaAttackTest, DISABLED_InstancesWithDifferentLimitsAreToldApart) {
+// Instances of one quota configured with different limits (a rolling
+// deploy that changes limit_per_second) never share one bucket at the
+// highest rate: the bucket records the limit it was made with, and a
+// lease call with another is FAILED_PRECONDITION naming both; that
+// instance runs on its fair share, leases nothing and counts the conflict
+// (stats().limit_conflicts, degrade_quota_limit_conflicts_total).
+TEST(RedisQuotaAttackTest, InstancesWithDifferentLimitsAreToldApart) {
   degrade_tests::RedisServer server;
   absl::Status started = server.Start();
   if (absl::IsNotFound(started)) GTEST_SKIP() << started;
@@ -503,8 +479,17 @@ TEST(RedisQuotaAttackTest, DISABLED_InstancesWithDifferentLimitsAreToldApart) {
   ASSERT_TRUE(low->RefreshNow().ok()) << low->last_status();
   absl::Status mismatch = high->RefreshNow();
   EXPECT_TRUE(absl::IsFailedPrecondition(mismatch)) << mismatch;
-  // What happens instead: the high instance drains a bucket its own calls
-  // refill a thousand times faster than the fleet's limit.
+  EXPECT_NE(mismatch.message().find("a limit of 1000 tokens/s"),
+            absl::string_view::npos)
+      << mismatch;
+  EXPECT_NE(mismatch.message().find("has 1000000 tokens/s"),
+            absl::string_view::npos)
+      << mismatch;
+  EXPECT_EQ(high->mode(), QuotaMode::kFairShare);
+  EXPECT_EQ(high->stats().limit_conflicts, 1u);
+  EXPECT_EQ(low->stats().limit_conflicts, 0u);
+  // The high instance leases nothing from a bucket its calls would
+  // otherwise refill a thousand times faster than the fleet's limit.
   const absl::Time start = absl::Now();
   for (int i = 0; i < 50; ++i) {
     high->RefreshNow().IgnoreError();

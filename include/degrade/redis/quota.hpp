@@ -43,8 +43,14 @@
 // Back to leasing at the first refresh that works. Refreshes come every
 // `refresh_period` stretched by 0..20% jitter, never shortened: at most 2
 // lease calls in any second at the default 500 ms, after an outage too. A
-// lease call is bounded by command_timeout as a whole (detail/command.hpp)
-// behind a breaker (3 transport failures open it for 2 s). The share is
+// lease call is bounded by command_timeout as a whole (every command of
+// it shares one deadline; a reconnect adds connect_timeout) behind a
+// breaker (3 transport failures open it for 2 s). Refreshes run on a
+// steady line: a clock stepped back or at an infinity is no time passing,
+// and the request path then spends at most what was held at the last good
+// reading. An instance whose limit differs from the one the fleet's bucket
+// was made with is refused (FAILED_PRECONDITION, limit_conflicts) and runs
+// on its fair share. The share is
 // proportional to each instance's demand (detail/quota_script.hpp says
 // why); docs/redis.md has the whole story and the failure table.
 
@@ -89,172 +95,13 @@
 #include "degrade/redis/detail/quota_script.hpp"
 #include "degrade/redis/detail/token_bucket.hpp"
 #include "degrade/redis/hot_list_source.hpp"
+#include "degrade/redis/quota_options.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
 namespace redis {
-
-// What an instance asks for at each refresh, and what it gets: the seam
-// between ClusterQuota and its store (Redis by default; a scripted fake in
-// tests, another store if one wants).
-struct QuotaLeaseRequest {
-  std::string member;            // this instance's id
-  double demand_per_second = 0;  // tokens asked per second lately
-  int64_t held = 0;              // leased tokens not yet spent
-};
-struct QuotaLease {
-  int64_t granted = 0;          // tokens taken from the fleet's bucket
-  int64_t members = 0;          // live instances, this one included
-  double share_per_second = 0;  // this instance's share of the limit
-};
-// Called on the refresher thread only, one call at a time. Must return
-// within a bound of its own (the Redis leaser: command_timeout).
-using QuotaLeaser =
-    std::function<absl::StatusOr<QuotaLease>(const QuotaLeaseRequest&)>;
-
-// DefaultQuotaBreakerSettings()
-//
-// Open after 3 consecutive transport failures, for 2 s (not the hot list's
-// 30 s: a quota wants its lease back soon), then one trial; only transport
-// failures count.
-inline BreakerSettings DefaultQuotaBreakerSettings() {
-  BreakerSettings s = DefaultHotListBreakerSettings();
-  s.timeout = absl::Seconds(2);
-  return s;
-}
-
-// ClusterQuotaOptions
-//
-// Checked by ValidateClusterQuotaOptions (and ClusterQuota::Create).
-// Every instance of a quota must use the same name, limit and durations.
-struct ClusterQuotaOptions {
-  // The quota's name: its Redis keys ({dq:<name>}:bucket, :members, :state)
-  // and its metrics label. 1..200 bytes, no NUL.
-  std::string name;
-  // The fleet-wide limit, tokens per second. Finite, > 0.
-  double limit_per_second = 0;
-  // The fleet's bucket holds at most this many tokens; 0 means
-  // limit_per_second x lease_horizon. Finite, >= 0.
-  double burst = 0;
-  // How many instances to assume before Redis has answered once: the fair
-  // share is then limit / expected_members. >= 1 (required).
-  int64_t expected_members = 0;
-  // A lease call every refresh_period x [1, 1.2]. In [10 ms, 1 h].
-  absl::Duration refresh_period = absl::Milliseconds(500);
-  // An instance holds at most share x lease_horizon tokens, and a lease
-  // counts as current for this long. In [refresh_period, 1 h].
-  absl::Duration lease_horizon = absl::Seconds(1);
-  // How long after the lease horizon a failing instance keeps spending its
-  // lease and its last share before the fair share. In [0, 1 h].
-  absl::Duration grace = absl::Seconds(2);
-  // An instance that made no lease call for this long is no longer
-  // counted. In [2 x refresh_period, 1 h].
-  absl::Duration member_ttl = absl::Milliseconds(1500);
-  // This instance's id in Redis; empty: "<hostname>/<pid>/<random>".
-  // At most 256 bytes, no NUL.
-  std::string member_id;
-  // Redis: as HotListSourceOptions (same rules). command_timeout bounds a
-  // whole lease call and may not exceed refresh_period.
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  absl::Duration connect_timeout = absl::Milliseconds(250);
-  absl::Duration command_timeout = absl::Milliseconds(50);
-  std::optional<std::string> username;
-  std::optional<std::string> password;
-  int database = 0;
-  BreakerSettings breaker = DefaultQuotaBreakerSettings();
-  // Times the modes, the refreshes and the local bucket (FakeClock in
-  // tests); socket timeouts are real. Null: RealClock::Instance().
-  const Clock* clock = nullptr;
-  // The telemetry (telemetry.hpp); null: the process default.
-  Telemetry* metrics = nullptr;
-  // Seeds the refresh jitter; 0: from the member id.
-  uint64_t jitter_seed = 0;
-  // Spend a lease evenly rather than at once: while leasing, requests also
-  // pass a local bucket at 1.1 x the share (or what is held over one
-  // refresh period, when more) with 20 ms of burst (Doorman
-  // splits a grant into sub-intervals for the same reason). Without it an
-  // instance under heavy demand admits each grant in a burst just after it
-  // arrives and nothing until the next, which is what a protected backend
-  // sees. Turn it off only to count grants exactly (tests).
-  bool pace_leases = true;
-};
-
-// ValidateClusterQuotaOptions()
-//
-// OK, or INVALID_ARGUMENT naming the first bad field, its value and the
-// rule; then the breaker's settings.
-inline absl::Status ValidateClusterQuotaOptions(const ClusterQuotaOptions& o) {
-  const auto who = detail::SettingOwner::Described(
-      absl::StrCat("redis cluster quota '", detail::Printable(o.name), "'"));
-  const auto in = [](absl::Duration d, absl::Duration lo, absl::Duration hi) {
-    return d >= lo && d <= hi;
-  };
-  const auto fmt = [](absl::Duration d) { return absl::FormatDuration(d); };
-  const absl::Duration hour = absl::Hours(1);
-  if (o.name.empty() || o.name.size() > 200 ||
-      o.name.find('\0') != std::string::npos) {
-    return who.Invalid("name", detail::Printable(o.name),
-                       "must be 1..200 bytes without a NUL");
-  }
-  if (!std::isfinite(o.limit_per_second) || o.limit_per_second <= 0) {
-    return who.Invalid("limit_per_second", o.limit_per_second,
-                       "must be finite and > 0");
-  }
-  if (!std::isfinite(o.burst) || o.burst < 0) {
-    return who.Invalid("burst", o.burst,
-                       "must be finite and >= 0 (0: limit x lease_horizon)");
-  }
-  if (o.expected_members < 1 || o.expected_members > 1000000) {
-    return who.Invalid("expected_members", o.expected_members,
-                       "must be in 1..1000000 (the fair share before Redis "
-                       "answers is limit / expected_members)");
-  }
-  if (!in(o.refresh_period, absl::Milliseconds(10), hour)) {
-    return who.Invalid("refresh_period", fmt(o.refresh_period),
-                       "must be in [10ms, 1h]");
-  }
-  if (!in(o.lease_horizon, o.refresh_period, hour)) {
-    return who.Invalid("lease_horizon", fmt(o.lease_horizon),
-                       absl::StrCat("must be in [refresh_period (",
-                                    fmt(o.refresh_period), "), 1h]"));
-  }
-  if (!in(o.grace, absl::ZeroDuration(), hour)) {
-    return who.Invalid("grace", fmt(o.grace), "must be in [0, 1h]");
-  }
-  if (!in(o.member_ttl, 2 * o.refresh_period, hour)) {
-    return who.Invalid("member_ttl", fmt(o.member_ttl),
-                       "must be in [2 x refresh_period, 1h]: a live instance "
-                       "must renew before it lapses");
-  }
-  if (o.member_id.size() > 256 || o.member_id.find('\0') != std::string::npos) {
-    return who.Invalid("member_id", detail::Printable(o.member_id),
-                       "must be at most 256 bytes without a NUL");
-  }
-  HotListSourceOptions conn;
-  conn.host = o.host;
-  conn.port = o.port;
-  conn.key = o.name;
-  conn.connect_timeout = o.connect_timeout;
-  conn.command_timeout = o.command_timeout;
-  conn.username = o.username;
-  conn.password = o.password;
-  conn.database = o.database;
-  conn.breaker = o.breaker;
-  if (absl::Status s = ValidateHotListSourceOptions(conn); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("redis cluster quota '",
-                                                   detail::Printable(o.name),
-                                                   "': ", s.message()));
-  }
-  if (o.command_timeout > o.refresh_period) {
-    return who.Invalid("command_timeout", fmt(o.command_timeout),
-                       absl::StrCat("must not exceed refresh_period (",
-                                    fmt(o.refresh_period), ")"));
-  }
-  return absl::OkStatus();
-}
 
 // ClusterQuota
 //
@@ -306,7 +153,7 @@ class ClusterQuota {
     }
     asked_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     const QuotaMode m = mode_.load(std::memory_order_acquire);
-    const int64_t now = absl::ToUnixNanos(clock_->Now());
+    const int64_t now = RequestNanos();
     int64_t wait = 0;
     if (m == QuotaMode::kLeasing && options_.pace_leases &&
         !pacer_.TryTake(n, now, &wait)) {
@@ -329,16 +176,22 @@ class ClusterQuota {
   // One turn of the refresher: a lease call if one is due. What the
   // background thread runs; call it yourself (with a FakeClock) instead of
   // Start(). Serialised with RefreshNow.
+  //
+  // Refreshes are scheduled on a steady line (detail::SteadyTime): a clock
+  // stepped back, or at an infinity, is no time passing, so it neither
+  // stalls the refresher for the length of the step nor ends it.
   void Poll() {
     detail::MutexLock lock(&refresh_mu_);
-    const absl::Time now = clock_->Now();
+    const absl::Time reading = clock_->Now();
+    const absl::Time now = steady_.Advance(reading);
     if (started_ && now < next_refresh_) return;
-    RefreshLocked(now).IgnoreError();  // kept in last_status()
+    RefreshLocked(now, reading).IgnoreError();  // kept in last_status()
   }
   // A lease call now, whether due or not; its status. Serialised.
   absl::Status RefreshNow() {
     detail::MutexLock lock(&refresh_mu_);
-    return RefreshLocked(clock_->Now());
+    const absl::Time reading = clock_->Now();
+    return RefreshLocked(steady_.Advance(reading), reading);
   }
 
   QuotaMode mode() const { return mode_.load(std::memory_order_acquire); }
@@ -354,6 +207,7 @@ class ClusterQuota {
     s.refused = refused_.load(std::memory_order_relaxed);
     s.round_trips = round_trips_.load(std::memory_order_relaxed);
     s.errors = errors_.load(std::memory_order_relaxed);
+    s.limit_conflicts = limit_conflicts_.load(std::memory_order_relaxed);
     return s;
   }
   // The status of the latest refresh (OK before any). Thread-safe.
@@ -379,6 +233,7 @@ class ClusterQuota {
         rng_(options_.jitter_seed != 0 ? options_.jitter_seed
                                        : detail::StableHash(member_)) {
     members_.store(options_.expected_members, std::memory_order_relaxed);
+    RequestNanos();  // the first good reading
     EnterFairShare();
     telemetry_ =
         detail::Attach(options_.metrics, &Telemetry::AttachComponent, view_);
@@ -404,14 +259,33 @@ class ClusterQuota {
   }
 
   static int64_t Never() { return detail::redis::LocalTokenBucket::kNever; }
+  // The clock for the request path, in Unix ns. A reading at an infinity
+  // is no time passing: it reads as the last good one, and the buckets
+  // then hand out at most what they held then. Kept to within a
+  // millisecond ahead (the hot path writes about once a millisecond) and
+  // exactly behind: a good reading above the latest one (a clock stepped
+  // back since) would hand out the credit of the later time again.
+  int64_t RequestNanos() {
+    const absl::Time t = clock_->Now();
+    const int64_t good = good_ns_.load(std::memory_order_relaxed);
+    if (detail::SteadyTime::AtAnInfinity(t)) return good;
+    const int64_t now = absl::ToUnixNanos(t);
+    if (now < good || detail::SatSubNanos(now, good) > 1'000'000) {
+      good_ns_.store(now, std::memory_order_relaxed);
+    }
+    return now;
+  }
   // The shed status; a wait that may never end (a share of 0) becomes the
-  // time to the next refresh, which may bring a share.
+  // time to the next refresh, which may bring a share (at most a period
+  // and its jitter away, whatever the clock did since it was scheduled).
   absl::Status Refuse(int64_t n, absl::string_view why, int64_t now,
                       int64_t wait) {
     refused_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     if (wait == Never()) {
-      wait = detail::ElapsedNanosSince(
-          next_refresh_ns_.load(std::memory_order_relaxed), now);
+      wait =
+          std::min(detail::ElapsedNanosSince(
+                       next_refresh_ns_.load(std::memory_order_relaxed), now),
+                   absl::ToInt64Nanoseconds(options_.refresh_period * 1.2));
     }
     return RateLimitedError(
         where_, why, std::max(absl::Milliseconds(1), absl::Nanoseconds(wait)));
@@ -462,7 +336,9 @@ class ClusterQuota {
             options_.limit_per_second / static_cast<double>(n));
   }
 
-  absl::Status RefreshLocked(absl::Time now)
+  // `now` on the steady line; `reading` the clock's (for the request path's
+  // retry-after hint).
+  absl::Status RefreshLocked(absl::Time now, absl::Time reading)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(refresh_mu_) {
     // Demand: tokens asked since the last refresh, smoothed over two.
     const uint64_t asked = asked_.exchange(0, std::memory_order_relaxed);
@@ -476,9 +352,12 @@ class ClusterQuota {
     last_refresh_ = now;
     started_ = true;
     const double jitter = 1.0 + 0.2 * rng_.NextUnit();
-    next_refresh_ = detail::SatAdd(now, options_.refresh_period * jitter);
-    next_refresh_ns_.store(absl::ToUnixNanos(next_refresh_),
-                           std::memory_order_relaxed);
+    const absl::Duration wait = options_.refresh_period * jitter;
+    next_refresh_ = detail::SatAdd(now, wait);
+    if (!detail::SteadyTime::AtAnInfinity(reading)) {
+      next_refresh_ns_.store(absl::ToUnixNanos(reading + wait),
+                             std::memory_order_relaxed);
+    }
 
     QuotaLeaseRequest req{member_, demand_,
                           held_.load(std::memory_order_relaxed)};
@@ -502,9 +381,16 @@ class ClusterQuota {
       SetMode(QuotaMode::kLeasing, lease->share_per_second);
     } else {
       errors_.fetch_add(1, std::memory_order_relaxed);
-      const bool young =
-          leased_once_ && detail::ElapsedSince(now, last_lease_) <=
-                              options_.lease_horizon + options_.grace;
+      // The fleet's bucket has another limit (detail/quota_script.hpp):
+      // this instance's own limit is not the fleet's, so no grace on it.
+      const bool conflict =
+          status.GetPayload(detail::redis::kLimitConflictPayload).has_value();
+      if (conflict) {
+        limit_conflicts_.fetch_add(1, std::memory_order_relaxed);
+      }
+      const bool young = !conflict && leased_once_ &&
+                         detail::ElapsedSince(now, last_lease_) <=
+                             options_.lease_horizon + options_.grace;
       if (young) {
         if (mode() == QuotaMode::kLeasing) {
           SetMode(QuotaMode::kGrace, rate_.load(std::memory_order_relaxed));
@@ -568,6 +454,8 @@ class ClusterQuota {
   std::atomic<uint64_t> leased_{0};
   std::atomic<uint64_t> round_trips_{0};
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> limit_conflicts_{0};
+  std::atomic<int64_t> good_ns_{0};  // the last good reading, Unix ns
   detail::redis::LocalTokenBucket local_;
   detail::redis::LocalTokenBucket pacer_;  // leasing, with pace_leases
 
@@ -580,6 +468,7 @@ class ClusterQuota {
   absl::Time last_refresh_ ABSL_GUARDED_BY(refresh_mu_);
   absl::Time next_refresh_ ABSL_GUARDED_BY(refresh_mu_);
   absl::Time last_lease_ ABSL_GUARDED_BY(refresh_mu_);
+  detail::SteadyTime steady_ ABSL_GUARDED_BY(refresh_mu_);
   detail::SplitMix64 rng_ ABSL_GUARDED_BY(refresh_mu_);
 
   mutable detail::Mutex status_mu_;

@@ -135,5 +135,25 @@ TEST(QuotaScriptTest, ErrorRepliesBecomeTheirStatuses) {
           .status()));
 }
 
+// The bucket's refusal of another limit: FAILED_PRECONDITION naming both
+// limits, marked so that the quota counts it apart from other errors.
+TEST(QuotaScriptTest, ALimitConflictNamesBothLimits) {
+  LeaseReplies b;
+  absl::Status s =
+      ParseLeaseReply(*b.Str("DQLIMIT 1000 1000", REDIS_REPLY_ERROR),
+                      "quota 'q'", "EVALSHA", 1000, 2500, 2500)
+          .status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("a limit of 1000 tokens/s (burst 1000)"));
+  EXPECT_THAT(s.message(), HasSubstr("has 2500 tokens/s (burst 2500)"));
+  EXPECT_TRUE(s.GetPayload(::degrade::detail::redis::kLimitConflictPayload)
+                  .has_value());
+  absl::Status other =
+      Parse(b.Str("WRONGTYPE Operation against a key", REDIS_REPLY_ERROR))
+          .status();
+  EXPECT_FALSE(other.GetPayload(::degrade::detail::redis::kLimitConflictPayload)
+                   .has_value());
+}
+
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade

@@ -132,6 +132,10 @@ inline void WriteClusterQuotaMetrics(const ClusterQuotaStats& st,
             "Refreshes that failed: transport errors, a reply that made no "
             "sense, the breaker refusing.",
             {{label, name}}, static_cast<double>(st.errors));
+  w.Counter("degrade_quota_limit_conflicts_total",
+            "Lease calls refused because the fleet's bucket was made with "
+            "another limit (instances configured differently).",
+            {{label, name}}, static_cast<double>(st.limit_conflicts));
 }
 
 }  // namespace detail

@@ -16,6 +16,7 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <optional>
@@ -64,12 +65,14 @@ inline bool IsTimeoutErrno(int e) {
 // A transport failure is UNAVAILABLE or DEADLINE_EXCEEDED naming
 // `command`; `*stale` says whether the other end had closed the
 // connection. `c` is then unusable.
-inline absl::StatusOr<ReplyPtr> RunCommand(
+// RunCommandBy() is the same with a `deadline` (RealClock) that several
+// commands share: a call made of more than one command (the quota's SCRIPT
+// LOAD then EVALSHA) is bounded as a whole; `timeout` only names the
+// bound in messages.
+inline absl::StatusOr<ReplyPtr> RunCommandBy(
     const ContextPtr& c, absl::string_view where, absl::string_view command,
-    const std::vector<absl::string_view>& argv, absl::Duration timeout,
-    bool* stale) {
-  const absl::Time deadline = ::degrade::detail::SatAdd(
-      ::degrade::RealClock::Instance().Now(), timeout);
+    const std::vector<absl::string_view>& argv, absl::Time deadline,
+    absl::Duration timeout, bool* stale) {
   std::vector<const char*> args;
   std::vector<std::size_t> lens;
   args.reserve(argv.size());
@@ -144,6 +147,16 @@ inline absl::StatusOr<ReplyPtr> RunCommand(
                    c->err != 0 ? Excerpt(c->errstr) : std::string("no reply")));
 }
 
+inline absl::StatusOr<ReplyPtr> RunCommand(
+    const ContextPtr& c, absl::string_view where, absl::string_view command,
+    const std::vector<absl::string_view>& argv, absl::Duration timeout,
+    bool* stale) {
+  return RunCommandBy(c, where, command, argv,
+                      ::degrade::detail::SatAdd(
+                          ::degrade::RealClock::Instance().Now(), timeout),
+                      timeout, stale);
+}
+
 // Where a connection goes and how long each step may take: the fields the
 // adapters' options share (validated by their owners).
 struct ConnectParams {
@@ -161,19 +174,36 @@ struct ConnectParams {
 // RunCommand. Returns the connection only if all of it worked; otherwise
 // UNAVAILABLE or DEADLINE_EXCEEDED for transport failures (prefixed by
 // `where`), or the status of AUTH's or SELECT's error reply.
+// With `deadline` (RealClock; in and out): a call made of a connect and
+// then commands bounded as a whole. InfiniteFuture on entry: set to the end
+// of the TCP connect plus command_timeout (the connect keeps its own
+// connect_timeout). Otherwise the connect waits at most until it, and AUTH
+// and SELECT share it instead of a command_timeout each.
 inline absl::StatusOr<ContextPtr> Connect(const ConnectParams& p,
-                                          absl::string_view where) {
+                                          absl::string_view where,
+                                          absl::Time* deadline = nullptr) {
+  const auto now = [] { return ::degrade::RealClock::Instance().Now(); };
+  absl::Duration connect_timeout = p.connect_timeout;
+  if (deadline != nullptr && *deadline != absl::InfiniteFuture()) {
+    connect_timeout = std::min(
+        connect_timeout, ::degrade::detail::RemainingUntil(*deadline, now()));
+    if (connect_timeout <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          where, ": cannot connect: no time left of ",
+          absl::FormatDuration(p.command_timeout), " for the call"));
+    }
+  }
   ContextPtr c(redisConnectWithTimeout(p.host.c_str(), p.port,
-                                       Timeval(p.connect_timeout)));
+                                       Timeval(connect_timeout)));
   const int connect_errno = errno;
   if (c == nullptr) {
     return absl::UnavailableError(
         absl::StrCat(where, ": cannot connect: out of memory"));
   }
   if (c->err != 0) {
-    const std::string msg = absl::StrCat(
-        where, ": cannot connect within ",
-        absl::FormatDuration(p.connect_timeout), ": ", Excerpt(c->errstr));
+    const std::string msg = absl::StrCat(where, ": cannot connect within ",
+                                         absl::FormatDuration(connect_timeout),
+                                         ": ", Excerpt(c->errstr));
     return IsTimeoutErrno(connect_errno) ? absl::DeadlineExceededError(msg)
                                          : absl::UnavailableError(msg);
   }
@@ -182,12 +212,21 @@ inline absl::StatusOr<ContextPtr> Connect(const ConnectParams& p,
         where, ": cannot set the command timeout: ", Excerpt(c->errstr)));
   }
   bool stale = false;
+  if (deadline != nullptr && *deadline == absl::InfiniteFuture()) {
+    *deadline = ::degrade::detail::SatAdd(now(), p.command_timeout);
+  }
+  // Without a shared deadline, each command has command_timeout of its own.
+  const auto by = [&] {
+    return deadline != nullptr
+               ? *deadline
+               : ::degrade::detail::SatAdd(now(), p.command_timeout);
+  };
   if (p.password.has_value()) {
     std::vector<absl::string_view> argv = {"AUTH"};
     if (p.username.has_value()) argv.push_back(*p.username);
     argv.push_back(*p.password);
     absl::StatusOr<ReplyPtr> r =
-        RunCommand(c, where, "AUTH", argv, p.command_timeout, &stale);
+        RunCommandBy(c, where, "AUTH", argv, by(), p.command_timeout, &stale);
     if (!r.ok()) return r.status();
     if ((*r)->type == REDIS_REPLY_ERROR) {
       return ErrorReplyStatus(where, "AUTH", ReplyText(**r));
@@ -195,8 +234,8 @@ inline absl::StatusOr<ContextPtr> Connect(const ConnectParams& p,
   }
   if (p.database != 0) {
     const std::string db = std::to_string(p.database);
-    absl::StatusOr<ReplyPtr> r = RunCommand(c, where, "SELECT", {"SELECT", db},
-                                            p.command_timeout, &stale);
+    absl::StatusOr<ReplyPtr> r = RunCommandBy(
+        c, where, "SELECT", {"SELECT", db}, by(), p.command_timeout, &stale);
     if (!r.ok()) return r.status();
     if ((*r)->type == REDIS_REPLY_ERROR) {
       return ErrorReplyStatus(where, absl::StrCat("SELECT ", p.database),

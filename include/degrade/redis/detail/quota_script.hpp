@@ -7,8 +7,9 @@
 // that share one hash slot ({dq:<name>}), all declared in KEYS[] (Redis
 // Cluster and its look-alikes refuse undeclared keys):
 //
-//   KEYS[1] hash   tokens, ts      the bucket: tokens left and when (Redis
-//                                  TIME, microseconds) it was last refilled
+//   KEYS[1] hash   tokens, ts,     the bucket: tokens left and when (Redis
+//                  rate, burst     TIME, microseconds) it was last refilled,
+//                                  and the limit it was made with
 //   KEYS[2] zset   member -> expiry the live instances, scored by when their
 //                                  membership lapses (now + member_ttl)
 //   KEYS[3] hash   d:<m> t:<m> c:<m> each member's demand (tokens/s), the
@@ -41,6 +42,14 @@
 // an equal part of the spare (so a member whose load grows finds room at
 // once). One sum, computed each run from the live members: nothing drifts.
 //
+// The bucket keeps the limit (rate and burst) its first lease call brought;
+// a call with another answers the error `DQLIMIT <rate> <burst>` and
+// touches nothing, so instances configured with different limits never
+// share one bucket at the higher rate (ParseLeaseReply makes it
+// FAILED_PRECONDITION naming both). The keys expire key_expiry after the
+// last lease, so once no instance with the old limit leases any more the
+// next call makes the bucket anew with its own.
+//
 // Not a public API. Thread-compatible (one connection, one caller).
 
 #ifndef DEGRADE_REDIS_DETAIL_QUOTA_SCRIPT_HPP_
@@ -57,12 +66,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "degrade/clock.hpp"
+#include "degrade/detail/saturating.hpp"
 #include "degrade/detail/sigpipe.hpp"
 #include "degrade/redis/detail/command.hpp"
 #include "degrade/redis/detail/reply.hpp"
@@ -85,6 +97,12 @@ local ttl = tonumber(ARGV[6])
 local horizon = tonumber(ARGV[7])
 local first = tonumber(ARGV[8])
 local keep = tonumber(ARGV[9])
+local lim = redis.call('HMGET', KEYS[1], 'rate', 'burst')
+local lr = tonumber(lim[1])
+local lb = tonumber(lim[2])
+if lr ~= nil and lb ~= nil and (math.abs(lr - rate) > 1e-9 * lr or math.abs(lb - burst) > 1e-9 * lb) then
+  return redis.error_reply(string.format('DQLIMIT %.17g %.17g', lr, lb))
+end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%d', t_us), 'LIMIT', 0, 16)
 for i = 1, #dead do
   local m = dead[i]
@@ -136,11 +154,17 @@ if g < 0 then g = 0 end
 carry = want - g
 if carry < 0 then carry = 0 end
 tokens = tokens - g
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts), 'rate', ARGV[4], 'burst', ARGV[5])
 redis.call('HSET', KEYS[3], 't:' .. member, string.format('%d', t_us), 'c:' .. member, string.format('%.17g', carry))
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keep) end
 return {g, n, string.format('%.17g', share), string.format('%.17g', tokens)}
 )lua";
+
+// Marks the status of a lease call refused for a limit that differs from
+// the bucket's (the payload: the bucket's "<rate> <burst>"), so that the
+// quota tells it from other FAILED_PRECONDITIONs (a key of the wrong type).
+inline constexpr absl::string_view kLimitConflictPayload =
+    "type.degrade/redis.quota.limit_conflict";
 
 // What the script answered, checked.
 struct LeaseReply {
@@ -175,12 +199,27 @@ inline std::string Decimal(double v) { return absl::StrFormat("%.17g", v); }
 // number). Anything else is INVALID_ARGUMENT naming the element and what it
 // held: a proxy or a look-alike that answers garbage must not hand out
 // tokens. An error reply becomes ErrorReplyStatus's status.
-inline absl::StatusOr<LeaseReply> ParseLeaseReply(const redisReply& r,
-                                                  absl::string_view where,
-                                                  absl::string_view command,
-                                                  int64_t max_grant,
-                                                  double limit) {
+inline absl::StatusOr<LeaseReply> ParseLeaseReply(
+    const redisReply& r, absl::string_view where, absl::string_view command,
+    int64_t max_grant, double limit, double burst = 0) {
   if (r.type == REDIS_REPLY_ERROR) {
+    const absl::string_view text = ReplyText(r);
+    if (absl::StartsWith(text, "DQLIMIT ")) {
+      const absl::string_view theirs = text.substr(8);
+      const size_t space = theirs.find(' ');
+      absl::Status conflict = absl::FailedPreconditionError(absl::StrCat(
+          where, ": ", command,
+          ": the fleet's bucket was made with a limit of ",
+          Excerpt(theirs.substr(0, space)), " tokens/s (burst ",
+          space == absl::string_view::npos ? "?"
+                                           : Excerpt(theirs.substr(space + 1)),
+          ") but this instance has ", Decimal(limit), " tokens/s (burst ",
+          Decimal(burst),
+          "): every instance of a quota needs the same limit; this one runs "
+          "on its fair share meanwhile"));
+      conflict.SetPayload(kLimitConflictPayload, absl::Cord(theirs));
+      return conflict;
+    }
     return ErrorReplyStatus(where, command, ReplyText(r));
   }
   const auto bad = [&](absl::string_view what) {
@@ -235,17 +274,18 @@ inline absl::StatusOr<LeaseReply> ParseLeaseReply(const redisReply& r,
 // Runs the script on `c`: EVALSHA with `*sha` when known, EVAL with the
 // text when Redis answers NOSCRIPT (its script cache was flushed: a restart
 // or a failover) or before the digest is known (then SCRIPT LOAD learns
-// it, once). Each command is bounded by `timeout` as a whole. Transport
-// failures: UNAVAILABLE or
+// it, once). All of its commands end by `deadline` (RealClock; `timeout`
+// names the bound in messages). Transport failures: UNAVAILABLE or
 // DEADLINE_EXCEEDED with `*stale` as RunCommand sets it (`c` is then
 // unusable).
 inline absl::StatusOr<LeaseReply> RunLease(
     const ContextPtr& c, absl::string_view where, const LeaseArgs& a,
-    absl::Duration timeout, std::string* sha, int64_t max_grant, bool* stale) {
+    absl::Time deadline, absl::Duration timeout, std::string* sha,
+    int64_t max_grant, bool* stale) {
   if (sha->empty()) {
     absl::StatusOr<ReplyPtr> loaded =
-        RunCommand(c, where, "SCRIPT LOAD", {"SCRIPT", "LOAD", kQuotaScript},
-                   timeout, stale);
+        RunCommandBy(c, where, "SCRIPT LOAD", {"SCRIPT", "LOAD", kQuotaScript},
+                     deadline, timeout, stale);
     if (!loaded.ok()) return loaded.status();
     if ((*loaded)->type == REDIS_REPLY_STRING)
       *sha = std::string(ReplyText(**loaded));
@@ -271,27 +311,32 @@ inline absl::StatusOr<LeaseReply> RunLease(
           absl::string_view(keep)}) {
       argv.push_back(v);
     }
-    return RunCommand(c, where, verb, argv, timeout, stale);
+    return RunCommandBy(c, where, verb, argv, deadline, timeout, stale);
   };
   if (!sha->empty()) {
     absl::StatusOr<ReplyPtr> r = run("EVALSHA", *sha);
     if (!r.ok()) return r.status();
     if (!((*r)->type == REDIS_REPLY_ERROR &&
           absl::StartsWith(ReplyText(**r), "NOSCRIPT"))) {
-      return ParseLeaseReply(**r, where, "EVALSHA", max_grant, a.limit);
+      return ParseLeaseReply(**r, where, "EVALSHA", max_grant, a.limit,
+                             a.burst);
     }
   }
   absl::StatusOr<ReplyPtr> r = run("EVAL", kQuotaScript);
   if (!r.ok()) return r.status();
-  return ParseLeaseReply(**r, where, "EVAL", max_grant, a.limit);
+  return ParseLeaseReply(**r, where, "EVAL", max_grant, a.limit, a.burst);
 }
 
 // One connection for lease calls: made lazily (Connect), kept between
 // calls, dropped after a transport failure (a late reply must not be read
 // as the next one's). A call on a kept connection the server had closed
 // (Redis restarted since) reconnects and runs once more; a timeout is never
-// retried. SIGPIPE is blocked on the calling thread while it runs.
-// Thread-compatible: the quota's refresher is its only caller.
+// retried. The whole call (a connect's AUTH and SELECT, SCRIPT LOAD,
+// EVALSHA, EVAL, the second run) shares one deadline: command_timeout from
+// its start, or from the end of the TCP connect when it opens with one
+// (that connect is bounded by connect_timeout). SIGPIPE is blocked on the
+// calling thread while it runs. Thread-compatible: the quota's refresher is its
+// only caller.
 class LeaseConnection {
  public:
   LeaseConnection(ConnectParams params, LeaseArgs base, std::string where,
@@ -309,16 +354,21 @@ class LeaseConnection {
     args.demand = demand;
     args.held = held;
     absl::StatusOr<LeaseReply> r;
+    absl::Time deadline = absl::InfiniteFuture();  // Connect sets it
+    if (context_ != nullptr) {
+      deadline = ::degrade::detail::SatAdd(
+          ::degrade::RealClock::Instance().Now(), params_.command_timeout);
+    }
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool reused = context_ != nullptr;
       if (!reused) {
-        absl::StatusOr<ContextPtr> c = Connect(params_, where_);
+        absl::StatusOr<ContextPtr> c = Connect(params_, where_, &deadline);
         if (!c.ok()) return c.status();
         context_ = *std::move(c);
       }
       bool stale = false;
-      r = RunLease(context_, where_, args, params_.command_timeout, &sha_,
-                   max_grant_, &stale);
+      r = RunLease(context_, where_, args, deadline, params_.command_timeout,
+                   &sha_, max_grant_, &stale);
       if (r.ok() || !(absl::IsUnavailable(r.status()) ||
                       absl::IsDeadlineExceeded(r.status()))) {
         break;

@@ -133,7 +133,12 @@ struct RateLimitSettings {
   // rate stays exact, and admissions may bunch at the clock's tick.
   bool precise_clock = false;
   // The clock (nullptr: RealClock); must not read an infinite time when the
-  // limiter is created.
+  // limiter is created. Later, a reading at an infinity is no time passing
+  // (the limiter decides at its latest good reading), and a step back is
+  // absorbed (detail/rate_limit/gcra.hpp). A custom clock stepped back and
+  // then forward again reads as the forward step passing, by design: a
+  // correction cannot be told from a quiet spell, so a limiter in debt may
+  // find its bucket full, forgiving at most one burst plus max_wait.
   const Clock* clock = nullptr;
   Telemetry* metrics = nullptr;
 };

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -122,6 +123,37 @@ TEST(RedisQuotaAttackTest, AClockAtAnInfinityNeitherOpensNorClosesTheQuota) {
   EXPECT_GT(store.calls, calls) << "the refresher never runs again";
   clock.Set(absl::InfinitePast());
   EXPECT_LE(Spend(*q, 1000), 12);
+}
+
+// A lease call refused for a limit that differs from the bucket's puts the
+// instance on its fair share at once (its own limit is not the fleet's, so
+// no grace on its lease) and counts the conflict; any other
+// FAILED_PRECONDITION (a key of the wrong type) is an outage like others:
+// grace first, nothing counted as a conflict.
+TEST(RedisQuotaAttackTest, ALimitConflictGoesToTheFairShareAtOnceAndIsCounted) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  CountingStore store;
+  store.answer = QuotaLease{50, 1, 100};
+  auto q =
+      ClusterQuota::CreateWithLeaser(AttackQuotaOptions(&clock), store.Leaser())
+          .value();
+  ASSERT_TRUE(q->RefreshNow().ok());
+  ASSERT_EQ(q->mode(), QuotaMode::kLeasing);
+  absl::Status conflict = absl::FailedPreconditionError("another limit");
+  conflict.SetPayload(::degrade::detail::redis::kLimitConflictPayload,
+                      absl::Cord("1000 1000"));
+  store.answer = conflict;
+  EXPECT_TRUE(absl::IsFailedPrecondition(q->RefreshNow()));
+  EXPECT_EQ(q->mode(), QuotaMode::kFairShare);
+  EXPECT_EQ(q->stats().held, 0);
+  EXPECT_EQ(q->stats().limit_conflicts, 1u);
+  store.answer = QuotaLease{50, 1, 100};
+  ASSERT_TRUE(q->RefreshNow().ok());
+  store.answer = absl::FailedPreconditionError("WRONGTYPE");
+  EXPECT_TRUE(absl::IsFailedPrecondition(q->RefreshNow()));
+  EXPECT_EQ(q->mode(), QuotaMode::kGrace);
+  EXPECT_EQ(q->stats().limit_conflicts, 1u);
+  EXPECT_EQ(q->stats().errors, 2u);
 }
 
 // What holds on a clock stepped back an hour: the local bucket's debt

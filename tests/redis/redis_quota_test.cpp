@@ -409,6 +409,7 @@ TEST(RedisQuotaTest, MetricsExportModeLeasedDecisionsAndRoundTrips) {
            "degrade_quota_decisions_total{quota=\"fs\",result=\"refused\"} 2",
            "degrade_quota_round_trips_total{quota=\"fs\"} 1",
            "degrade_quota_errors_total{quota=\"fs\"} 0",
+           "degrade_quota_limit_conflicts_total{quota=\"fs\"} 0",
        }) {
     EXPECT_THAT(text, HasSubstr(line));
   }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -154,6 +155,26 @@ TEST(RedisQuotaAttackTest, ALimitConflictGoesToTheFairShareAtOnceAndIsCounted) {
   EXPECT_EQ(q->mode(), QuotaMode::kGrace);
   EXPECT_EQ(q->stats().limit_conflicts, 1u);
   EXPECT_EQ(q->stats().errors, 2u);
+}
+
+// A finite clock reading just inside the int64 range (1677, a FakeClock
+// set there) after a good one: the local bucket's wait is computed without
+// overflow (UBSan), nothing beyond the burst is admitted, and a refusal
+// still carries a positive retry-after.
+TEST(RedisQuotaAttackTest, AClockNearTheEndOfTheRangeNeverOverflows) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  CountingStore store;
+  auto q =
+      ClusterQuota::CreateWithLeaser(AttackQuotaOptions(&clock), store.Leaser())
+          .value();
+  EXPECT_EQ(Spend(*q, 1000), 12);
+  clock.Set(
+      absl::FromUnixNanos(std::numeric_limits<int64_t>::min() + 1'000'000'000));
+  EXPECT_EQ(Spend(*q, 1000), 0);
+  absl::Status refused = q->TryAcquire();
+  ASSERT_TRUE(IsShed(refused)) << refused;
+  ASSERT_TRUE(ShedRetryAfter(refused).has_value());
+  EXPECT_GT(*ShedRetryAfter(refused), absl::ZeroDuration());
 }
 
 // What holds on a clock stepped back an hour: the local bucket's debt

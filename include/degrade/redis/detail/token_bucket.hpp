@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "degrade/detail/saturating.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -64,7 +65,9 @@ class LocalTokenBucket {
       const int64_t next = Add(base, cost);
       const int64_t allowed = Add(now_ns, tolerance);
       if (next > allowed) {
-        *wait_ns = next >= kNever ? kNever : next - allowed;
+        // Saturating: a clock near an end of the range (a FakeClock in
+        // 1677) puts `allowed` far below a stored time.
+        *wait_ns = next >= kNever ? kNever : SatSubNanos(next, allowed);
         return false;
       }
       if (tat_ns_.compare_exchange_weak(tat, next, std::memory_order_relaxed)) {
@@ -80,7 +83,7 @@ class LocalTokenBucket {
     return v >= 9e18 ? kNever : static_cast<int64_t>(v);
   }
   static int64_t Add(int64_t a, int64_t b) {
-    return a > kNever - b ? kNever : a + b;  // both >= 0 here
+    return a > kNever - b ? kNever : a + b;  // b >= 0 here
   }
   static int64_t Mul(int64_t a, int64_t n) {
     return n != 0 && a > kNever / n ? kNever : a * n;

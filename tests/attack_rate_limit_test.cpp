@@ -5,8 +5,7 @@
 // stand still, step back or sit at an infinity; settings at their bounds;
 // per-thread credit held by threads that exit; GiveBack abuse; many
 // threads on one key; a scan of unique keys against a hot key. Each test
-// states the condition and the bound it checks. A test marked DISABLED_
-// shows a defect; its comment says what should happen instead.
+// states the condition and the bound it checks.
 
 #include <algorithm>
 #include <atomic>

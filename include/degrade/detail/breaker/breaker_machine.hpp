@@ -357,21 +357,7 @@ class BreakerMachine : private BreakerView {
     return AssembleCounts(p);
   }
 
-  void StartInitialLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    switch (settings_.initial_state) {
-      case InitialState::kOpen:
-        return StartGenerationLocked(State::kOpen, now);
-      case InitialState::kForcedOpen:
-        return StartGenerationLocked(State::kOpen, now, kForcedOpen);
-      case InitialState::kMetricsOnly:
-        return StartGenerationLocked(State::kClosed, now, kMetricsOnly);
-      case InitialState::kBypass:
-        return StartGenerationLocked(State::kClosed, now, kBypass);
-      case InitialState::kClosed:
-        break;
-    }
-    StartGenerationLocked(State::kClosed, now);
-  }
+  void StartInitialLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Begins a new generation in `to`: the base snapshot is taken before the
   // new word is published, so a call that sees the new generation is always
@@ -460,39 +446,9 @@ class BreakerMachine : private BreakerView {
   }
 
   // Applies the transitions that the passage of time alone causes.
-  void AdvanceLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t w = word_.load(std::memory_order_relaxed);
-    switch (StateOf(w)) {
-      case State::kClosed:
-        if (Line(now) > interval_expiry_.load(std::memory_order_relaxed)) {
-          StartGenerationLocked(State::kClosed, now, ModeOf(w));
-        }
-        break;
-      case State::kOpen:
-        if (Line(now) > open_expiry_.load(std::memory_order_relaxed)) {
-          TransitionLocked(State::kHalfOpen, now,
-                           ModeOf(w) == kForcedOpen
-                               ? TransitionCause::kForcedOpenElapsed
-                               : TransitionCause::kOpenElapsed);
-        }
-        break;
-      case State::kHalfOpen:
-        if (now > half_open_deadline_.load(std::memory_order_relaxed) &&
-            (wait_from_entering_ || trials_.outstanding() > 0)) {
-          if (settings_.half_open_wait_expiry == HalfOpenWaitExpiry::kClose) {
-            CloseLocked(now, TransitionCause::kTrialWaitElapsed);
-          } else {
-            ReopenLocked(now, TransitionCause::kTrialTimedOut);
-          }
-        }
-        break;
-    }
-  }
+  void AdvanceLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  void SetHalfOpenDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (wait_from_entering_) return;  // armed once, on entering
-    half_open_deadline_.store(trials_.deadline(), std::memory_order_release);
-  }
+  void SetHalfOpenDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // A half-open trial reported (success or failure, not excluded).
   void JudgeTrialLocked(const Ticket& t, bool success, bool slow, int64_t now)
@@ -636,5 +592,8 @@ class BreakerMachine : private BreakerView {
 
 }  // namespace detail
 DEGRADE_NAMESPACE_END
+
+// The larger transition members, apart so that this header stays short.
+#include "degrade/detail/breaker/breaker_machine_inl.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_DETAIL_BREAKER_BREAKER_MACHINE_HPP_

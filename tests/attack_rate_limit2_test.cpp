@@ -98,7 +98,7 @@ void KeepResidentsBusy(KeyedRateLimiter<std::string>& l) {
 // is then refused for about 98 s, though none of them has ever sent a
 // request. Expected: a newcomer's wait in the cell is bounded by its own
 // limit (a few seconds here), not by the strictest override that passed
-// through the cell. Defect: keyed_rate_limit.hpp:339-343 (the cell is one
+// through the cell. Defect: keyed_rate_limit.hpp:419-422 (the cell is one
 // TAT judged with each caller's own tolerance).
 TEST(AttackKeyedOverflowTest,
      DISABLED_AStrictOverrideInTheCellLocksOutEveryOtherNewcomer) {
@@ -145,7 +145,7 @@ TEST(AttackKeyedOverflowTest,
 // over its rate, though it never sent a request. An operator reading the
 // log (or a client reading the status) cannot tell a full table (size
 // max_keys up) from a misbehaving caller. Expected: the message names the
-// full table. Defect: keyed_rate_limit.hpp:370-381 (Refusal has one
+// full table. Defect: keyed_rate_limit.hpp:445-453 (Refusal has one
 // wording for both).
 TEST(AttackKeyedOverflowTest, DISABLED_ANewcomerRefusedForAFullTableIsToldSo) {
   FakeClock clock;

@@ -141,13 +141,12 @@ TEST(AttackKeyedOverflowTest,
   EXPECT_TRUE(alice) << "retry-after " << wait;
 }
 
-// What a new user sees when the table is full: a refusal that says it is
-// over its rate, though it never sent a request. An operator reading the
-// log (or a client reading the status) cannot tell a full table (size
-// max_keys up) from a misbehaving caller. Expected: the message names the
-// full table. Defect: keyed_rate_limit.hpp:445-453 (Refusal has one
-// wording for both).
-TEST(AttackKeyedOverflowTest, DISABLED_ANewcomerRefusedForAFullTableIsToldSo) {
+// What a new user sees when the table is full: the refusal said it was
+// over its rate, though it never sent a request, so an operator reading the
+// log (or a client reading the status) could not tell a full table (size
+// max_keys up) from a misbehaving caller. The message now names the full
+// table.
+TEST(AttackKeyedOverflowTest, ANewcomerRefusedForAFullTableIsToldSo) {
   FakeClock clock;
   for (KeyedTableFull mode :
        {KeyedTableFull::kShareOverflow, KeyedTableFull::kRefuse}) {
@@ -287,12 +286,12 @@ TEST(AttackKeyedClockTest, InfinityThenAnEarlierFiniteReadingForgivesNothing) {
 // ---- WithFallback with a misbehaving limiter ----
 
 // A limiter callable that throws (a lambda over a lookup that fails, a
-// quota adapter with a bug): the call's own exception becomes Plan B, but
-// the limiter's escapes WithFallback. Expected: Plan B, as for every other
-// failure ("Any failure becomes the fallback", with_fallback.hpp:19-20).
-// Defect: with_fallback.hpp:411 and :423 (AskGate outside any guard).
+// quota adapter with a bug): the call's own exception became Plan B, but
+// the limiter's escaped WithFallback. Now Plan B, tagged exception, as for
+// every other failure ("Any failure becomes the fallback"), and the call
+// is not made.
 #if DEGRADE_HAS_EXCEPTIONS
-TEST(AttackWithFallbackTest, DISABLED_ALimiterThatThrowsServesPlanB) {
+TEST(AttackWithFallbackTest, ALimiterThatThrowsServesPlanB) {
   FakeClock clock;
   auto cb = degrade_tests::MakeBreaker<int>(&clock, "cb");
   auto gate = []() -> absl::Status { throw std::runtime_error("lookup"); };
@@ -306,6 +305,7 @@ TEST(AttackWithFallbackTest, DISABLED_ALimiterThatThrowsServesPlanB) {
                       },
                       -1));
   EXPECT_TRUE(r.is_default());
+  EXPECT_EQ(r.trace().ReasonFor("features"), DegradeReason::kException);
   EXPECT_EQ(calls, 0);
 }
 #endif

@@ -259,9 +259,10 @@ class KeyedRateLimiter final {
     return FingerprintOf(hash_(key), seed_, seed2_);
   }
   const Limit& LimitFor(const Key& key, uint64_t fp) const;
-  // Refused: `*retry` (unless null) in ticks, -1 for never.
-  bool Take(const Key& key, int64_t n, int64_t* retry);
-  absl::Status Refusal(int64_t n, int64_t retry) const;
+  // Refused: `*retry` (unless null) in ticks, -1 for never; `*full`
+  // (unless null) when the key is new and the table had no slot for it.
+  bool Take(const Key& key, int64_t n, int64_t* retry, bool* full = nullptr);
+  absl::Status Refusal(int64_t n, int64_t retry, bool full) const;
 
   const std::string name_;
   const KeyedRateLimitSettings settings_;
@@ -384,7 +385,7 @@ KeyedRateLimiter<Key, Hash>::LimitFor(const Key& key, uint64_t fp) const {
 
 template <class Key, class Hash>
 bool KeyedRateLimiter<Key, Hash>::Take(const Key& key, int64_t n,
-                                       int64_t* retry) {
+                                       int64_t* retry, bool* full) {
   const auto refuse = [&](int64_t r) {
     if (retry != nullptr) *retry = r;
     counts_.Add(kRefused);
@@ -413,6 +414,7 @@ bool KeyedRateLimiter<Key, Hash>::Take(const Key& key, int64_t n,
     } else {
       // Both buckets all debt: no resident is forgiven for a newcomer.
       bucket.CountFull();
+      if (full != nullptr) *full = true;
       if (settings_.when_full == KeyedTableFull::kRefuse) {
         return refuse(detail::ElapsedNanosSince(bucket.tat(p.least), now));
       }
@@ -438,8 +440,8 @@ bool KeyedRateLimiter<Key, Hash>::TryAcquire(const Key& key, int64_t n,
 }
 
 template <class Key, class Hash>
-absl::Status KeyedRateLimiter<Key, Hash>::Refusal(int64_t n,
-                                                  int64_t retry) const {
+absl::Status KeyedRateLimiter<Key, Hash>::Refusal(int64_t n, int64_t retry,
+                                                  bool full) const {
   const std::string where = absl::StrCat("keyed rate limiter '", name_, "'");
   if (n < 1) {
     return absl::InvalidArgumentError(
@@ -449,15 +451,21 @@ absl::Status KeyedRateLimiter<Key, Hash>::Refusal(int64_t n,
     return RateLimitedError(where, "more permits than the key's burst: never",
                             absl::Milliseconds(-1));
   }
-  return RateLimitedError(where, "over the key's rate",
-                          detail::GcraDuration(retry));
+  // A new key refused for want of a slot is no caller over its rate: the
+  // table is too small for the keys in debt (size max_keys up).
+  return RateLimitedError(
+      where,
+      full ? "a new key, and the table is full of keys in debt (max_keys)"
+           : "over the key's rate",
+      detail::GcraDuration(retry));
 }
 
 template <class Key, class Hash>
 absl::Status KeyedRateLimiter<Key, Hash>::Admit(const Key& key, int64_t n) {
   int64_t retry = 0;
-  if (Take(key, n, &retry)) return absl::OkStatus();
-  return Refusal(n, retry);
+  bool full = false;
+  if (Take(key, n, &retry, &full)) return absl::OkStatus();
+  return Refusal(n, retry, full);
 }
 
 template <class Key, class Hash>

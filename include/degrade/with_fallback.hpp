@@ -138,14 +138,23 @@ inline constexpr bool kIsAdmissionGate =
     std::is_invocable_r_v<absl::Status, G&>;
 
 template <typename G>
-absl::Status AskGate(G& gate) {
-  if constexpr (HasStatusAdmit<G>::value) {
-    return gate.Admit();
-  } else if constexpr (HasStatusTryAcquire<G>::value) {
-    return gate.TryAcquire();
-  } else {
-    return std::invoke(gate);
-  }
+absl::Status AskGate(G& gate, absl::string_view stage) {
+  // A gate that throws (a user's limiter lambda) is a failure like any
+  // other: Plan B, tagged exception, and the call is not made.
+  return InvokeOr(
+      [&gate]() -> absl::Status {
+        if constexpr (HasStatusAdmit<G>::value) {
+          return gate.Admit();
+        } else if constexpr (HasStatusTryAcquire<G>::value) {
+          return gate.TryAcquire();
+        } else {
+          return std::invoke(gate);
+        }
+      },
+      [stage](absl::string_view what) {
+        return CallableExceptionError(
+            absl::StrCat("the limiter in front of '", stage, "'"), what);
+      });
 }
 
 }  // namespace detail
@@ -199,7 +208,8 @@ detail::WithFallbackResult<T, Fallback> WithFallback(UpstreamTrace upstream,
 // refuses, `call` is not run and the breaker is not asked, so the refusal
 // is neither a failure nor a success of the dependency, and the result is
 // the fallback tagged `DegradeReason::kRateLimited` (a refusal that is not
-// a rate limit's, `IsRateLimited`, is tagged `kShed`). A fallible fallback
+// a rate limit's, `IsRateLimited`, is tagged `kShed`; a limiter that throws
+// is tagged `kException`). A fallible fallback
 // receives the refusal, retry-after included, as `failure`. When the
 // limiter admits, this is `WithFallback(breaker, stage, call, fallback)`;
 // the permit is spent whatever the call's outcome (a limit on calls made,
@@ -352,10 +362,11 @@ WithFallbackResult<T, Fb> RefusedWithFallback(const DegradationTrace* upstream,
   if constexpr (kFallibleFallback<T, Fb>) {
     if (!plan_b.ok()) return plan_b.status();
   }
-  StageResult<T> r = StageResult<T>::Fallback(*std::move(plan_b), stage,
-                                              IsRateLimited(refusal)
-                                                  ? DegradeReason::kRateLimited
-                                                  : DegradeReason::kShed);
+  const DegradeReason why = IsRateLimited(refusal) ? DegradeReason::kRateLimited
+                           : IsCallableException(refusal)
+                               ? DegradeReason::kException
+                               : DegradeReason::kShed;
+  StageResult<T> r = StageResult<T>::Fallback(*std::move(plan_b), stage, why);
   if (upstream != nullptr) r.MergeUpstream(*upstream);
   return r;
 }
@@ -408,7 +419,7 @@ detail::WithFallbackResult<T, Fallback> WithFallback(Limiter& limiter,
                                                      absl::string_view stage,
                                                      Call&& call,
                                                      Fallback fallback) {
-  const absl::Status admitted = detail::AskGate(limiter);
+  const absl::Status admitted = detail::AskGate(limiter, stage);
   if (!admitted.ok()) {
     return detail::RefusedWithFallback<T>(nullptr, stage, admitted, fallback);
   }
@@ -420,7 +431,7 @@ template <typename T, typename Limiter, typename Call, typename Fallback,
 detail::WithFallbackResult<T, Fallback> WithFallback(
     UpstreamTrace upstream, Limiter& limiter, CircuitBreaker<T>& breaker,
     absl::string_view stage, Call&& call, Fallback fallback) {
-  const absl::Status admitted = detail::AskGate(limiter);
+  const absl::Status admitted = detail::AskGate(limiter, stage);
   if (!admitted.ok()) {
     return detail::RefusedWithFallback<T>(&upstream.trace(), stage, admitted,
                                           fallback);

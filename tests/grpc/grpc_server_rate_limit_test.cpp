@@ -204,6 +204,19 @@ TEST_F(GrpcServerRateLimitTest, AConfiguredHeaderNamesTheCaller) {
   EXPECT_EQ(LastCaller(), "acme");
 }
 
+// gRPC delivers metadata keys in lower case: a setting in upper case
+// ("X-Tenant") never matched, and every call was the anonymous caller.
+TEST_F(GrpcServerRateLimitTest, AnUpperCaseHeaderSettingStillNamesTheCaller) {
+  options_.caller_header = "X-Tenant";
+  degrade_test::EchoServer server(Service());
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  EXPECT_TRUE(
+      Call(*stub, "ignored", Criticality::kCritical, {{"x-tenant", "acme"}})
+          .ok());
+  EXPECT_EQ(LastCaller(), "acme");
+}
+
 TEST_F(GrpcServerRateLimitTest, AClassLimitRefusesOnlyItsClass) {
   degrade_test::EchoServer server(Service());
   ASSERT_TRUE(server.started());

@@ -54,6 +54,7 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -63,6 +64,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
 #include "degrade/clock.hpp"
@@ -200,7 +203,8 @@ struct ServerOptions {
   // limit spends nothing that other callers share.
   CallerRateLimiter* per_caller = nullptr;
   // The metadata key the identity is read from: kCallerIdKey, or a header
-  // a trusted proxy in front sets (lower case, as gRPC keys are).
+  // a trusted proxy in front sets (compared in lower case, as gRPC delivers
+  // keys).
   std::string caller_header = std::string(kCallerIdKey);
   // A limit per request class: per_class[criticality] (nullptr: none) is
   // asked for one permit per call of that criticality (after the caller's
@@ -302,8 +306,18 @@ class ServerCall {
   // The caller's identity, or "" (counted when it was malformed: sent
   // twice, empty, too long, or not printable ASCII).
   void ReadCaller(const ::grpc::ServerContext& context) {
-    auto value = ::degrade::detail::grpc::OneValue(context.client_metadata(),
-                                                   options_.caller_header);
+    // gRPC delivers metadata keys in lower case: an upper-case setting
+    // ("X-Tenant") would never match and every call would be the anonymous
+    // caller, so it is lowered (copied only when it needs it).
+    absl::string_view header = options_.caller_header;
+    std::string lowered;
+    if (std::any_of(header.begin(), header.end(),
+                    [](char c) { return absl::ascii_isupper(c); })) {
+      lowered = absl::AsciiStrToLower(header);
+      header = lowered;
+    }
+    auto value =
+        ::degrade::detail::grpc::OneValue(context.client_metadata(), header);
     if (value.ok() && !value->has_value()) return;
     bool good = value.ok() && !(*value)->empty() &&
                 (*value)->size() <= kMaxCallerIdLength;

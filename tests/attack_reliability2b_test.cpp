@@ -72,8 +72,19 @@ void* operator new[](std::size_t n) {
   if (from != 0 && n >= from) throw std::bad_alloc();
   return ::operator new(n);
 }
+// The queue grows with `new (std::nothrow) T[n]`: replaced too, so that it
+// fails on the same terms and pairs with the delete[] below (a sanitizer's
+// own nothrow new[] would not).
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  const std::size_t from = g_fail_array_new_from.load();
+  if (from != 0 && n >= from) return nullptr;
+  return ::operator new(n, std::nothrow);
+}
 void operator delete[](void* p) noexcept { ::operator delete(p); }
 void operator delete[](void* p, std::size_t) noexcept { ::operator delete(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  ::operator delete(p);
+}
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {

@@ -363,9 +363,9 @@ WithFallbackResult<T, Fb> RefusedWithFallback(const DegradationTrace* upstream,
     if (!plan_b.ok()) return plan_b.status();
   }
   const DegradeReason why = IsRateLimited(refusal) ? DegradeReason::kRateLimited
-                           : IsCallableException(refusal)
-                               ? DegradeReason::kException
-                               : DegradeReason::kShed;
+                            : IsCallableException(refusal)
+                                ? DegradeReason::kException
+                                : DegradeReason::kShed;
   StageResult<T> r = StageResult<T>::Fallback(*std::move(plan_b), stage, why);
   if (upstream != nullptr) r.MergeUpstream(*upstream);
   return r;

@@ -345,9 +345,10 @@ TEST(ExecuteWithTimeoutTest, TimeoutsAreFailuresSoAHangingBackendTrips) {
   s.clock = &clock;
   s.ready_to_trip = trip::ConsecutiveFailures(3);
   CircuitBreaker<int> breaker(s);
+  // Before the pool: a late task still counts itself while the pool joins.
+  std::atomic<int> started{0};
   ThreadPool pool(3);
   auto latch = std::make_shared<Latch>();
-  std::atomic<int> started{0};
   for (int i = 0; i < 3; ++i) {
     absl::StatusOr<int> r = ExecuteWithTimeout(
         breaker, pool, absl::Milliseconds(20), [latch, &started] {

@@ -5,8 +5,10 @@
 // detail/rate_limit/slot_table.hpp), the time line at an infinity
 // (detail/rate_limit/gcra.hpp) and a limiter in front of a breaker
 // (with_fallback.hpp). Each test states the condition a deployment creates
-// and the bound it checks. Tests named DISABLED_ show a defect: they state
-// the behaviour expected and fail today.
+// and the bound it checks. The four that showed defects (an override in
+// the overflow cell, a burst derived from lease_horizon in the limit
+// record, permits spent behind an open breaker) failed on the code they
+// were written against and pass since the fixes.
 
 #include <cstdint>
 #include <map>
@@ -98,10 +100,11 @@ void KeepResidentsBusy(KeyedRateLimiter<std::string>& l) {
 // is then refused for about 98 s, though none of them has ever sent a
 // request. Expected: a newcomer's wait in the cell is bounded by its own
 // limit (a few seconds here), not by the strictest override that passed
-// through the cell. Defect: keyed_rate_limit.hpp:419-422 (the cell is one
-// TAT judged with each caller's own tolerance).
+// through the cell. Was: the cell was one TAT judged with each caller's own
+// tolerance. Fixed: an override key has a state of its own outside the
+// table and never enters a cell.
 TEST(AttackKeyedOverflowTest,
-     DISABLED_AStrictOverrideInTheCellLocksOutEveryOtherNewcomer) {
+     AStrictOverrideInTheCellLocksOutEveryOtherNewcomer) {
   FakeClock clock;
   auto l = KeyedRateLimiter<std::string>::Create(Keyed(clock, 1, 2, 8),
                                                  {{"hot-item", {0.01, 1}}})
@@ -123,8 +126,7 @@ TEST(AttackKeyedOverflowTest,
 // The same with a generous override (a VIP: 1000/s, burst 10000): one VIP
 // newcomer spending its burst through the cell refuses every default
 // newcomer of the region for 10 s.
-TEST(AttackKeyedOverflowTest,
-     DISABLED_AVipBurstInTheCellLocksOutEveryOtherNewcomer) {
+TEST(AttackKeyedOverflowTest, AVipBurstInTheCellLocksOutEveryOtherNewcomer) {
   FakeClock clock;
   auto l = KeyedRateLimiter<std::string>::Create(Keyed(clock, 1, 2, 8),
                                                  {{"vip", {1000, 10000}}})
@@ -349,9 +351,9 @@ TEST(AttackWithFallbackTest, ALimiterThatReentersRuns) {
 // call spends a permit for a call that is never made. When the breaker
 // closes again the limiter's burst is gone and the first real calls are
 // refused. With a fleet quota this spends the fleet's tokens on nothing.
-// Expected: a call the breaker rejects costs no permit. Defect (low):
-// with_fallback.hpp:411-415.
-TEST(AttackWithFallbackTest, DISABLED_CallsTheOpenBreakerRejectsSpendNoPermit) {
+// Expected: a call the breaker rejects costs no permit. Fixed: the limiter
+// is asked once the breaker has admitted the call.
+TEST(AttackWithFallbackTest, CallsTheOpenBreakerRejectsSpendNoPermit) {
   FakeClock clock;
   RateLimitSettings s;
   s.name = "features";
@@ -383,10 +385,11 @@ TEST(AttackWithFallbackTest, DISABLED_CallsTheOpenBreakerRejectsSpendNoPermit) {
 // to about twice the limit near the end of the rollout, docs/redis.md
 // "Changing the limit"), for a change that did not touch the limit.
 // Expected: the limit record compares what the operator set (rate, and
-// burst when set), or the derived burst is not part of the record.
-// Defect: redis/detail/quota_script.hpp:413-415 with :102-104.
+// burst when set), or the derived burst is not part of the record. Fixed:
+// the script is sent the burst as set (0: derived, by the script, from
+// each caller's lease_horizon) and records that.
 TEST(AttackQuotaLimitRecordTest,
-     DISABLED_ChangingOnlyTheLeaseHorizonIsNotALimitConflict) {
+     ChangingOnlyTheLeaseHorizonIsNotALimitConflict) {
   redis::ClusterQuotaOptions before;
   before.name = "feature_store";
   before.limit_per_second = 1000;

@@ -133,7 +133,31 @@ TEST_F(LimiterBreakerFallbackTest, OpenBreakerBehindAnAdmittingLimiterIsOpen) {
   const StageResult<int> r = Fetch();
   EXPECT_EQ(r.trace().ReasonFor("features"), R::kBreakerOpen);
   EXPECT_EQ(calls_, 0);
-  EXPECT_FALSE(limiter_->TryAcquire(2)) << "the permit was spent anyway";
+  // The open breaker rejected the call before the limiter was asked: the
+  // whole burst is still there for when it closes.
+  EXPECT_TRUE(limiter_->TryAcquire(2)) << "a rejected call spent a permit";
+}
+
+// Half-open, the breaker admits a trial and then the limiter is asked; a
+// refusal gives the trial slot back (counted excluded), so the next call
+// the limiter admits is the trial that closes the breaker, not a "too many
+// requests" rejection.
+TEST_F(LimiterBreakerFallbackTest,
+       AHalfOpenTrialTheLimiterRefusesGivesItsSlotBack) {
+  Trip(*cb_);
+  clock_.Advance(kDefaultOpenTimeout + absl::Seconds(1));
+  ASSERT_EQ(cb_->state(), State::kHalfOpen);
+  ASSERT_TRUE(limiter_->TryAcquire(2));  // drain the burst
+  const StageResult<int> refused = Fetch();
+  EXPECT_EQ(refused.trace().ReasonFor("features"), R::kRateLimited);
+  EXPECT_EQ(calls_, 0);
+  EXPECT_EQ(cb_->state(), State::kHalfOpen);
+  EXPECT_EQ(cb_->totals().exclusions, 1u);
+  clock_.Advance(absl::Seconds(1));  // one permit
+  const StageResult<int> trial = Fetch();
+  EXPECT_FALSE(trial.is_default()) << trial.trace().Encode();
+  EXPECT_EQ(calls_, 1);
+  EXPECT_EQ(cb_->state(), State::kClosed);
 }
 
 TEST_F(LimiterBreakerFallbackTest, FallibleFallbackFailingNamesTheLimiter) {

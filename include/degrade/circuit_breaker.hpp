@@ -99,6 +99,10 @@
 
 DEGRADE_NAMESPACE_BEGIN
 
+namespace detail {
+struct GatedExecute;
+}  // namespace detail
+
 // Permit
 //
 // The two-step form of a call: `Allow()` admits, the caller runs the call
@@ -201,14 +205,7 @@ class CircuitBreaker {
     if (const absl::Status* rejected = core_.Acquire(&ticket)) {
       return Result(*rejected);
     }
-    Result result =
-        detail::InvokeCatching<T>(f, "circuit breaker", core_.name());
-    if (DEGRADE_UNLIKELY(classify_ != nullptr)) {
-      core_.Complete(ticket, detail::StatusOf(result), Classify(result));
-    } else {
-      core_.Complete(ticket, detail::StatusOf(result));
-    }
-    return result;
+    return Run(ticket, f);
   }
 
   // The two-step form: admits a call or returns the rejection. The permit
@@ -281,6 +278,21 @@ class CircuitBreaker {
   }
 
  private:
+  friend struct detail::GatedExecute;
+
+  // Runs an admitted call and records its outcome.
+  template <typename F>
+  DEGRADE_ALWAYS_INLINE Result Run(const detail::Ticket& ticket, F& f) {
+    Result result =
+        detail::InvokeCatching<T>(f, "circuit breaker", core_.name());
+    if (DEGRADE_UNLIKELY(classify_ != nullptr)) {
+      core_.Complete(ticket, detail::StatusOf(result), Classify(result));
+    } else {
+      core_.Complete(ticket, detail::StatusOf(result));
+    }
+    return result;
+  }
+
   static bool ClassifierFits(const ResultClassifier& c) {
     return c.type == detail::ResultTypeTag<Result>();
   }

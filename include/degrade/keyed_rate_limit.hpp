@@ -26,7 +26,7 @@
 // A table full of debt. A key in debt is never evicted, whatever the
 // newcomer asks: evicting it would forgive its debt, and a client choosing
 // keys and costs could reset a hot key at will. A newcomer whose two
-// buckets hold only keys in debt is instead charged, at its own limit, to
+// buckets hold only keys in debt is instead charged, at the default limit, to
 // an overflow cell it shares with the other such newcomers of its part of
 // the table (one cell per 512 slots): at most its burst on a frozen clock,
 // at most twice its own limit over any window (the cell's share, then a
@@ -47,7 +47,9 @@
 // Keys are told apart by a 64-bit fingerprint of Hash (mixed with the
 // seed): two keys with the same fingerprint share a limit (about n^2 / 2^65
 // pairs among n live keys: 3e-8 at a million). Overrides are compared by the
-// key itself.
+// key itself, and each has a state of its own outside the table: a
+// configured key is never evicted and never charged to an overflow cell,
+// so neither a VIP's burst nor a strict item's debt reaches other keys.
 
 #ifndef DEGRADE_KEYED_RATE_LIMIT_HPP_
 #define DEGRADE_KEYED_RATE_LIMIT_HPP_
@@ -58,6 +60,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -90,7 +93,7 @@ DEGRADE_NAMESPACE_BEGIN
 // What a KeyedRateLimiter does with a new key whose two buckets hold only
 // keys in debt. Neither ever evicts a key in debt.
 enum class KeyedTableFull : uint8_t {
-  // Charge the newcomer, at its own limit, to the overflow cell it shares
+  // Charge the newcomer, at the default limit, to the overflow cell it shares
   // with the other newcomers of its part of the table that found their
   // buckets all debt: admitted while that shared cell has room (its
   // burst at most, on a frozen clock), refused with the cell's retry-after
@@ -231,10 +234,15 @@ class KeyedRateLimiter final {
     int64_t interval;
     int64_t tolerance;
   };
+  // An override key's state lives here, never in the table: a configured
+  // key is never evicted and never shares the overflow cell (where one
+  // strict or generous limit would decide every newcomer's). `tat` is
+  // guarded by the table's stripe lock for `fingerprint`.
   struct OverrideEntry {
     uint64_t fingerprint;
     Key key;
     Limit limit;
+    mutable int64_t tat = std::numeric_limits<int64_t>::min();
   };
   enum Counter { kAdmitted = 0, kRefused = 1, kPermits = 2 };
 
@@ -258,7 +266,8 @@ class KeyedRateLimiter final {
   uint64_t Fingerprint(const Key& key) const {
     return FingerprintOf(hash_(key), seed_, seed2_);
   }
-  const Limit& LimitFor(const Key& key, uint64_t fp) const;
+  // The override entry for `key`, or null for the default limit.
+  const OverrideEntry* OverrideFor(const Key& key, uint64_t fp) const;
   // Refused: `*retry` (unless null) in ticks, -1 for never; `*full`
   // (unless null) when the key is new and the table had no slot for it.
   bool Take(const Key& key, int64_t n, int64_t* retry, bool* full = nullptr);
@@ -371,16 +380,16 @@ uint64_t KeyedRateLimiter<Key, Hash>::DrawSeed() {
 }
 
 template <class Key, class Hash>
-const typename KeyedRateLimiter<Key, Hash>::Limit&
-KeyedRateLimiter<Key, Hash>::LimitFor(const Key& key, uint64_t fp) const {
-  if (overrides_.empty()) return default_;
+const typename KeyedRateLimiter<Key, Hash>::OverrideEntry*
+KeyedRateLimiter<Key, Hash>::OverrideFor(const Key& key, uint64_t fp) const {
+  if (overrides_.empty()) return nullptr;
   auto it = std::lower_bound(
       overrides_.begin(), overrides_.end(), fp,
       [](const OverrideEntry& e, uint64_t f) { return e.fingerprint < f; });
   for (; it != overrides_.end() && it->fingerprint == fp; ++it) {
-    if (it->key == key) return it->limit;
+    if (it->key == key) return &*it;
   }
-  return default_;
+  return nullptr;
 }
 
 template <class Key, class Hash>
@@ -393,7 +402,8 @@ bool KeyedRateLimiter<Key, Hash>::Take(const Key& key, int64_t n,
   };
   if (n < 1) return refuse(-1);
   const uint64_t fp = Fingerprint(key);
-  const Limit& limit = LimitFor(key, fp);
+  const OverrideEntry* const o = OverrideFor(key, fp);
+  const Limit& limit = o != nullptr ? o->limit : default_;
   const int64_t cost = detail::SatMulNanos(limit.interval, n);
   // More than the burst: never, whatever the state; nothing to look up.
   if (cost > limit.tolerance) return refuse(-1);
@@ -401,6 +411,15 @@ bool KeyedRateLimiter<Key, Hash>::Take(const Key& key, int64_t n,
   detail::SlotTable::Locked bucket = table_.Lock(fp);
   const int64_t now = line_.Now(bucket.last_now());
   bucket.set_last_now(now);
+  if (o != nullptr) {
+    const detail::GcraStep step =
+        detail::GcraDecide(o->tat, now, cost, 0, limit.tolerance, 0);
+    if (!step.admit) return refuse(step.wait);
+    o->tat = step.next;
+    counts_.Add(kAdmitted);
+    counts_.Add(kPermits, static_cast<uint64_t>(n));
+    return true;
+  }
   const detail::SlotTable::Probe p = bucket.Find(fp, now);
   if (p.found >= 0) {
     const detail::GcraStep step = detail::GcraDecide(
@@ -471,9 +490,13 @@ absl::Status KeyedRateLimiter<Key, Hash>::Admit(const Key& key, int64_t n) {
 template <class Key, class Hash>
 absl::Duration KeyedRateLimiter<Key, Hash>::Debt(const Key& key) const {
   const uint64_t fp = Fingerprint(key);
+  const OverrideEntry* const o = OverrideFor(key, fp);
   detail::SlotTable::Locked bucket = table_.Lock(fp);
   const int64_t now = line_.Now(bucket.last_now());
   bucket.set_last_now(now);
+  if (o != nullptr) {
+    return detail::GcraDuration(detail::ElapsedNanosSince(o->tat, now));
+  }
   const detail::SlotTable::Probe p = bucket.Find(fp, now);
   const int64_t debt =
       p.found < 0 ? 0 : detail::ElapsedNanosSince(bucket.tat(p.found), now);

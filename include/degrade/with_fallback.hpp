@@ -19,9 +19,11 @@
 // Any failure becomes the fallback: the breaker open, too many half-open
 // trials, the call's error, an exception it threw. A limiter put in front
 // (`WithFallback(limiter, breaker, ...)`: a RateLimiter, a ClusterQuota, or
-// any callable returning absl::Status) is asked first; its refusal is served
-// by Plan B tagged `rate_limited` and never reaches the breaker, so a
-// dependency we chose not to call is not counted as failing.
+// any callable returning absl::Status) is asked before a closed breaker and
+// behind an open or half-open one, so a call the breaker rejects spends no
+// permit; its refusal is served by Plan B tagged `rate_limited` and is
+// neither a failure nor a success of the breaker, so a dependency we chose
+// not to call is not counted as failing.
 //
 //   degrade::CircuitBreaker<std::vector<float>> feature_cb(settings);
 //   absl::StatusOr<degrade::StageResult<std::vector<float>>> f =
@@ -203,10 +205,14 @@ detail::WithFallbackResult<T, Fallback> WithFallback(UpstreamTrace upstream,
 
 // WithFallback(limiter, breaker, ...)
 //
-// A limiter in front of the breaker: asks `limiter` first (its `Admit()`,
-// else its `TryAcquire()` returning absl::Status, else `limiter()`); when it
-// refuses, `call` is not run and the breaker is not asked, so the refusal
-// is neither a failure nor a success of the dependency, and the result is
+// A limiter in front of the call: asks `limiter` (its `Admit()`, else its
+// `TryAcquire()` returning absl::Status, else `limiter()`) before a closed
+// breaker, and only once the breaker admits the call when it is open or
+// half-open, so a call the breaker rejects spends no permit. When the
+// limiter refuses, `call` is not run and the refusal is neither a failure
+// nor a success of the dependency (before a closed breaker the breaker
+// never sees it; behind one it counts as excluded and a half-open trial
+// slot is given back), and the result is
 // the fallback tagged `DegradeReason::kRateLimited` (a refusal that is not
 // a rate limit's, `IsRateLimited`, is tagged `kShed`; a limiter that throws
 // is tagged `kException`). A fallible fallback
@@ -322,13 +328,13 @@ absl::StatusOr<T> RunPlanB(Fb& fallback, const absl::Status& failure,
   }
 }
 
-// The shared body of every WithFallback overload. `upstream` may be null.
-template <typename T, typename Call, typename Fb>
-WithFallbackResult<T, Fb> RunWithFallback(const DegradationTrace* upstream,
-                                          CircuitBreaker<T>& breaker,
-                                          absl::string_view stage, Call& call,
-                                          Fb& fallback) {
-  absl::StatusOr<T> fresh = breaker.Execute(call);
+// The breaker's outcome made a StageResult: the value, or Plan B for the
+// failure. `upstream` may be null.
+template <typename T, typename Fb>
+WithFallbackResult<T, Fb> FinishWithFallback(const DegradationTrace* upstream,
+                                             absl::StatusOr<T> fresh,
+                                             absl::string_view stage,
+                                             Fb& fallback) {
   if (fresh.ok()) {
     // The happy path: no allocation beyond the value itself, no lock beyond
     // what the breaker takes.
@@ -349,7 +355,45 @@ WithFallbackResult<T, Fb> RunWithFallback(const DegradationTrace* upstream,
   return r;
 }
 
-// Plan B for a limiter's refusal: the breaker is never asked.
+// The shared body of every WithFallback overload. `upstream` may be null.
+template <typename T, typename Call, typename Fb>
+WithFallbackResult<T, Fb> RunWithFallback(const DegradationTrace* upstream,
+                                          CircuitBreaker<T>& breaker,
+                                          absl::string_view stage, Call& call,
+                                          Fb& fallback) {
+  return FinishWithFallback<T>(upstream, breaker.Execute(call), stage,
+                               fallback);
+}
+
+// Behind a breaker that is not closed, the limiter is asked once the
+// breaker has admitted the call, so a call the breaker rejects spends no
+// permit (an open breaker in front of a fleet quota would otherwise spend
+// the fleet's tokens on calls never made, and find the burst gone when it
+// closes). A refusal is then reported to the breaker as excluded: neither
+// a failure nor a success, and a half-open trial slot is given back.
+struct GatedExecute {
+  template <typename T>
+  static bool Closed(const CircuitBreaker<T>& breaker) {
+    return breaker.core_.last_state() == State::kClosed;
+  }
+  template <typename T, typename G, typename F>
+  static ResultOf<T> Run(CircuitBreaker<T>& breaker, G& gate,
+                         absl::string_view stage, F& f, absl::Status* refusal) {
+    Ticket ticket;
+    if (const absl::Status* rejected = breaker.core_.Acquire(&ticket)) {
+      return ResultOf<T>(*rejected);
+    }
+    absl::Status admitted = AskGate(gate, stage);
+    if (!admitted.ok()) {
+      breaker.core_.Complete(ticket, admitted, CallVerdict::kExcluded);
+      *refusal = std::move(admitted);
+      return ResultOf<T>(*refusal);
+    }
+    return breaker.Run(ticket, f);
+  }
+};
+
+// Plan B for a limiter's refusal (the breaker counted nothing).
 template <typename T, typename Fb>
 WithFallbackResult<T, Fb> RefusedWithFallback(const DegradationTrace* upstream,
                                               absl::string_view stage,
@@ -369,6 +413,29 @@ WithFallbackResult<T, Fb> RefusedWithFallback(const DegradationTrace* upstream,
   StageResult<T> r = StageResult<T>::Fallback(*std::move(plan_b), stage, why);
   if (upstream != nullptr) r.MergeUpstream(*upstream);
   return r;
+}
+
+template <typename T, typename Limiter, typename Call, typename Fb>
+WithFallbackResult<T, Fb> RunLimitedWithFallback(
+    const DegradationTrace* upstream, Limiter& limiter,
+    CircuitBreaker<T>& breaker, absl::string_view stage, Call& call,
+    Fb& fallback) {
+  if (GatedExecute::Closed(breaker)) {
+    // The common case: the limiter first, so that its refusals never reach
+    // the breaker's counts (a breaker that opens meanwhile costs a permit).
+    const absl::Status admitted = AskGate(limiter, stage);
+    if (!admitted.ok()) {
+      return RefusedWithFallback<T>(upstream, stage, admitted, fallback);
+    }
+    return RunWithFallback<T>(upstream, breaker, stage, call, fallback);
+  }
+  absl::Status refusal;
+  absl::StatusOr<T> fresh =
+      GatedExecute::Run(breaker, limiter, stage, call, &refusal);
+  if (!refusal.ok()) {
+    return RefusedWithFallback<T>(upstream, stage, refusal, fallback);
+  }
+  return FinishWithFallback<T>(upstream, std::move(fresh), stage, fallback);
 }
 
 // Runs `stage_call(items)` through the breaker; on failure applies
@@ -419,11 +486,8 @@ detail::WithFallbackResult<T, Fallback> WithFallback(Limiter& limiter,
                                                      absl::string_view stage,
                                                      Call&& call,
                                                      Fallback fallback) {
-  const absl::Status admitted = detail::AskGate(limiter, stage);
-  if (!admitted.ok()) {
-    return detail::RefusedWithFallback<T>(nullptr, stage, admitted, fallback);
-  }
-  return detail::RunWithFallback<T>(nullptr, breaker, stage, call, fallback);
+  return detail::RunLimitedWithFallback<T>(nullptr, limiter, breaker, stage,
+                                           call, fallback);
 }
 
 template <typename T, typename Limiter, typename Call, typename Fallback,
@@ -431,13 +495,8 @@ template <typename T, typename Limiter, typename Call, typename Fallback,
 detail::WithFallbackResult<T, Fallback> WithFallback(
     UpstreamTrace upstream, Limiter& limiter, CircuitBreaker<T>& breaker,
     absl::string_view stage, Call&& call, Fallback fallback) {
-  const absl::Status admitted = detail::AskGate(limiter, stage);
-  if (!admitted.ok()) {
-    return detail::RefusedWithFallback<T>(&upstream.trace(), stage, admitted,
-                                          fallback);
-  }
-  return detail::RunWithFallback<T>(&upstream.trace(), breaker, stage, call,
-                                    fallback);
+  return detail::RunLimitedWithFallback<T>(&upstream.trace(), limiter, breaker,
+                                           stage, call, fallback);
 }
 
 template <typename Candidate, typename ScoreOf>

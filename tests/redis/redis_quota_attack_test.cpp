@@ -553,6 +553,38 @@ TEST(RedisQuotaAttackTest, InstancesWithDifferentLimitsAreToldApart) {
             125 + 1000 * (real + 0.01));
 }
 
+// A rollout that changes only lease_horizon (a tuning of each instance,
+// not the fleet's limit) with the burst left derived: old and new
+// instances share the bucket, no lease call is a limit conflict. The burst
+// set explicitly is still part of the record.
+TEST(RedisQuotaAttackTest, ChangingOnlyTheLeaseHorizonSharesTheBucket) {
+  degrade_tests::RedisServer server;
+  absl::Status started = server.Start();
+  if (absl::IsNotFound(started)) GTEST_SKIP() << started;
+  ASSERT_TRUE(started.ok()) << started;
+  const ClusterQuotaOptions before = RealQuota(server.port(), "old", 1000);
+  ClusterQuotaOptions after = RealQuota(server.port(), "new", 1000);
+  after.lease_horizon = 2 * before.lease_horizon;
+  auto old_one = ClusterQuota::Create(before).value();
+  auto new_one = ClusterQuota::Create(after).value();
+  ASSERT_TRUE(old_one->RefreshNow().ok()) << old_one->last_status();
+  ASSERT_TRUE(new_one->RefreshNow().ok()) << new_one->last_status();
+  ASSERT_TRUE(old_one->RefreshNow().ok()) << old_one->last_status();
+  EXPECT_EQ(new_one->mode(), QuotaMode::kLeasing);
+  EXPECT_EQ(old_one->stats().limit_conflicts, 0u);
+  EXPECT_EQ(new_one->stats().limit_conflicts, 0u);
+  EXPECT_EQ(new_one->stats().members, 2);
+  ClusterQuotaOptions set_burst = RealQuota(server.port(), "burst", 1000);
+  set_burst.burst = 3000;
+  auto third = ClusterQuota::Create(set_burst).value();
+  const absl::Status conflict = third->RefreshNow();
+  EXPECT_TRUE(absl::IsFailedPrecondition(conflict)) << conflict;
+  EXPECT_NE(conflict.message().find("(burst per lease_horizon)"),
+            absl::string_view::npos)
+      << conflict;
+  EXPECT_EQ(third->stats().limit_conflicts, 1u);
+}
+
 // Many instances joining at once and leasing as fast as they can: the
 // fleet is never granted more than the bucket released (its reserve plus
 // the limit times the time that passed), however the calls interleave.

@@ -82,8 +82,10 @@ inline BreakerSettings DefaultQuotaBreakerSettings() {
 //
 // Checked by ValidateClusterQuotaOptions (and ClusterQuota::Create).
 // Every instance of a quota must use the same name, limit and durations;
-// the limit (limit_per_second and the burst) is checked by the fleet's
-// bucket, which refuses a lease call with another (FAILED_PRECONDITION).
+// the limit (limit_per_second, and the burst as set) is checked by the
+// fleet's bucket, which refuses a lease call with another
+// (FAILED_PRECONDITION). A burst left at 0 is derived per instance from its
+// lease_horizon, which may then differ between instances.
 struct ClusterQuotaOptions {
   // The quota's name: its Redis keys ({dq:<name>}:bucket, :members, :state)
   // and its metrics label. 1..200 bytes, no NUL.

@@ -166,6 +166,11 @@ class BreakerMachine : private BreakerView {
   uint64_t generation() const {
     return GenOf(word_.load(std::memory_order_acquire));
   }
+  // The state as last written, no expiry applied: one load, for a caller
+  // choosing its order of checks (a stale answer costs it only that).
+  State last_state() const {
+    return StateOf(word_.load(std::memory_order_acquire));
+  }
 
   Counts counts() {
     MutexLock lock(&mu_);

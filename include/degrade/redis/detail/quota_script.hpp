@@ -42,7 +42,9 @@
 // an equal part of the spare (so a member whose load grows finds room at
 // once). One sum, computed each run from the live members: nothing drifts.
 //
-// The bucket keeps the limit (rate and burst) its first lease call brought;
+// The bucket keeps the limit (rate, and burst as set: 0 when each caller
+// derives it from its own lease horizon, which is a tuning of the caller
+// and not of the fleet) its first lease call brought;
 // a call with another answers the error `DQLIMIT <rate> <burst>` and
 // touches nothing, so instances configured with different limits never
 // share one bucket at the higher rate (ParseLeaseReply makes it
@@ -92,15 +94,17 @@ local member = ARGV[1]
 local demand = tonumber(ARGV[2])
 local held = tonumber(ARGV[3])
 local rate = tonumber(ARGV[4])
-local burst = tonumber(ARGV[5])
+local burst_set = tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 local horizon = tonumber(ARGV[7])
 local first = tonumber(ARGV[8])
 local keep = tonumber(ARGV[9])
+local burst = burst_set
+if burst <= 0 then burst = rate * horizon / 1e6 end
 local lim = redis.call('HMGET', KEYS[1], 'rate', 'burst')
 local lr = tonumber(lim[1])
 local lb = tonumber(lim[2])
-if lr ~= nil and lb ~= nil and (math.abs(lr - rate) > 1e-9 * lr or math.abs(lb - burst) > 1e-9 * lb) then
+if lr ~= nil and lb ~= nil and (math.abs(lr - rate) > 1e-9 * lr or math.abs(lb - burst_set) > 1e-9 * lb) then
   return redis.error_reply(string.format('DQLIMIT %.17g %.17g', lr, lb))
 end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%d', t_us), 'LIMIT', 0, 16)
@@ -192,6 +196,10 @@ inline std::string Micros(absl::Duration d) {
   return absl::StrCat(absl::ToInt64Microseconds(d));
 }
 inline std::string Decimal(double v) { return absl::StrFormat("%.17g", v); }
+// A burst as set, for messages: 0 is each instance's lease_horizon's worth.
+inline std::string BurstText(absl::string_view set) {
+  return set == "0" ? std::string("per lease_horizon") : std::string(set);
+}
 
 // Checks the script's reply against what it can possibly be: an array of
 // the grant (an integer in [0, max_grant]), the member count (an integer
@@ -211,10 +219,11 @@ inline absl::StatusOr<LeaseReply> ParseLeaseReply(
           where, ": ", command,
           ": the fleet's bucket was made with a limit of ",
           Excerpt(theirs.substr(0, space)), " tokens/s (burst ",
-          space == absl::string_view::npos ? "?"
-                                           : Excerpt(theirs.substr(space + 1)),
+          space == absl::string_view::npos
+              ? std::string("?")
+              : BurstText(Excerpt(theirs.substr(space + 1))),
           ") but this instance has ", Decimal(limit), " tokens/s (burst ",
-          Decimal(burst),
+          BurstText(Decimal(burst)),
           "): every instance of a quota needs the same limit; this one runs "
           "on its fair share meanwhile"));
       conflict.SetPayload(kLimitConflictPayload, absl::Cord(theirs));
@@ -410,9 +419,9 @@ LeaseArgs QuotaLeaseArgs(const Options& o) {
   const std::string prefix = absl::StrCat("{dq:", o.name, "}:");
   a.keys = {prefix + "bucket", prefix + "members", prefix + "state"};
   a.limit = o.limit_per_second;
-  a.burst = o.burst > 0
-                ? o.burst
-                : o.limit_per_second * absl::ToDoubleSeconds(o.lease_horizon);
+  // As set: 0 is derived by the script from this instance's lease_horizon,
+  // so that a change of horizon alone is no change of the fleet's limit.
+  a.burst = o.burst;
   a.member_ttl = o.member_ttl;
   a.horizon = o.lease_horizon;
   a.first_credit = o.refresh_period;

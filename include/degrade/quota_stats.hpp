@@ -83,10 +83,13 @@ struct ClusterQuotaStats {
   // reply that made no sense, the breaker refusing).
   uint64_t round_trips = 0;
   uint64_t errors = 0;
-  // Lease calls the fleet's bucket refused because it was made with
-  // another limit (FAILED_PRECONDITION; counted in errors too): instances
-  // configured differently. Each puts this instance on its fair share.
+  // Leases that found the fleet's bucket running below this instance's
+  // limit: another live instance is configured with a lower one (a rollout
+  // of a new limit). The fleet then runs at the lowest.
   uint64_t limit_conflicts = 0;
+  // The limit the fleet's bucket ran at in the latest lease, tokens per
+  // second: the lowest among the live instances (this one's before any).
+  double fleet_limit_per_second = 0;
 };
 
 using ClusterQuotaView = StatsView<ClusterQuotaStats>;

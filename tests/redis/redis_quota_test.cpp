@@ -410,6 +410,7 @@ TEST(RedisQuotaTest, MetricsExportModeLeasedDecisionsAndRoundTrips) {
            "degrade_quota_round_trips_total{quota=\"fs\"} 1",
            "degrade_quota_errors_total{quota=\"fs\"} 0",
            "degrade_quota_limit_conflicts_total{quota=\"fs\"} 0",
+           "degrade_quota_fleet_limit{quota=\"fs\"} 100",
        }) {
     EXPECT_THAT(text, HasSubstr(line));
   }

@@ -48,9 +48,11 @@
 // breaker (3 transport failures open it for 2 s). Refreshes run on a
 // steady line: a clock stepped back or at an infinity is no time passing,
 // and the request path then spends at most what was held at the last good
-// reading. An instance whose limit differs from the one the fleet's bucket
-// was made with is refused (FAILED_PRECONDITION, limit_conflicts) and runs
-// on its fair share. The share is
+// reading. Instances configured with different limits (a rollout of a new
+// limit) share the bucket at the lowest one among the live instances, so
+// the fleet never gets more than the lower; an instance that finds the
+// fleet below its own limit counts it (limit_conflicts) and uses the
+// fleet's limit for its fair share too. The share is
 // proportional to each instance's demand (detail/quota_script.hpp says
 // why); docs/redis.md has the whole story and the failure table.
 
@@ -208,6 +210,7 @@ class ClusterQuota {
     s.round_trips = round_trips_.load(std::memory_order_relaxed);
     s.errors = errors_.load(std::memory_order_relaxed);
     s.limit_conflicts = limit_conflicts_.load(std::memory_order_relaxed);
+    s.fleet_limit_per_second = fleet_limit_.load(std::memory_order_relaxed);
     return s;
   }
   // The status of the latest refresh (OK before any). Thread-safe.
@@ -233,6 +236,7 @@ class ClusterQuota {
         rng_(options_.jitter_seed != 0 ? options_.jitter_seed
                                        : detail::StableHash(member_)) {
     members_.store(options_.expected_members, std::memory_order_relaxed);
+    fleet_limit_.store(options_.limit_per_second, std::memory_order_relaxed);
     RequestNanos();  // the first good reading
     EnterFairShare();
     telemetry_ =
@@ -332,8 +336,11 @@ class ClusterQuota {
   void EnterFairShare() {
     held_.store(0, std::memory_order_relaxed);  // the lease has lapsed
     const int64_t n = std::max<int64_t>(1, members_.load());
-    SetMode(QuotaMode::kFairShare,
-            options_.limit_per_second / static_cast<double>(n));
+    // The fleet's limit as last seen: during a rollout of a lower limit an
+    // old instance cut off from Redis keeps to the lower one.
+    SetMode(
+        QuotaMode::kFairShare,
+        fleet_limit_.load(std::memory_order_relaxed) / static_cast<double>(n));
   }
 
   // `now` on the steady line; `reading` the clock's (for the request path's
@@ -376,21 +383,22 @@ class ClusterQuota {
       leased_.fetch_add(static_cast<uint64_t>(lease->granted),
                         std::memory_order_relaxed);
       members_.store(lease->members, std::memory_order_relaxed);
+      const double own = options_.limit_per_second;
+      const double fleet = lease->fleet_limit_per_second > 0
+                               ? lease->fleet_limit_per_second
+                               : own;
+      if (fleet < own * (1 - 1e-9)) {
+        limit_conflicts_.fetch_add(1, std::memory_order_relaxed);
+      }
+      fleet_limit_.store(fleet, std::memory_order_relaxed);
       last_lease_ = now;
       leased_once_ = true;
       SetMode(QuotaMode::kLeasing, lease->share_per_second);
     } else {
       errors_.fetch_add(1, std::memory_order_relaxed);
-      // The fleet's bucket has another limit (detail/quota_script.hpp):
-      // this instance's own limit is not the fleet's, so no grace on it.
-      const bool conflict =
-          status.GetPayload(detail::redis::kLimitConflictPayload).has_value();
-      if (conflict) {
-        limit_conflicts_.fetch_add(1, std::memory_order_relaxed);
-      }
-      const bool young = !conflict && leased_once_ &&
-                         detail::ElapsedSince(now, last_lease_) <=
-                             options_.lease_horizon + options_.grace;
+      const bool young =
+          leased_once_ && detail::ElapsedSince(now, last_lease_) <=
+                              options_.lease_horizon + options_.grace;
       if (young) {
         if (mode() == QuotaMode::kLeasing) {
           SetMode(QuotaMode::kGrace, rate_.load(std::memory_order_relaxed));
@@ -406,14 +414,16 @@ class ClusterQuota {
 
   // A lease that cannot be true is refused whole.
   absl::Status Check(const QuotaLease& l) const {
+    const double most = options_.limit_per_second * (1 + 1e-9);
     if (l.granted < 0 || l.granted > MaxGrant() || l.members < 1 ||
         !std::isfinite(l.share_per_second) || l.share_per_second < 0 ||
-        l.share_per_second > options_.limit_per_second * (1 + 1e-9)) {
+        l.share_per_second > most || !std::isfinite(l.fleet_limit_per_second) ||
+        l.fleet_limit_per_second < 0 || l.fleet_limit_per_second > most) {
       return absl::InvalidArgumentError(absl::StrCat(
           where_, ": the lease makes no sense (granted ", l.granted,
           " of at most ", MaxGrant(), ", members ", l.members, ", share ",
-          l.share_per_second, " of a limit of ", options_.limit_per_second,
-          "); ignored"));
+          l.share_per_second, " and fleet limit ", l.fleet_limit_per_second,
+          " of a limit of ", options_.limit_per_second, "); ignored"));
     }
     return absl::OkStatus();
   }
@@ -431,7 +441,8 @@ class ClusterQuota {
       absl::StatusOr<detail::redis::LeaseReply> got =
           conn->Lease(r.member, r.demand_per_second, r.held);
       if (!got.ok()) return got.status();
-      return QuotaLease{got->granted, got->members, got->share};
+      return QuotaLease{got->granted, got->members, got->share,
+                        got->fleet_limit};
     };
   }
 
@@ -455,6 +466,7 @@ class ClusterQuota {
   std::atomic<uint64_t> round_trips_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> limit_conflicts_{0};
+  std::atomic<double> fleet_limit_;  // the latest lease's, else our own
   std::atomic<int64_t> good_ns_{0};  // the last good reading, Unix ns
   detail::redis::LocalTokenBucket local_;
   detail::redis::LocalTokenBucket pacer_;  // leasing, with pace_leases

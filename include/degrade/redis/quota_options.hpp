@@ -20,9 +20,9 @@
 //     return s;  // INVALID_ARGUMENT naming the field, its value, the rule
 //   }
 //
-// Every instance of one quota must use the same name and limit: the fleet's
-// bucket records the limit it was made with and refuses lease calls with
-// another (FAILED_PRECONDITION; docs/redis.md says how to change a limit).
+// Every instance of one quota uses the same name; instances configured with
+// different limits share the fleet's bucket at the lowest among the live
+// ones (docs/redis.md says how to change a limit).
 //
 // Thread safety: plain values and a pure function; thread-compatible.
 
@@ -61,6 +61,9 @@ struct QuotaLease {
   int64_t granted = 0;          // tokens taken from the fleet's bucket
   int64_t members = 0;          // live instances, this one included
   double share_per_second = 0;  // this instance's share of the limit
+  // The limit the fleet's bucket ran at: the lowest any live instance is
+  // configured with. 0: a store that does not say (this instance's own).
+  double fleet_limit_per_second = 0;
 };
 // Called on the refresher thread only, one call at a time. Must return
 // within a bound of its own (the Redis leaser: command_timeout).
@@ -81,11 +84,10 @@ inline BreakerSettings DefaultQuotaBreakerSettings() {
 // ClusterQuotaOptions
 //
 // Checked by ValidateClusterQuotaOptions (and ClusterQuota::Create).
-// Every instance of a quota must use the same name, limit and durations;
-// the limit (limit_per_second, and the burst as set) is checked by the
-// fleet's bucket, which refuses a lease call with another
-// (FAILED_PRECONDITION). A burst left at 0 is derived per instance from its
-// lease_horizon, which may then differ between instances.
+// Every instance of a quota uses the same name. Instances configured with
+// different limits (a rollout that changes limit_per_second or burst)
+// share the fleet's bucket at the lowest limit among the live ones; a burst
+// left at 0 is each instance's limit x its own lease_horizon.
 struct ClusterQuotaOptions {
   // The quota's name: its Redis keys ({dq:<name>}:bucket, :members, :state)
   // and its metrics label. 1..200 bytes, no NUL.

@@ -52,9 +52,10 @@ class LeaseReplies {
     return &r;
   }
   const redisReply* Lease(long long grant, long long members, std::string share,
-                          std::string bucket = "10") {
+                          std::string bucket = "10",
+                          std::string fleet_limit = "600") {
     return Array({Int(grant), Int(members), Str(std::move(share)),
-                  Str(std::move(bucket))});
+                  Str(std::move(bucket)), Str(std::move(fleet_limit))});
   }
 
  private:
@@ -77,12 +78,14 @@ absl::StatusOr<LeaseReply> Parse(const redisReply* r) {
 
 TEST(QuotaScriptTest, AWellFormedLeaseIsRead) {
   LeaseReplies b;
-  absl::StatusOr<LeaseReply> r = Parse(b.Lease(120, 3, "199.5", "42.25"));
+  absl::StatusOr<LeaseReply> r =
+      Parse(b.Lease(120, 3, "199.5", "42.25", "400"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->granted, 120);
   EXPECT_EQ(r->members, 3);
   EXPECT_DOUBLE_EQ(r->share, 199.5);
   EXPECT_DOUBLE_EQ(r->bucket, 42.25);
+  EXPECT_DOUBLE_EQ(r->fleet_limit, 400);
 }
 
 TEST(QuotaScriptTest, EveryLieIsRefusedNamingTheElement) {
@@ -91,16 +94,20 @@ TEST(QuotaScriptTest, EveryLieIsRefusedNamingTheElement) {
     const redisReply* reply;
     const char* says;
   } lies[] = {
-      {b.Int(5), "an integer, expected an array of 4"},
+      {b.Int(5), "an integer, expected an array of 5"},
       {b.Array({b.Int(1), b.Int(1), b.Str("1")}), "an array of 3 elements"},
-      {b.Array({b.Str("10"), b.Int(1), b.Str("1"), b.Str("1")}),
+      {b.Array({b.Int(1), b.Int(1), b.Str("1"), b.Str("1")}),
+       "an array of 4 elements"},
+      {b.Array({b.Str("10"), b.Int(1), b.Str("1"), b.Str("1"), b.Str("1")}),
        "grant [0] as a bulk string"},
-      {b.Array({b.Int(10), b.Str("3"), b.Str("1"), b.Str("1")}),
+      {b.Array({b.Int(10), b.Str("3"), b.Str("1"), b.Str("1"), b.Str("1")}),
        "members [1] as a bulk string"},
-      {b.Array({b.Int(10), b.Int(3), b.Int(1), b.Str("1")}),
+      {b.Array({b.Int(10), b.Int(3), b.Int(1), b.Str("1"), b.Str("1")}),
        "share [2] as an integer"},
-      {b.Array({b.Int(10), b.Int(3), b.Str("1"), nullptr}),
+      {b.Array({b.Int(10), b.Int(3), b.Str("1"), nullptr, b.Str("1")}),
        "bucket [3] as nothing"},
+      {b.Array({b.Int(10), b.Int(3), b.Str("1"), b.Str("1"), b.Int(600)}),
+       "fleet limit [4] as an integer"},
       {b.Lease(-5, 3, "1"), "a grant of -5 tokens, outside [0, 1000]"},
       {b.Lease(1001, 3, "1"), "a grant of 1001 tokens"},
       {b.Lease(10, 0, "1"), "0 members, expected at least 1"},
@@ -111,6 +118,10 @@ TEST(QuotaScriptTest, EveryLieIsRefusedNamingTheElement) {
       {b.Lease(10, 3, "601"), "a share of '601' tokens/s, outside [0, 600]"},
       {b.Lease(10, 3, "lots"), "a share of 'lots'"},
       {b.Lease(10, 3, "1", "x"), "a bucket of 'x'"},
+      {b.Lease(10, 3, "1", "1", "0"), "a fleet limit of '0'"},
+      {b.Lease(10, 3, "1", "1", "nan"), "a fleet limit of 'nan'"},
+      {b.Lease(10, 3, "1", "1", "601"),
+       "a fleet limit of '601' tokens/s, outside (0, 600]"},
   };
   for (const auto& lie : lies) {
     absl::StatusOr<LeaseReply> r = Parse(lie.reply);
@@ -133,26 +144,6 @@ TEST(QuotaScriptTest, ErrorRepliesBecomeTheirStatuses) {
   EXPECT_TRUE(absl::IsUnauthenticated(
       Parse(b.Str("NOAUTH Authentication required.", REDIS_REPLY_ERROR))
           .status()));
-}
-
-// The bucket's refusal of another limit: FAILED_PRECONDITION naming both
-// limits, marked so that the quota counts it apart from other errors.
-TEST(QuotaScriptTest, ALimitConflictNamesBothLimits) {
-  LeaseReplies b;
-  absl::Status s =
-      ParseLeaseReply(*b.Str("DQLIMIT 1000 1000", REDIS_REPLY_ERROR),
-                      "quota 'q'", "EVALSHA", 1000, 2500, 2500)
-          .status();
-  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr("a limit of 1000 tokens/s (burst 1000)"));
-  EXPECT_THAT(s.message(), HasSubstr("has 2500 tokens/s (burst 2500)"));
-  EXPECT_TRUE(s.GetPayload(::degrade::detail::redis::kLimitConflictPayload)
-                  .has_value());
-  absl::Status other =
-      Parse(b.Str("WRONGTYPE Operation against a key", REDIS_REPLY_ERROR))
-          .status();
-  EXPECT_FALSE(other.GetPayload(::degrade::detail::redis::kLimitConflictPayload)
-                   .has_value());
 }
 
 }  // namespace DEGRADE_TEST_UNIT

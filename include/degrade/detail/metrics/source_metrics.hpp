@@ -133,9 +133,13 @@ inline void WriteClusterQuotaMetrics(const ClusterQuotaStats& st,
             "sense, the breaker refusing.",
             {{label, name}}, static_cast<double>(st.errors));
   w.Counter("degrade_quota_limit_conflicts_total",
-            "Lease calls refused because the fleet's bucket was made with "
-            "another limit (instances configured differently).",
+            "Leases that found the fleet running below this instance's limit "
+            "(another live instance is configured with a lower one).",
             {{label, name}}, static_cast<double>(st.limit_conflicts));
+  w.Gauge("degrade_quota_fleet_limit",
+          "The limit the fleet's bucket ran at in the latest lease, tokens "
+          "per second: the lowest among the live instances.",
+          {{label, name}}, st.fleet_limit_per_second);
 }
 
 }  // namespace detail

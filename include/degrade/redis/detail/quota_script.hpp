@@ -9,12 +9,13 @@
 //
 //   KEYS[1] hash   tokens, ts,     the bucket: tokens left and when (Redis
 //                  rate, burst     TIME, microseconds) it was last refilled,
-//                                  and the limit it was made with
+//                                  and the limit it last ran at
 //   KEYS[2] zset   member -> expiry the live instances, scored by when their
 //                                  membership lapses (now + member_ttl)
 //   KEYS[3] hash   d:<m> t:<m> c:<m> each member's demand (tokens/s), the
-//                                  time of its last lease, its fractional
-//                                  carry
+//                  r:<m> b:<m>     time of its last lease, its fractional
+//                                  carry, and the limit it is configured
+//                                  with (rate and burst)
 //
 // Time is Redis's own TIME, never an instance's clock, so instance clock
 // skew cannot hand out tokens; Redis time stepping back (a failover to a
@@ -42,16 +43,16 @@
 // an equal part of the spare (so a member whose load grows finds room at
 // once). One sum, computed each run from the live members: nothing drifts.
 //
-// The bucket keeps the limit (rate, and burst as set: 0 when each caller
-// derives it from its own lease horizon, which is a tuning of the caller
-// and not of the fleet) its first lease call brought;
-// a call with another answers the error `DQLIMIT <rate> <burst>` and
-// touches nothing, so instances configured with different limits never
-// share one bucket at the higher rate (ParseLeaseReply makes it
-// FAILED_PRECONDITION naming both). The keys expire key_expiry after the
-// last lease, so once no instance with the old limit leases any more the
-// next call makes the bucket anew with its own.
-//
+// The bucket runs at the lowest limit any live member is configured with
+// (rate and burst each, a burst of 0 being that member's rate x its lease
+// horizon), computed at each run from the members' records. Instances
+// configured with different limits, in a rollout that changes the limit,
+// so share one bucket at the lower limit: the fleet is never granted more
+// than the lower of the two, and the new limit takes over by itself once
+// the last instance with the old one has stopped and its membership lapsed
+// (member_ttl). The reply's fifth element is that limit, so an instance
+// can tell (and count) that the fleet runs below its own.
+
 // Not a public API. Thread-compatible (one connection, one caller).
 
 #ifndef DEGRADE_REDIS_DETAIL_QUOTA_SCRIPT_HPP_
@@ -68,7 +69,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -93,33 +93,34 @@ local t_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local member = ARGV[1]
 local demand = tonumber(ARGV[2])
 local held = tonumber(ARGV[3])
-local rate = tonumber(ARGV[4])
-local burst_set = tonumber(ARGV[5])
+local own_rate = tonumber(ARGV[4])
+local own_burst = tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 local horizon = tonumber(ARGV[7])
 local first = tonumber(ARGV[8])
 local keep = tonumber(ARGV[9])
-local burst = burst_set
-if burst <= 0 then burst = rate * horizon / 1e6 end
-local lim = redis.call('HMGET', KEYS[1], 'rate', 'burst')
-local lr = tonumber(lim[1])
-local lb = tonumber(lim[2])
-if lr ~= nil and lb ~= nil and (math.abs(lr - rate) > 1e-9 * lr or math.abs(lb - burst_set) > 1e-9 * lb) then
-  return redis.error_reply(string.format('DQLIMIT %.17g %.17g', lr, lb))
-end
+if own_burst <= 0 then own_burst = own_rate * horizon / 1e6 end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%d', t_us), 'LIMIT', 0, 16)
 for i = 1, #dead do
   local m = dead[i]
   redis.call('ZREM', KEYS[2], m)
-  redis.call('HDEL', KEYS[3], 'd:' .. m, 't:' .. m, 'c:' .. m)
+  redis.call('HDEL', KEYS[3], 'd:' .. m, 't:' .. m, 'c:' .. m, 'r:' .. m, 'b:' .. m)
 end
 redis.call('ZADD', KEYS[2], string.format('%d', t_us + ttl), member)
-redis.call('HSET', KEYS[3], 'd:' .. member, ARGV[2])
+redis.call('HSET', KEYS[3], 'd:' .. member, ARGV[2], 'r:' .. member, string.format('%.17g', own_rate), 'b:' .. member, string.format('%.17g', own_burst))
 local members = redis.call('ZRANGE', KEYS[2], 0, -1)
 local n = #members
 local sum = 0
+local rate = own_rate
+local burst = own_burst
 for i = 1, n do
-  sum = sum + (tonumber(redis.call('HGET', KEYS[3], 'd:' .. members[i])) or 0)
+  local m = members[i]
+  local v = redis.call('HMGET', KEYS[3], 'd:' .. m, 'r:' .. m, 'b:' .. m)
+  sum = sum + (tonumber(v[1]) or 0)
+  local r = tonumber(v[2])
+  local b = tonumber(v[3])
+  if r ~= nil and r > 0 and r < rate then rate = r end
+  if b ~= nil and b > 0 and b < burst then burst = b end
 end
 local share
 if sum <= 0 then
@@ -137,6 +138,7 @@ if tokens == nil or ts == nil then
   tokens = reserve
   ts = t_us
 end
+if tokens > burst then tokens = burst end
 if t_us > ts then
   tokens = math.min(burst, tokens + (t_us - ts) * rate / 1e6)
   ts = t_us
@@ -158,17 +160,11 @@ if g < 0 then g = 0 end
 carry = want - g
 if carry < 0 then carry = 0 end
 tokens = tokens - g
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts), 'rate', ARGV[4], 'burst', ARGV[5])
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts), 'rate', string.format('%.17g', rate), 'burst', string.format('%.17g', burst))
 redis.call('HSET', KEYS[3], 't:' .. member, string.format('%d', t_us), 'c:' .. member, string.format('%.17g', carry))
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keep) end
-return {g, n, string.format('%.17g', share), string.format('%.17g', tokens)}
+return {g, n, string.format('%.17g', share), string.format('%.17g', tokens), string.format('%.17g', rate)}
 )lua";
-
-// Marks the status of a lease call refused for a limit that differs from
-// the bucket's (the payload: the bucket's "<rate> <burst>"), so that the
-// quota tells it from other FAILED_PRECONDITIONs (a key of the wrong type).
-inline constexpr absl::string_view kLimitConflictPayload =
-    "type.degrade/redis.quota.limit_conflict";
 
 // What the script answered, checked.
 struct LeaseReply {
@@ -176,6 +172,7 @@ struct LeaseReply {
   int64_t members = 0;
   double share = 0;   // tokens per second
   double bucket = 0;  // tokens left in the fleet's bucket
+  double fleet_limit = 0;  // tokens per second: the lowest member's limit
 };
 
 // The script's arguments (quota.hpp fills them from its options).
@@ -184,8 +181,8 @@ struct LeaseArgs {
   std::string member;
   double demand = 0;  // tokens/s
   int64_t held = 0;
-  double limit = 0;  // tokens/s, fleet
-  double burst = 0;
+  double limit = 0;  // tokens/s, this instance's configured fleet limit
+  double burst = 0;  // as set: 0 is limit x horizon
   absl::Duration member_ttl;
   absl::Duration horizon;
   absl::Duration first_credit;
@@ -196,39 +193,20 @@ inline std::string Micros(absl::Duration d) {
   return absl::StrCat(absl::ToInt64Microseconds(d));
 }
 inline std::string Decimal(double v) { return absl::StrFormat("%.17g", v); }
-// A burst as set, for messages: 0 is each instance's lease_horizon's worth.
-inline std::string BurstText(absl::string_view set) {
-  return set == "0" ? std::string("per lease_horizon") : std::string(set);
-}
 
 // Checks the script's reply against what it can possibly be: an array of
 // the grant (an integer in [0, max_grant]), the member count (an integer
-// >= 1), the share (a finite number in [0, limit]) and the bucket (a finite
-// number). Anything else is INVALID_ARGUMENT naming the element and what it
-// held: a proxy or a look-alike that answers garbage must not hand out
-// tokens. An error reply becomes ErrorReplyStatus's status.
-inline absl::StatusOr<LeaseReply> ParseLeaseReply(
-    const redisReply& r, absl::string_view where, absl::string_view command,
-    int64_t max_grant, double limit, double burst = 0) {
+// >= 1), the share (a finite number in [0, limit]), the bucket (a finite
+// number) and the fleet's limit (a finite number in (0, limit]: the lowest
+// member's, this one's included). Anything else is INVALID_ARGUMENT naming the
+// element and what it held: a proxy or a look-alike that answers garbage must
+// not hand out tokens. An error reply becomes ErrorReplyStatus's status.
+inline absl::StatusOr<LeaseReply> ParseLeaseReply(const redisReply& r,
+                                                  absl::string_view where,
+                                                  absl::string_view command,
+                                                  int64_t max_grant,
+                                                  double limit) {
   if (r.type == REDIS_REPLY_ERROR) {
-    const absl::string_view text = ReplyText(r);
-    if (absl::StartsWith(text, "DQLIMIT ")) {
-      const absl::string_view theirs = text.substr(8);
-      const size_t space = theirs.find(' ');
-      absl::Status conflict = absl::FailedPreconditionError(absl::StrCat(
-          where, ": ", command,
-          ": the fleet's bucket was made with a limit of ",
-          Excerpt(theirs.substr(0, space)), " tokens/s (burst ",
-          space == absl::string_view::npos
-              ? std::string("?")
-              : BurstText(Excerpt(theirs.substr(space + 1))),
-          ") but this instance has ", Decimal(limit), " tokens/s (burst ",
-          BurstText(Decimal(burst)),
-          "): every instance of a quota needs the same limit; this one runs "
-          "on its fair share meanwhile"));
-      conflict.SetPayload(kLimitConflictPayload, absl::Cord(theirs));
-      return conflict;
-    }
     return ErrorReplyStatus(where, command, ReplyText(r));
   }
   const auto bad = [&](absl::string_view what) {
@@ -236,18 +214,18 @@ inline absl::StatusOr<LeaseReply> ParseLeaseReply(
         absl::StrCat(where, ": ", command, ": the lease script answered ", what,
                      "; the lease is ignored"));
   };
-  if (r.type != REDIS_REPLY_ARRAY || r.elements != 4) {
+  if (r.type != REDIS_REPLY_ARRAY || r.elements != 5) {
     return bad(absl::StrCat(ReplyTypeName(r.type),
                             r.type == REDIS_REPLY_ARRAY
                                 ? absl::StrCat(" of ", r.elements, " elements")
                                 : "",
-                            ", expected an array of 4 (grant, members, share, "
-                            "bucket)"));
+                            ", expected an array of 5 (grant, members, share, "
+                            "bucket, fleet limit)"));
   }
-  const redisReply* e[4] = {r.element[0], r.element[1], r.element[2],
-                            r.element[3]};
-  const char* names[4] = {"grant", "members", "share", "bucket"};
-  for (int i = 0; i < 4; ++i) {
+  const redisReply* e[5] = {r.element[0], r.element[1], r.element[2],
+                            r.element[3], r.element[4]};
+  const char* names[5] = {"grant", "members", "share", "bucket", "fleet limit"};
+  for (int i = 0; i < 5; ++i) {
     const int want = i < 2 ? REDIS_REPLY_INTEGER : REDIS_REPLY_STRING;
     if (e[i] == nullptr || e[i]->type != want) {
       return bad(
@@ -276,6 +254,13 @@ inline absl::StatusOr<LeaseReply> ParseLeaseReply(
   if (!absl::SimpleAtod(bucket, &out.bucket) || !std::isfinite(out.bucket)) {
     return bad(absl::StrCat("a bucket of '", Excerpt(bucket),
                             "' tokens, not a finite number"));
+  }
+  const absl::string_view fleet = ReplyText(*e[4]);
+  if (!absl::SimpleAtod(fleet, &out.fleet_limit) ||
+      !std::isfinite(out.fleet_limit) || out.fleet_limit <= 0 ||
+      out.fleet_limit > limit * (1 + 1e-9)) {
+    return bad(absl::StrCat("a fleet limit of '", Excerpt(fleet),
+                            "' tokens/s, outside (0, ", limit, "]"));
   }
   return out;
 }
@@ -327,13 +312,12 @@ inline absl::StatusOr<LeaseReply> RunLease(
     if (!r.ok()) return r.status();
     if (!((*r)->type == REDIS_REPLY_ERROR &&
           absl::StartsWith(ReplyText(**r), "NOSCRIPT"))) {
-      return ParseLeaseReply(**r, where, "EVALSHA", max_grant, a.limit,
-                             a.burst);
+      return ParseLeaseReply(**r, where, "EVALSHA", max_grant, a.limit);
     }
   }
   absl::StatusOr<ReplyPtr> r = run("EVAL", kQuotaScript);
   if (!r.ok()) return r.status();
-  return ParseLeaseReply(**r, where, "EVAL", max_grant, a.limit, a.burst);
+  return ParseLeaseReply(**r, where, "EVAL", max_grant, a.limit);
 }
 
 // One connection for lease calls: made lazily (Connect), kept between
@@ -419,8 +403,7 @@ LeaseArgs QuotaLeaseArgs(const Options& o) {
   const std::string prefix = absl::StrCat("{dq:", o.name, "}:");
   a.keys = {prefix + "bucket", prefix + "members", prefix + "state"};
   a.limit = o.limit_per_second;
-  // As set: 0 is derived by the script from this instance's lease_horizon,
-  // so that a change of horizon alone is no change of the fleet's limit.
+  // As set: 0 is derived by the script from this instance's lease_horizon.
   a.burst = o.burst;
   a.member_ttl = o.member_ttl;
   a.horizon = o.lease_horizon;

@@ -135,6 +135,81 @@ TEST(RedisQuotaAttack3Test, DISABLED_AnImpossibleRequestDoesNotTakeTheFleet) {
       << "one refused request on A took B's share";
 }
 
+// ---- Requests of more than one token ----
+
+// Condition: the default pace_leases, a lease of 50 tokens (share 100/s,
+// one instance), and a request for 3 tokens (a batch of 3 reads; a quota
+// counted in bytes or model tokens asks for far more).
+// Expected: admitted: 3 tokens are held and well within the share; at
+// worst refused with a retry-after after which it is admitted.
+// What happens: refused forever, "the lease is paced over its period",
+// each time with a retry-after that is never true. The pacer's burst is
+// max(1, pace x 20 ms) (include/degrade/redis/quota.hpp:325-327), 2.2
+// tokens at a pace of 110/s, and LocalTokenBucket::TryTake refuses a cost
+// above its tolerance whatever the wait (redis/detail/token_bucket.hpp:
+// 61-70) while reporting next - allowed as the wait. In the leasing mode,
+// the normal one, no request of more than about 2% of a second's share
+// is ever admitted. Severity: high (TryAcquire(n) is unusable with the
+// default options for any n above the pacer's burst).
+TEST(RedisQuotaAttack3Test, DISABLED_APacedLeaseAdmitsARequestOfThreeTokens) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ScriptedStore store;
+  store.answer = QuotaLease{50, 1, 100};
+  ClusterQuotaOptions o = Third(&clock, 6379, "me", 100);
+  o.pace_leases = true;
+  auto q = ClusterQuota::CreateWithLeaser(o, store.Leaser()).value();
+  q->Poll();
+  ASSERT_EQ(q->mode(), QuotaMode::kLeasing);
+  ASSERT_EQ(q->stats().held, 50);
+  absl::Status last;
+  for (int i = 0; i < 5; ++i) {
+    last = q->TryAcquire(3);
+    if (last.ok()) break;
+    ASSERT_TRUE(ShedRetryAfter(last).has_value()) << last;
+    clock.Advance(*ShedRetryAfter(last));
+  }
+  EXPECT_TRUE(last.ok()) << "refused after waiting each retry-after: " << last;
+}
+
+// Condition: Redis down, the fair share 25/s (limit 100 over
+// expected_members 4) with a local burst of 12, and a request for 13
+// tokens, which the local bucket can never hold at once.
+// Expected: as the local limiters do for more than the burst, a refusal
+// that says "do not retry" (a negative retry-after), or else a retry-after
+// after which the request is admitted.
+// What happens: every refusal carries a positive retry-after (the cost
+// beyond the burst, 20 ms here) and the request is refused again after each,
+// forever: LocalTokenBucket::TryTake reports next - allowed as a wait
+// even when the cost exceeds its tolerance (redis/detail/token_bucket.hpp:
+// 67-70), and Refuse() clamps every hint to at least 1 ms
+// (include/degrade/redis/quota.hpp:291). A client that honours the hint
+// retries for nothing. Severity: low-medium.
+TEST(RedisQuotaAttack3Test, DISABLED_ARequestThatCanNeverFitSaysDoNotRetry) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ScriptedStore store;
+  ClusterQuotaOptions o = Third(&clock, 6379, "me", 100);
+  o.expected_members = 4;
+  auto q = ClusterQuota::CreateWithLeaser(o, store.Leaser()).value();
+  q->Poll();
+  ASSERT_EQ(q->mode(), QuotaMode::kFairShare);
+  bool honest = false;
+  absl::Status last;
+  for (int i = 0; i < 5 && !honest; ++i) {
+    last = q->TryAcquire(13);
+    if (last.ok()) {
+      honest = true;
+      break;
+    }
+    ASSERT_TRUE(ShedRetryAfter(last).has_value()) << last;
+    if (*ShedRetryAfter(last) < absl::ZeroDuration()) {
+      honest = true;
+      break;
+    }
+    clock.Advance(*ShedRetryAfter(last));
+  }
+  EXPECT_TRUE(honest) << "a positive retry-after that is never true: " << last;
+}
+
 // ---- The instance's clock corrected back ----
 
 // Condition: the default pace_leases, a lease of 50 tokens every refresh

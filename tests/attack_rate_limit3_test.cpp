@@ -274,6 +274,65 @@ TEST(AttackRateLimit3Test, Int64MaxPermitsChangeNothingAndGiveBackCaps) {
   EXPECT_EQ(TakeAll(*l, 100), 5) << "a full bucket, never more";
 }
 
+// Per-thread credit racing Reserve() on a frozen clock: credit is only
+// ever taken from the shared word, so whatever the threads hold, the
+// permits handed out (spent from credit, admitted, reserved with a wait)
+// never exceed the burst plus max_wait's worth.
+TEST(AttackRateLimit3ConcurrencyTest, CreditRacingReserveKeepsTheBound) {
+  FakeClock clock;
+  RateLimitSettings s = Third(clock, 1000, 40);
+  s.credit_per_thread = 8;
+  s.max_wait = absl::Milliseconds(20);  // 20 permits' worth
+  auto l = RateLimiter::Create(s).value();
+  std::atomic<int64_t> permits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3000; ++i) {
+        if (t == 0) {
+          if (l->Reserve(2).ok()) permits += 2;
+        } else if (l->TryAcquire()) {
+          ++permits;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_LE(permits.load(), 40 + 20);
+}
+
+// A hot key in debt while other threads scan unique keys through a small
+// table (a client rotating ids) on a frozen clock: whatever the
+// interleaving, the hot key, its burst spent, gets nothing more.
+TEST(AttackKeyedRateLimit3ConcurrencyTest, AScanNeverResetsAHotKeyInDebt) {
+  FakeClock clock;
+  KeyedRateLimitSettings s;
+  s.name = "attack3-scan";
+  s.rate = 1;
+  s.burst = 5;
+  s.max_keys = 64;
+  s.seed = 99;
+  s.clock = &clock;
+  s.metrics = NoTelemetry();
+  auto l = KeyedRateLimiter<std::string>::Create(s).value();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(l->TryAcquire("hot"));
+  std::atomic<int64_t> hot{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) {
+        if (t == 0) {
+          if (l->TryAcquire("hot")) ++hot;
+        } else {
+          (void)l->TryAcquire(absl::StrCat("scan", t, "-", i), 1 + i % 5);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(hot.load(), 0) << "the hot key's debt was forgiven";
+}
+
 // ---- Keyed: the memory bound ----
 
 // Condition: 4096 overrides (the most allowed) keyed by 2 KiB strings (a

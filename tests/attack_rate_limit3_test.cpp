@@ -215,6 +215,29 @@ TEST(AttackRateLimit3Test,
                             "retry-after it gave";
 }
 
+// Condition: a custom clock reset to the Unix epoch (a wall-clock wrapper
+// on a host whose RTC failed, a VM restored without its time) 56 years
+// behind where the limiter was made, then moving on from there.
+// Expected: as for any step back of a second or more ("time stands still
+// at the lowest time the limiter's state allows and moves on with the
+// clock from there", rate-limits.md): one interval after the step, a
+// permit again.
+// What happens: a reading more than 2^59 ns (18 years) from the epoch is
+// "no reading" (detail/rate_limit/gcra.hpp:194-198), so every reading
+// after the reset is no time passing: the limiter refuses for good, each
+// refusal with a retry-after of one interval that never comes true. A
+// step back of 17 years recovers at once; one of 19 never does. Severity:
+// low (custom clocks only).
+TEST(AttackRateLimit3Test, DISABLED_AClockResetToTheEpochMovesOnFromThere) {
+  FakeClock clock(absl::FromUnixSeconds(1'780'000'000));  // 2026
+  auto l = RateLimiter::Create(Third(clock, 10, 5)).value();
+  ASSERT_EQ(TakeAll(*l, 100), 5);
+  clock.Set(absl::UnixEpoch());
+  EXPECT_EQ(TakeAll(*l, 100), 0) << "no debt forgiven (this holds)";
+  clock.Advance(absl::Seconds(1));
+  EXPECT_GE(TakeAll(*l, 100), 1) << "refused for good after the reset";
+}
+
 // ---- Pacing, GiveBack and the extremes of n ----
 
 // Reserve() racing TryAcquire() on a frozen clock: whatever the

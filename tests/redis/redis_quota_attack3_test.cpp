@@ -258,7 +258,11 @@ TEST(RedisQuotaAttack3Test, DISABLED_APacedLeaseIsSpentAfterAClockStepBack) {
 // What happens: nothing is admitted for the hour, the local bucket's TAT
 // being an hour ahead of the clock (redis/detail/token_bucket.hpp:64-67;
 // its comment, "the debt stands, it does not grow", hides that it also
-// stands for as long as the step). Severity: low-medium (custom clocks).
+// stands for as long as the step), and each refusal carries a retry-after
+// of an hour, though failure-modes.md ("The fleet quota's clock stepped
+// back") says it "is at most a refresh period and its jitter": Refuse()
+// caps only the kNever wait (include/degrade/redis/quota.hpp:284-289).
+// Severity: low-medium (custom clocks).
 TEST(RedisQuotaAttack3Test, DISABLED_TheFairShareServesAgainAfterAStepBack) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   ScriptedStore store;
@@ -270,6 +274,11 @@ TEST(RedisQuotaAttack3Test, DISABLED_TheFairShareServesAgainAfterAStepBack) {
   ASSERT_EQ(SpendAll(*q, 1000), 12);
   clock.Set(clock.Now() - absl::Hours(1));
   EXPECT_EQ(SpendAll(*q, 1000), 0) << "no debt forgiven (this holds)";
+  // failure-modes.md: "a refusal's retry-after is at most a refresh period
+  // and its jitter".
+  const absl::Status refused = q->TryAcquire();
+  ASSERT_TRUE(ShedRetryAfter(refused).has_value()) << refused;
+  EXPECT_LE(*ShedRetryAfter(refused), absl::Milliseconds(600)) << refused;
   clock.Advance(absl::Seconds(1));
   q->Poll();
   EXPECT_GE(SpendAll(*q, 1000), 20) << "refused for the hour of the step";

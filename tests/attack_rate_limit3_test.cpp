@@ -4,8 +4,10 @@
 // keyed_rate_limit.hpp), under what real deployments do to them: a
 // warming limiter whose clients honour the retry-after, a coarse clock a
 // tick behind the precise one when a limiter is made, a custom clock
-// corrected back by less than a second, a reservation raced by plain
-// acquires, requests for INT64_MAX permits, overrides with long keys.
+// corrected back by less than a second or reset to the Unix epoch, a
+// reservation raced by plain acquires and by per-thread credit, requests
+// for INT64_MAX permits, a scan racing a hot key, overrides with long
+// keys.
 //
 // A test named DISABLED_ shows a defect that is still open: its comment
 // states the condition, what should happen, what happens, and the line at

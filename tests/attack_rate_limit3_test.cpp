@@ -9,7 +9,9 @@
 // for INT64_MAX permits, a scan racing a hot key, overrides with long
 // keys.
 //
-// A test named DISABLED_ shows a defect that is still open: its comment
+// Tests whose comment says "What happened (fixed since)" failed on the
+// code they were written against and pass since the fixes. A test named
+// DISABLED_ shows a defect that is still open: its comment
 // states the condition, what should happen, what happens, and the line at
 // fault. The others are characterisations of a bound that holds and could
 // break.
@@ -77,8 +79,8 @@ class LaggingCoarseClock final : public Clock {
 // retry-after a refusal gave it, as the header invites ("exact ...; while
 // warming up an upper bound").
 // Expected: the same request is admitted after waiting the retry-after.
-// What happens: it is refused again (after 30 ms it is still 15 ms short).
-// The retry-after is computed with the tolerance at the time of the
+// What happened (fixed since): it is refused again (after 30 ms it is still 15
+// ms short). The retry-after is computed with the tolerance at the time of the
 // refusal (burst x the cold interval), but the tolerance shrinks as the
 // ramp warms, so the request needs *more* time than was said: for
 // n < burst the wait tat - now - (burst - n) x interval grows as the
@@ -86,7 +88,7 @@ class LaggingCoarseClock final : public Clock {
 // the interval now) and :422 (the refusal's wait returned as the
 // retry-after). Severity: low-medium (a client that honours the hint is
 // refused again during every warm-up; the header's bound is false).
-TEST(AttackRateLimit3Test, DISABLED_WarmingUpTheRetryAfterIsAnUpperBound) {
+TEST(AttackRateLimit3Test, WarmingUpTheRetryAfterIsAnUpperBound) {
   FakeClock clock;
   RateLimitSettings s = Third(clock, 100, 10);
   s.warm_up = absl::Seconds(1);
@@ -108,8 +110,8 @@ TEST(AttackRateLimit3Test, DISABLED_WarmingUpTheRetryAfterIsAnUpperBound) {
 // Expected: "A new limiter starts cold": after its first admission the
 // rate is rate / cold_factor (about 3.3 of 10 per second here, with an
 // hour's warm-up).
-// What happens: it starts hot, at the full rate. The epoch is taken from
-// the precise Now() (detail/rate_limit/gcra.hpp:166-170, GcraLine's
+// What happened (fixed since): it starts hot, at the full rate. The epoch is
+// taken from the precise Now() (detail/rate_limit/gcra.hpp:166-170, GcraLine's
 // EpochOf) but decisions read CoarseNow() (:188, :190), so the first reading is
 // a few ms *before* the epoch; the initial TAT is -warm_up
 // (include/degrade/rate_limit.hpp:371), so the quiet spell measured is
@@ -118,8 +120,7 @@ TEST(AttackRateLimit3Test, DISABLED_WarmingUpTheRetryAfterIsAnUpperBound) {
 // Interval() returns the stable interval. The warm-up meant to protect a
 // cold cache after a deploy never happens for a new limiter on the
 // default clock. Severity: medium.
-TEST(AttackRateLimit3Test,
-     DISABLED_ANewLimiterOnALaggingCoarseClockStartsCold) {
+TEST(AttackRateLimit3Test, ANewLimiterOnALaggingCoarseClockStartsCold) {
   LaggingCoarseClock clock;
   RateLimitSettings s = Third(clock, 10, 10);
   s.precise_clock = false;  // burst / rate = 1 s: the coarse clock
@@ -139,7 +140,7 @@ TEST(AttackRateLimit3Test,
 // The same on the real clock, as a service would make it. Probabilistic
 // only in the direction of passing: it fails unless the coarse clock
 // ticked between the limiter's creation and its first call.
-TEST(AttackRateLimit3Test, DISABLED_ANewLimiterOnTheRealClockStartsCold) {
+TEST(AttackRateLimit3Test, ANewLimiterOnTheRealClockStartsCold) {
   RateLimitSettings s;
   s.name = "attack3-real";
   s.rate = 10;
@@ -154,15 +155,14 @@ TEST(AttackRateLimit3Test, DISABLED_ANewLimiterOnTheRealClockStartsCold) {
 // Condition: the same lagging coarse clock and a limiter without warm-up
 // (1000/s, burst 20: burst / rate = 20 ms, so the coarse clock is read).
 // Expected: Create() returns "a limiter with its full burst": 20 at once.
-// What happens: 16. The same mix of readings (the epoch from Now(),
-// decisions from CoarseNow(), detail/rate_limit/gcra.hpp:166-170 and
+// What happened (fixed since): 16. The same mix of readings (the epoch from
+// Now(), decisions from CoarseNow(), detail/rate_limit/gcra.hpp:166-170 and
 // :188-190) puts the first decision 4 ms before the epoch, where the TAT
 // of 0 (include/degrade/rate_limit.hpp:371) leaves 4 ms' worth of the
 // burst unavailable. On the real clock a new limiter is short of up to a
 // coarse tick's worth of permits (rate x tick) until the tick passes, and
 // refuses them with a retry-after. Severity: low.
-TEST(AttackRateLimit3Test,
-     DISABLED_ANewLimiterOnALaggingCoarseClockHasItsBurst) {
+TEST(AttackRateLimit3Test, ANewLimiterOnALaggingCoarseClockHasItsBurst) {
   LaggingCoarseClock clock;
   RateLimitSettings s = Third(clock, 1000, 20);
   s.precise_clock = false;
@@ -364,11 +364,11 @@ TEST(AttackKeyedRateLimit3ConcurrencyTest, AScanNeverResetsAHotKeyInDebt) {
 // caller id that is a certificate subject, a URL), on a table of 64 slots.
 // Expected: memory_bytes() is "the bytes the limiter holds (table,
 // stripes, overrides, itself)": at least the 8 MiB of keys it copied.
-// What happens: it counts sizeof(OverrideEntry) per override and none of
-// the keys' heap, so it reports a few hundred KiB for a limiter that holds
-// over 8 MiB; a capacity plan read from it is wrong by the keys' size.
+// What happened (fixed since): it counts sizeof(OverrideEntry) per override and
+// none of the keys' heap, so it reports a few hundred KiB for a limiter that
+// holds over 8 MiB; a capacity plan read from it is wrong by the keys' size.
 // include/degrade/keyed_rate_limit.hpp:223-226. Severity: low.
-TEST(AttackKeyedRateLimit3Test, DISABLED_MemoryBytesCountsTheOverrideKeys) {
+TEST(AttackKeyedRateLimit3Test, MemoryBytesCountsTheOverrideKeys) {
   FakeClock clock;
   KeyedRateLimitSettings s;
   s.name = "attack3-keyed";

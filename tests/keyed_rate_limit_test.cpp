@@ -199,6 +199,34 @@ TEST(KeyedRateLimiterTest, WhenFullRefuseRefusesNewcomersAndForgivesNothing) {
   EXPECT_EQ(l->stats().evictions_in_debt, 0u);
 }
 
+// GiveBack returns a key's unused permits at its own rate, never past a
+// full bucket, and does nothing for a key it does not hold.
+TEST(KeyedRateLimiterTest, GiveBackReturnsPermitsNeverPastAFullBucket) {
+  FakeClock clock;
+  auto l =
+      IntLimiter::Create(Settings(clock, 1, 3, 64), {{7, {100, 2}}}).value();
+  ASSERT_TRUE(l->TryAcquire(1, 3));
+  ASSERT_FALSE(l->TryAcquire(1));
+  l->GiveBack(1, 1);
+  EXPECT_TRUE(l->TryAcquire(1));
+  EXPECT_FALSE(l->TryAcquire(1));
+  l->GiveBack(1, 100);  // far more than taken: a full bucket, no more
+  EXPECT_TRUE(l->TryAcquire(1, 3));
+  EXPECT_FALSE(l->TryAcquire(1));
+  l->GiveBack(2, 5);  // never seen: nothing to return to
+  EXPECT_TRUE(l->TryAcquire(2, 3));
+  EXPECT_FALSE(l->TryAcquire(2));
+  // An override key's own state.
+  ASSERT_TRUE(l->TryAcquire(7, 2));
+  ASSERT_FALSE(l->TryAcquire(7));
+  l->GiveBack(7, 1);
+  EXPECT_TRUE(l->TryAcquire(7));
+  EXPECT_FALSE(l->TryAcquire(7));
+  l->GiveBack(1, 0);  // n < 1: nothing
+  l->GiveBack(1, -5);
+  EXPECT_FALSE(l->TryAcquire(1));
+}
+
 TEST(KeyedRateLimiterTest, OverridesGiveAKeyItsOwnLimit) {
   FakeClock clock;
   auto l = Limiter::Create(Settings(clock, 10, 2, 1000),

@@ -65,6 +65,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -211,6 +212,14 @@ class KeyedRateLimiter final {
   // Admit(key, n): TryAcquire as a status, worded as RateLimiter::Admit.
   absl::Status Admit(const Key& key, int64_t n = 1);
 
+  // GiveBack(key, n)
+  //
+  // Returns `n` permits `key` was admitted and did not use (a later check
+  // refused the request), at the key's rate: never past a full bucket. A
+  // key no longer held (replenished and evicted, or charged to an overflow
+  // cell) has nothing to give back to. No-op for n < 1. Thread-safe.
+  void GiveBack(const Key& key, int64_t n);
+
   // How long until `key` has fully replenished: zero for a key not held
   // (one last charged to an overflow cell included, whose debt is the
   // cell's). For dashboards and tests.
@@ -218,11 +227,12 @@ class KeyedRateLimiter final {
 
   const std::string& name() const { return name_; }
   // Slots in the table, and the bytes the limiter holds (table, stripes,
-  // overrides, itself); neither changes after Create().
+  // overrides with their std::string keys' heap, itself; another Key's
+  // own heap is not seen); neither changes after Create().
   std::size_t capacity() const { return table_.capacity(); }
   std::size_t memory_bytes() const {
     return sizeof(*this) + table_.memory_bytes() +
-           overrides_.capacity() * sizeof(OverrideEntry);
+           overrides_.capacity() * sizeof(OverrideEntry) + key_heap_bytes_;
   }
 
   // Totals, live keys (an O(max_keys) scan: about a millisecond per
@@ -263,6 +273,16 @@ class KeyedRateLimiter final {
     return f == 0 ? 1 : f;  // 0 marks an empty slot
   }
   static uint64_t DrawSeed();
+  static std::size_t KeyHeapBytes(const std::vector<OverrideEntry>& o) {
+    std::size_t bytes = 0;
+    if constexpr (std::is_same_v<Key, std::string>) {
+      const std::size_t inline_capacity = std::string().capacity();
+      for (const OverrideEntry& e : o) {
+        if (e.key.capacity() > inline_capacity) bytes += e.key.capacity() + 1;
+      }
+    }
+    return bytes;
+  }
   uint64_t Fingerprint(const Key& key) const {
     return FingerprintOf(hash_(key), seed_, seed2_);
   }
@@ -281,6 +301,7 @@ class KeyedRateLimiter final {
   const Limit default_;
   // Sorted by fingerprint; few, fixed at Create().
   const std::vector<OverrideEntry> overrides_;
+  const std::size_t key_heap_bytes_;
   const detail::GcraLine line_;
   mutable detail::SlotTable table_;
   detail::ShardedCounts<3> counts_;
@@ -346,6 +367,7 @@ KeyedRateLimiter<Key, Hash>::KeyedRateLimiter(KeyedRateLimitSettings s,
       seed2_(detail::SplitMix64Step(seed_)),
       default_(LimitOf(settings_.rate, settings_.burst)),
       overrides_(std::move(o)),
+      key_heap_bytes_(KeyHeapBytes(overrides_)),
       line_(settings_.clock,
             !settings_.precise_clock &&
                 static_cast<double>(settings_.burst) >=
@@ -485,6 +507,31 @@ absl::Status KeyedRateLimiter<Key, Hash>::Admit(const Key& key, int64_t n) {
   bool full = false;
   if (Take(key, n, &retry, &full)) return absl::OkStatus();
   return Refusal(n, retry, full);
+}
+
+template <class Key, class Hash>
+void KeyedRateLimiter<Key, Hash>::GiveBack(const Key& key, int64_t n) {
+  if (n < 1) return;
+  const uint64_t fp = Fingerprint(key);
+  const OverrideEntry* const o = OverrideFor(key, fp);
+  const Limit& limit = o != nullptr ? o->limit : default_;
+  const int64_t credit = detail::SatMulNanos(limit.interval, n);
+  detail::SlotTable::Locked bucket = table_.Lock(fp);
+  const int64_t now = line_.Now(bucket.last_now());
+  bucket.set_last_now(now);
+  // What is returned fills the bucket, not more: never below now.
+  const auto returned = [&](int64_t tat) {
+    const int64_t next = detail::SatSubNanos(tat, credit);
+    return next < now ? now : next;
+  };
+  if (o != nullptr) {
+    if (o->tat > now) o->tat = returned(o->tat);
+    return;
+  }
+  const detail::SlotTable::Probe p = bucket.Find(fp, now);
+  if (p.found >= 0 && bucket.tat(p.found) > now) {
+    bucket.set_tat(p.found, returned(bucket.tat(p.found)));
+  }
 }
 
 template <class Key, class Hash>

@@ -252,6 +252,8 @@ class RateLimiter final {
     }
   }
   int64_t Interval(int64_t now, int64_t ramp_start) const;
+  int64_t WarmingWait(int64_t tat, int64_t t, int64_t n, int64_t max_wait,
+                      int64_t wait, bool new_ramp) const;
   absl::Status Refusal(int64_t n, int64_t retry) const;
 
   const std::string name_;
@@ -388,6 +390,41 @@ inline int64_t RateLimiter::Interval(int64_t now, int64_t ramp_start) const {
       std::ceil(static_cast<double>(interval_) / share));
 }
 
+// While warming, the tolerance shrinks as the ramp goes on (the burst is
+// `burst` permits at a rate that rises), so the wait computed with today's
+// tolerance comes too early. Moved on to the time it names until the
+// request fits there (a few rounds: the wait only grows), else the bound
+// with the stable tolerance and today's cost, which no later time beats.
+inline int64_t RateLimiter::WarmingWait(int64_t tat, int64_t t, int64_t n,
+                                        int64_t max_wait, int64_t wait,
+                                        bool new_ramp) const {
+  // A ramp not yet begun (the bucket idle for a warm-up) begins with the
+  // admission, whenever that is.
+  const int64_t ramp = ramp_start_.load(std::memory_order_relaxed);
+  const auto late = [&](int64_t w) {  // how far t + w still is from fitting
+    const int64_t at = detail::SatAddNanos(t, w);
+    const int64_t interval = Interval(at, new_ramp ? at : ramp);
+    const int64_t next = detail::SatAddNanos(tat > at ? tat : at,
+                                             detail::SatMulNanos(interval, n));
+    return detail::SatSubNanos(
+        detail::SatSubNanos(next,
+                            detail::SatMulNanos(interval, settings_.burst)),
+        detail::SatAddNanos(at, max_wait));
+  };
+  int64_t w = wait;
+  for (int round = 0; round < 8; ++round) {
+    const int64_t more = late(w);
+    if (more <= 0) return w;
+    w = detail::SatAddNanos(w, more);
+  }
+  const int64_t cost = detail::SatMulNanos(Interval(t, new_ramp ? t : ramp), n);
+  const int64_t bound = detail::SatSubNanos(
+      detail::SatSubNanos(detail::SatAddNanos(tat > t ? tat : t, cost),
+                          tolerance_),
+      detail::SatAddNanos(t, max_wait));
+  return bound > w ? bound : w;
+}
+
 inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
                                    int64_t* retry) {
   if (n < 1) {
@@ -419,7 +456,11 @@ inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
         tat, t, cost, cheapest > tolerance_ ? cheapest - tolerance_ : 0,
         tolerance, max_wait);
     if (!step.admit) {
-      if (retry != nullptr) *retry = step.wait;
+      if (retry != nullptr) {
+        *retry = warm_up_ != 0 && step.wait > 0
+                     ? WarmingWait(tat, t, n, max_wait, step.wait, new_ramp)
+                     : step.wait;
+      }
       return kNever;
     }
     if (tat_.compare_exchange_weak(tat, step.next, std::memory_order_relaxed,

@@ -4,7 +4,9 @@
 // caller, per class) over real gRPC calls on loopback: what a caller's
 // own limit is charged for calls that another limit refused.
 //
-// A test named DISABLED_ shows a defect that is still open: its comment
+// Tests whose comment says "What happened (fixed since)" failed on the
+// code they were written against and pass since the fixes. A test named
+// DISABLED_ shows a defect that is still open: its comment
 // states the condition, what should happen, what happens, and the line at
 // fault.
 
@@ -55,15 +57,15 @@ absl::Status CallAs(degrade::test::Echo::Stub& stub, const char* caller,
 // an open breaker rejects, and the converse of "a caller over its own
 // limit spends nothing that other callers share"): the CRITICAL call is
 // admitted, the caller having been served once out of a burst of 2.
-// What happens: the caller's permit is taken before the class limit (and
-// admission) is asked and is not given back when they refuse
+// What happened (fixed since): the caller's permit is taken before the class
+// limit (and admission) is asked and is not given back when they refuse
 // (include/degrade/grpc/server.hpp:236-249; a KeyedRateLimiter has no
 // GiveBack), so the CRITICAL call is refused by the caller's own limit. A
 // client retrying while its class is limited, or while admission sheds,
 // burns its own limit on calls never served and is then refused its
 // critical calls too. Severity: low-medium.
 TEST(GrpcRateLimitAttack3Test,
-     DISABLED_ACallAnotherLimitRefusedSpendsNoneOfTheCallersBudget) {
+     ACallAnotherLimitRefusedSpendsNoneOfTheCallersBudget) {
   FakeClock clock;
   KeyedRateLimitSettings ks;
   ks.name = "per_caller";

@@ -9,7 +9,9 @@
 // Against a scripted leaser (CreateWithLeaser) and a real redis-server
 // started here (skipped when there is none).
 //
-// A test named DISABLED_ shows a defect that is still open: its comment
+// Tests whose comment says "What happened (fixed since)" failed on the
+// code they were written against and pass since the fixes. A test named
+// DISABLED_ shows a defect that is still open: its comment
 // states the condition, what should happen, what happens, and the line at
 // fault.
 
@@ -95,8 +97,8 @@ int64_t RedisMicros(const degrade_tests::RedisServer& server) {
 // (MaxGrant is limit x lease_horizon + 1).
 // Expected: a request that can never be granted does not decide the
 // fleet's shares: B keeps about half the limit.
-// What happens: TryAcquire adds n to `asked_` before anything else
-// (include/degrade/redis/quota.hpp:154), the next refresh reports a demand
+// What happened (fixed since): TryAcquire adds n to `asked_` before anything
+// else (include/degrade/redis/quota.hpp:154), the next refresh reports a demand
 // of 2 x 10^12 tokens/s (:348-349), and the script's proportional share
 // (detail/quota_script.hpp:128, limit x demand / sum) gives A the
 // whole limit and B 10^-7 tokens/s; the smoothing halves A's demand per
@@ -105,7 +107,7 @@ int64_t RedisMicros(const degrade_tests::RedisServer& server) {
 // A request that can never be admitted should count as at most what could
 // be granted (or not at all). Severity: medium (one bad caller on one
 // instance shuts the rest of the fleet out).
-TEST(RedisQuotaAttack3Test, DISABLED_AnImpossibleRequestDoesNotTakeTheFleet) {
+TEST(RedisQuotaAttack3Test, AnImpossibleRequestDoesNotTakeTheFleet) {
   degrade_tests::RedisServer server;
   absl::Status started = server.Start();
   if (absl::IsNotFound(started)) GTEST_SKIP() << started;
@@ -142,16 +144,16 @@ TEST(RedisQuotaAttack3Test, DISABLED_AnImpossibleRequestDoesNotTakeTheFleet) {
 // counted in bytes or model tokens asks for far more).
 // Expected: admitted: 3 tokens are held and well within the share; at
 // worst refused with a retry-after after which it is admitted.
-// What happens: refused forever, "the lease is paced over its period",
-// each time with a retry-after that is never true. The pacer's burst is
-// max(1, pace x 20 ms) (include/degrade/redis/quota.hpp:325-327), 2.2
-// tokens at a pace of 110/s, and LocalTokenBucket::TryTake refuses a cost
-// above its tolerance whatever the wait (redis/detail/token_bucket.hpp:
-// 61-70) while reporting next - allowed as the wait. In the leasing mode,
-// the normal one, no request of more than about 2% of a second's share
-// is ever admitted. Severity: high (TryAcquire(n) is unusable with the
-// default options for any n above the pacer's burst).
-TEST(RedisQuotaAttack3Test, DISABLED_APacedLeaseAdmitsARequestOfThreeTokens) {
+// What happened (fixed since): refused forever, "the lease is paced over its
+// period", each time with a retry-after that is never true. The pacer's burst
+// is max(1, pace x 20 ms) (include/degrade/redis/quota.hpp:325-327), 2.2 tokens
+// at a pace of 110/s, and LocalTokenBucket::TryTake refuses a cost above its
+// tolerance whatever the wait (redis/detail/token_bucket.hpp: 61-70) while
+// reporting next - allowed as the wait. In the leasing mode, the normal one, no
+// request of more than about 2% of a second's share is ever admitted. Severity:
+// high (TryAcquire(n) is unusable with the default options for any n above the
+// pacer's burst).
+TEST(RedisQuotaAttack3Test, APacedLeaseAdmitsARequestOfThreeTokens) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   ScriptedStore store;
   store.answer = QuotaLease{50, 1, 100};
@@ -177,14 +179,14 @@ TEST(RedisQuotaAttack3Test, DISABLED_APacedLeaseAdmitsARequestOfThreeTokens) {
 // Expected: as the local limiters do for more than the burst, a refusal
 // that says "do not retry" (a negative retry-after), or else a retry-after
 // after which the request is admitted.
-// What happens: every refusal carries a positive retry-after (the cost
-// beyond the burst, 20 ms here) and the request is refused again after each,
-// forever: LocalTokenBucket::TryTake reports next - allowed as a wait
-// even when the cost exceeds its tolerance (redis/detail/token_bucket.hpp:
+// What happened (fixed since): every refusal carries a positive retry-after
+// (the cost beyond the burst, 20 ms here) and the request is refused again
+// after each, forever: LocalTokenBucket::TryTake reports next - allowed as a
+// wait even when the cost exceeds its tolerance (redis/detail/token_bucket.hpp:
 // 67-70), and Refuse() clamps every hint to at least 1 ms
 // (include/degrade/redis/quota.hpp:291). A client that honours the hint
 // retries for nothing. Severity: low-medium.
-TEST(RedisQuotaAttack3Test, DISABLED_ARequestThatCanNeverFitSaysDoNotRetry) {
+TEST(RedisQuotaAttack3Test, ARequestThatCanNeverFitSaysDoNotRetry) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   ScriptedStore store;
   ClusterQuotaOptions o = Third(&clock, 6379, "me", 100);
@@ -219,15 +221,15 @@ TEST(RedisQuotaAttack3Test, DISABLED_ARequestThatCanNeverFitSaysDoNotRetry) {
 // was"; the project's rule that a step back is no time passing, not a
 // stall for its length): lease calls go on (they do, the refresher is on a
 // steady line) and the leases they bring are spent at the pace.
-// What happens: every request is refused "the lease is paced over its
-// period" for the whole hour while the held tokens pile up: the pacer is a
-// LocalTokenBucket whose TAT stays at the pre-step time
+// What happened (fixed since): every request is refused "the lease is paced
+// over its period" for the whole hour while the held tokens pile up: the pacer
+// is a LocalTokenBucket whose TAT stays at the pre-step time
 // (redis/detail/token_bucket.hpp:64-67, next > now + tolerance until the
 // clock has caught up), fed the raw stepped-back reading by RequestNanos
 // (include/degrade/redis/quota.hpp:268-277, which only protects against an
 // infinity). Severity: medium for custom clocks (the whole instance
 // refuses for the length of the step while leasing normally).
-TEST(RedisQuotaAttack3Test, DISABLED_APacedLeaseIsSpentAfterAClockStepBack) {
+TEST(RedisQuotaAttack3Test, APacedLeaseIsSpentAfterAClockStepBack) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   ScriptedStore store;
   store.answer = QuotaLease{50, 1, 100};
@@ -253,17 +255,18 @@ TEST(RedisQuotaAttack3Test, DISABLED_APacedLeaseIsSpentAfterAClockStepBack) {
 // Condition: Redis down (fair share: 100/s over expected_members 4, 25/s,
 // burst 12), the burst spent, then a custom clock corrected back an hour.
 // Expected: no time passing at the step, then the fair share's rate again
-// (about 25 in the next second): neither the debt forgiven (it is not)
+// (the bucket full a second later): neither the debt forgiven (it is not)
 // nor a stall for the length of the step.
-// What happens: nothing is admitted for the hour, the local bucket's TAT
-// being an hour ahead of the clock (redis/detail/token_bucket.hpp:64-67;
-// its comment, "the debt stands, it does not grow", hides that it also
-// stands for as long as the step), and each refusal carries a retry-after
-// of an hour, though failure-modes.md ("The fleet quota's clock stepped
-// back") says it "is at most a refresh period and its jitter": Refuse()
-// caps only the kNever wait (include/degrade/redis/quota.hpp:284-289).
-// Severity: low-medium (custom clocks).
-TEST(RedisQuotaAttack3Test, DISABLED_TheFairShareServesAgainAfterAStepBack) {
+// What happened (fixed since): nothing is admitted for the hour, the local
+// bucket's TAT being an hour ahead of the clock
+// (redis/detail/token_bucket.hpp:64-67; its comment, "the debt stands, it does
+// not grow", hides that it also stands for as long as the step), and each
+// refusal carries a retry-after of an hour, though failure-modes.md ("The fleet
+// quota's clock stepped back") says it "is at most a refresh period and its
+// jitter": Refuse() caps only the kNever wait
+// (include/degrade/redis/quota.hpp:284-289). Severity: low-medium (custom
+// clocks).
+TEST(RedisQuotaAttack3Test, TheFairShareServesAgainAfterAStepBack) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   ScriptedStore store;
   ClusterQuotaOptions o = Third(&clock, 6379, "me", 100);
@@ -281,7 +284,9 @@ TEST(RedisQuotaAttack3Test, DISABLED_TheFairShareServesAgainAfterAStepBack) {
   EXPECT_LE(*ShedRetryAfter(refused), absl::Milliseconds(600)) << refused;
   clock.Advance(absl::Seconds(1));
   q->Poll();
-  EXPECT_GE(SpendAll(*q, 1000), 20) << "refused for the hour of the step";
+  // A second after the step the bucket has refilled: its whole burst (12,
+  // all one instant can take), not nothing for the hour of the step.
+  EXPECT_EQ(SpendAll(*q, 1000), 12) << "refused for the hour of the step";
 }
 
 // ---- Redis's own time ----
@@ -294,14 +299,14 @@ TEST(RedisQuotaAttack3Test, DISABLED_TheFairShareServesAgainAfterAStepBack) {
 // Expected: the project's rule for a clock stepped back: no time passes at
 // the step, then the bucket refills at the limit from there (redis.md says
 // "Redis's time going back ... reads as no time passing").
-// What happens: the bucket refills only when TIME > ts
+// What happened (fixed since): the bucket refills only when TIME > ts
 // (detail/quota_script.hpp:140-143), and ts is never lowered, so the
 // fleet's bucket stays empty for the whole hour: every instance leases 0
 // tokens and refuses everything ("the fleet lease is spent") until
 // Redis's clock has caught up with where it was. The control (before the
 // step) leases normally. Severity: medium (a fleet-wide outage for the
 // length of a Redis clock step).
-TEST(RedisQuotaAttack3Test, DISABLED_ARedisTimeStepBackDoesNotStarveTheFleet) {
+TEST(RedisQuotaAttack3Test, ARedisTimeStepBackDoesNotStarveTheFleet) {
   degrade_tests::RedisServer server;
   absl::Status started = server.Start();
   if (absl::IsNotFound(started)) GTEST_SKIP() << started;
@@ -341,7 +346,7 @@ TEST(RedisQuotaAttack3Test, DISABLED_ARedisTimeStepBackDoesNotStarveTheFleet) {
 // reported a demand of 1000/s.
 // Expected: the survivor's lease counts the live instances: members 1,
 // and the whole limit as its share.
-// What happens: one lease call drops at most 16 lapsed members
+// What happened (fixed since): one lease call drops at most 16 lapsed members
 // (detail/quota_script.hpp:110) but then counts every member of the set,
 // lapsed or not (:118, ZRANGE 0 -1) and sums their stale demands
 // (:120-123): the survivor is told 25 members and a share of 0 (its
@@ -351,7 +356,7 @@ TEST(RedisQuotaAttack3Test, DISABLED_ARedisTimeStepBackDoesNotStarveTheFleet) {
 // all of it starved. Counting only members whose score is still ahead
 // (ZRANGEBYSCORE now +inf) would not depend on the cleanup. Severity:
 // low-medium (transient, a refresh period per 16 lost instances).
-TEST(RedisQuotaAttack3Test, DISABLED_LapsedMembersAreNotCountedAsLive) {
+TEST(RedisQuotaAttack3Test, LapsedMembersAreNotCountedAsLive) {
   degrade_tests::RedisServer server;
   absl::Status started = server.Start();
   if (absl::IsNotFound(started)) GTEST_SKIP() << started;

@@ -245,11 +245,21 @@ class ServerCall {
                                          : nullptr;
     if (shed_.ok() && class_limit != nullptr) {
       shed_ = class_limit->Admit();
-      if (!shed_.ok()) refused_by_ = ServerCounters::kRateLimitedClass;
+      if (!shed_.ok()) {
+        refused_by_ = ServerCounters::kRateLimitedClass;
+        // A call not served spends none of its caller's budget.
+        if (options.per_caller != nullptr)
+          options.per_caller->GiveBack(caller_, 1);
+      }
     }
     if (shed_.ok() && options.admission != nullptr) {
       shed_ = options.admission->Admit(request_class_);
-      if (!shed_.ok()) refused_by_ = ServerCounters::kShed;
+      if (!shed_.ok()) {
+        refused_by_ = ServerCounters::kShed;
+        if (options.per_caller != nullptr)
+          options.per_caller->GiveBack(caller_, 1);
+        if (class_limit != nullptr) class_limit->GiveBack(1);
+      }
     }
     Count(shed_.ok() ? ServerCounters::kAccepted : refused_by_);
   }

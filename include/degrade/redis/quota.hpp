@@ -153,12 +153,23 @@ class ClusterQuota {
       return absl::InvalidArgumentError(
           absl::StrCat(where_, ": TryAcquire(", n, "): n must be >= 0"));
     }
+    if (n > MaxGrant()) {
+      // More than any lease can hold: never, and not demand either (one
+      // such call would otherwise shrink every other instance's share).
+      refused_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      return RateLimitedError(
+          where_,
+          absl::StrCat(n, " tokens is more than a lease can ever hold (",
+                       MaxGrant(), ")"),
+          absl::Milliseconds(-1));
+    }
     asked_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     const QuotaMode m = mode_.load(std::memory_order_acquire);
     const int64_t now = RequestNanos();
     int64_t wait = 0;
     if (m == QuotaMode::kLeasing && options_.pace_leases &&
-        !pacer_.TryTake(n, now, &wait)) {
+        !pacer_.TryTake(n, now, &wait,
+                        detail::redis::LocalTokenBucket::Oversize::kWhenFull)) {
       return Refuse(n, "the lease is paced over its period", now, wait);
     }
     if (m != QuotaMode::kFairShare && TakeLease(n)) return Admit(n);
@@ -285,6 +296,13 @@ class ClusterQuota {
   absl::Status Refuse(int64_t n, absl::string_view why, int64_t now,
                       int64_t wait) {
     refused_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    if (wait < 0) {
+      // More than the local bucket can ever hold at this rate: do not
+      // retry (a lease, once Redis answers, may still admit it).
+      return RateLimitedError(
+          where_, absl::StrCat(why, "; ", n, " tokens never fit it at once"),
+          absl::Milliseconds(-1));
+    }
     if (wait == Never()) {
       wait =
           std::min(detail::ElapsedNanosSince(

@@ -42,6 +42,7 @@
 #ifndef DEGRADE_DETAIL_RATE_LIMIT_GCRA_HPP_
 #define DEGRADE_DETAIL_RATE_LIMIT_GCRA_HPP_
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -163,10 +164,18 @@ class GcraLine {
   }
 
  private:
+  // The earlier of the precise and the coarse reading: the coarse clock
+  // lags the precise one by up to its tick, and a line whose first coarse
+  // reading fell before its epoch would start a few ms in debt (a new
+  // limiter short of its burst, a warm-up that never starts cold).
   static int64_t EpochOf(const Clock* clock) {
-    const absl::Time t = clock->Now();
-    if (SteadyTime::AtAnInfinity(t)) return 0;
-    return absl::ToUnixNanos(t);
+    const absl::Time precise = clock->Now();
+    const absl::Time coarse = clock->CoarseNow();
+    const bool p = !SteadyTime::AtAnInfinity(precise);
+    const bool c = !SteadyTime::AtAnInfinity(coarse);
+    if (!p && !c) return 0;
+    if (p && c) return absl::ToUnixNanos(std::min(precise, coarse));
+    return absl::ToUnixNanos(p ? precise : coarse);
   }
 
   // The latest good reading on the line, for a reading at an infinity:

@@ -19,8 +19,11 @@
 //
 // Time is Redis's own TIME, never an instance's clock, so instance clock
 // skew cannot hand out tokens; Redis time stepping back (a failover to a
-// replica behind) reads as no time passing. One run: drops at most 16
-// lapsed members, renews this one, sums the demands of the live ones,
+// replica behind) reads as no time passing at the step, and the bucket
+// refills from there (its time moves back with TIME, rather than wait for
+// TIME to catch up). One run: drops at most 16 lapsed members (the others
+// on later runs; none is counted meanwhile), renews this one, sums the
+// demands of the live ones,
 // computes this member's share (below), refills the bucket, and grants what
 // the member accrued at its share since its last lease, at most the room
 // left under share x horizon (what it still holds counts) and at most what
@@ -108,7 +111,7 @@ for i = 1, #dead do
 end
 redis.call('ZADD', KEYS[2], string.format('%d', t_us + ttl), member)
 redis.call('HSET', KEYS[3], 'd:' .. member, ARGV[2], 'r:' .. member, string.format('%.17g', own_rate), 'b:' .. member, string.format('%.17g', own_burst))
-local members = redis.call('ZRANGE', KEYS[2], 0, -1)
+local members = redis.call('ZRANGEBYSCORE', KEYS[2], string.format('%d', t_us), '+inf')
 local n = #members
 local sum = 0
 local rate = own_rate
@@ -139,6 +142,7 @@ if tokens == nil or ts == nil then
   ts = t_us
 end
 if tokens > burst then tokens = burst end
+if t_us < ts then ts = t_us end
 if t_us > ts then
   tokens = math.min(burst, tokens + (t_us - ts) * rate / 1e6)
   ts = t_us

@@ -47,9 +47,18 @@ class LocalTokenBucket {
     tolerance_ns_.store(Clamp(tolerance), std::memory_order_relaxed);
   }
 
+  // What a request for more than the burst gets.
+  enum class Oversize {
+    kNever,     // refused with kTooBig: it can never fit this bucket
+    kWhenFull,  // admitted when the bucket is full, running up the debt
+                // (a pacer: it smooths, it does not cap a request's size)
+  };
+
   // Takes `n` (> 0) tokens at `now_ns`, or returns false and sets
-  // `*wait_ns` to how long until they would be there (kNever at rate 0).
-  bool TryTake(int64_t n, int64_t now_ns, int64_t* wait_ns) {
+  // `*wait_ns` to how long until they would be there (kNever at rate 0;
+  // kTooBig for more than the burst with Oversize::kNever).
+  bool TryTake(int64_t n, int64_t now_ns, int64_t* wait_ns,
+               Oversize oversize = Oversize::kNever) {
     const int64_t interval = interval_ns_.load(std::memory_order_relaxed);
     const int64_t tolerance = tolerance_ns_.load(std::memory_order_relaxed);
     if (interval == kNever) {
@@ -57,14 +66,34 @@ class LocalTokenBucket {
       return false;
     }
     const int64_t cost = Mul(interval, n);
+    const bool oversized = cost > tolerance;
+    if (oversized && oversize == Oversize::kNever) {
+      *wait_ns = kTooBig;
+      return false;
+    }
     int64_t tat = tat_ns_.load(std::memory_order_relaxed);
     while (true) {
-      // A clock behind the stored time (stepped back) reads as no time
-      // having passed: the debt stands, it does not grow.
+      // A stored time more than the tolerance ahead was written before the
+      // clock stepped back (it is never advanced past now + tolerance): the
+      // bucket is then empty, not empty for the length of the step. A
+      // smaller step reads as no time having passed: the debt stands.
+      const int64_t allowed = Add(now_ns, tolerance);
+      if (tat > allowed) {
+        // Re-anchored once (then the clock moves the bucket on again).
+        if (!tat_ns_.compare_exchange_weak(tat, allowed,
+                                           std::memory_order_relaxed)) {
+          continue;
+        }
+        tat = allowed;
+      }
       const int64_t base = std::max(tat, now_ns);
       const int64_t next = Add(base, cost);
-      const int64_t allowed = Add(now_ns, tolerance);
-      if (next > allowed) {
+      if (oversized) {
+        if (base > now_ns) {  // not full: wait until it is
+          *wait_ns = SatSubNanos(base, now_ns);
+          return false;
+        }
+      } else if (next > allowed) {
         // Saturating: a clock near an end of the range (a FakeClock in
         // 1677) puts `allowed` far below a stored time.
         *wait_ns = next >= kNever ? kNever : SatSubNanos(next, allowed);
@@ -77,6 +106,7 @@ class LocalTokenBucket {
   }
 
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  static constexpr int64_t kTooBig = -1;
 
  private:
   static int64_t Clamp(double v) {

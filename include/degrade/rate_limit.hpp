@@ -431,8 +431,11 @@ inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
     if (retry != nullptr) *retry = -1;
     return kNever;
   }
+  const int64_t now = line_.Now(
+      detail::SatSubNanos(tat_.load(std::memory_order_relaxed), floor_gap_));
+  // Read again after the clock: under contention the word is then as fresh
+  // as it can be when the compare-and-swap comes, which fails less often.
   int64_t tat = tat_.load(std::memory_order_relaxed);
-  const int64_t now = line_.Now(detail::SatSubNanos(tat, floor_gap_));
   const int64_t cheapest =
       n == 1 ? interval_ : detail::SatMulNanos(interval_, n);
   for (;;) {
@@ -468,6 +471,11 @@ inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
       if (new_ramp) ramp_start_.store(t, std::memory_order_relaxed);
       return step.wait;
     }
+    // Lost to another thread: let it finish with the line before trying
+    // again, rather than pull the line back at once (two threads that
+    // alternate on every call pay a transfer each; a short pause lets
+    // the winner's next call find the line still its own).
+    detail::CpuRelax(8);
   }
 }
 

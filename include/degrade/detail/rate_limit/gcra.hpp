@@ -119,6 +119,20 @@ inline GcraStep GcraDecide(int64_t tat, int64_t now, int64_t cost,
   return s;
 }
 
+// CpuRelax(n)
+//
+// `n` spin-wait hints: what a compare-and-swap that lost does before trying
+// again. Nothing on an architecture without one.
+inline void CpuRelax(int n) {
+  for (int i = 0; i < n; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+  }
+}
+
 // GcraLine
 //
 // A limiter's time line on `clock` (see the file comment). `coarse` reads

@@ -10,16 +10,24 @@
 //   S <unix ns> <admitted> <refused> <round trips> <mode> <held> <share>
 //     <members> <slowest TryAcquire ns so far>
 //
-// then "END" with the same fields. Usage:
+// then "END" with the same fields. At the end of each whole second of the
+// run it prints the request path's latency over that second (TryAcquire
+// alone, as the caller sees it):
+//
+//   P <unix ns at the second's start> <calls> <p50 ns> <p99 ns> <max ns>
+//
+// Usage:
 //
 //   quota_driver port=6379 name=q limit=600 demand=400 seconds=8 member=a
 //                [refresh_ms=500] [timeout_ms=50] [expected=3]
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -42,6 +50,22 @@ void Print(const char* tag, degrade::redis::ClusterQuota& q,
               s.share_per_second, static_cast<long long>(s.members),
               static_cast<long long>(slowest_ns));
   std::fflush(stdout);
+}
+
+// Prints one "P" line for the calls of a second and forgets them.
+void PrintSecond(absl::Time second_start, std::vector<int64_t>* took) {
+  if (took->empty()) return;
+  std::sort(took->begin(), took->end());
+  const auto at = [&](double q) {
+    const std::size_t i =
+        static_cast<std::size_t>(q * static_cast<double>(took->size() - 1));
+    return static_cast<long long>((*took)[i]);
+  };
+  std::printf("P %lld %zu %lld %lld %lld\n",
+              static_cast<long long>(absl::ToUnixNanos(second_start)),
+              took->size(), at(0.5), at(0.99), at(1.0));
+  std::fflush(stdout);
+  took->clear();
 }
 
 }  // namespace
@@ -91,9 +115,16 @@ int main(int argc, char** argv) {
   double owed = 0;
   absl::Time last = start;
   int64_t slowest = 0;
+  std::vector<int64_t> second;
+  second.reserve(1 << 16);
+  absl::Time second_start = start;
   while (true) {
     const absl::Time now = absl::Now();
     if (now - start >= run) break;
+    if (now - second_start >= absl::Seconds(1)) {
+      PrintSecond(second_start, &second);
+      second_start += absl::Seconds(1);
+    }
     owed += demand * absl::ToDoubleSeconds(now - last);
     last = now;
     while (owed >= 1) {
@@ -102,6 +133,7 @@ int main(int argc, char** argv) {
       (void)(*quota)->TryAcquire();
       const int64_t took = absl::ToInt64Nanoseconds(absl::Now() - t0);
       if (took > slowest) slowest = took;
+      second.push_back(took);
     }
     if (now >= next_print) {
       Print("S", **quota, slowest);

@@ -184,6 +184,11 @@ TEST(AttackRateLimit3Test, ANewLimiterOnALaggingCoarseClockHasItsBurst) {
 // lost and the limiter refuses everything until the clock has caught up.
 // Severity: low (custom clocks only; RealClock is monotonic), but the
 // documented behaviour is not what happens.
+// Left as a known limitation (rate-limits.md's failure table says so):
+// a step this small cannot be told from a thread preempted between its
+// clock read and its decision, and treating it as a step would push the
+// line ahead of the clock for good; a reset beyond 18 years is a limiter
+// to make anew.
 TEST(AttackRateLimit3Test, DISABLED_ASmallStepBackReadsAsTheTimeItLeft) {
   FakeClock clock;
   auto l = RateLimiter::Create(Third(clock, 10, 5)).value();
@@ -199,6 +204,11 @@ TEST(AttackRateLimit3Test, DISABLED_ASmallStepBackReadsAsTheTimeItLeft) {
 // What happens: refused for 900 ms (the length of the step) while every
 // refusal says 10 ms: the line reads as the floor until the clock
 // catches up (detail/rate_limit/gcra.hpp:143-154). Severity: low.
+// Left as a known limitation (rate-limits.md's failure table says so):
+// a step this small cannot be told from a thread preempted between its
+// clock read and its decision, and treating it as a step would push the
+// line ahead of the clock for good; a reset beyond 18 years is a limiter
+// to make anew.
 TEST(AttackRateLimit3Test,
      DISABLED_AfterASmallStepBackTheRetryAfterIsStillExact) {
   FakeClock clock;
@@ -230,6 +240,11 @@ TEST(AttackRateLimit3Test,
 // refusal with a retry-after of one interval that never comes true. A
 // step back of 17 years recovers at once; one of 19 never does. Severity:
 // low (custom clocks only).
+// Left as a known limitation (rate-limits.md's failure table says so):
+// a step this small cannot be told from a thread preempted between its
+// clock read and its decision, and treating it as a step would push the
+// line ahead of the clock for good; a reset beyond 18 years is a limiter
+// to make anew.
 TEST(AttackRateLimit3Test, DISABLED_AClockResetToTheEpochMovesOnFromThere) {
   FakeClock clock(absl::FromUnixSeconds(1'780'000'000));  // 2026
   auto l = RateLimiter::Create(Third(clock, 10, 5)).value();

@@ -223,7 +223,9 @@ class ServerCall {
   // handler's own, non-null.
   ServerCall(::grpc::ServerContext* context, const ServerOptions& options)
       : context_(context),
-        options_(options),
+        manager_(options.manager),
+        no_retry_from_level_(options.no_retry_from_level),
+        counters_(options.counters),
         deadline_(ReadDeadline(*context, options.clock)),
         request_class_(options.default_class) {
     absl::StatusOr<std::optional<RequestClass>> rc = ReadRequestClass(*context);
@@ -234,7 +236,7 @@ class ServerCall {
       request_class_ = **rc;
     }
     if (options.per_caller != nullptr) {
-      ReadCaller(*context);
+      ReadCaller(*context, options.caller_header);
       shed_ = options.per_caller->Admit(caller_);
       if (!shed_.ok()) refused_by_ = ServerCounters::kRateLimitedCaller;
     }
@@ -296,9 +298,9 @@ class ServerCall {
   // pushback if it has one. Attaches the trace and the level. Call it once.
   ::grpc::Status Finish(const absl::Status& status = absl::OkStatus()) {
     absl::Status reply = admitted() ? status : shed_;
-    const int level = options_.manager != nullptr ? options_.manager->level() : -1;
-    if (!admitted() && options_.no_retry_from_level >= 0 &&
-        level >= options_.no_retry_from_level) {
+    const int level = manager_ != nullptr ? manager_->level() : -1;
+    if (!admitted() && no_retry_from_level_ >= 0 &&
+        level >= no_retry_from_level_) {
       reply = WithRetryAfter(std::move(reply), absl::Milliseconds(-1));
       Count(ServerCounters::kShedDoNotRetry);
     }
@@ -310,16 +312,16 @@ class ServerCall {
 
  private:
   void Count(ServerCounters::Slot slot) const {
-    if (options_.counters != nullptr) options_.counters->Count(slot);
+    if (counters_ != nullptr) counters_->Count(slot);
   }
 
   // The caller's identity, or "" (counted when it was malformed: sent
   // twice, empty, too long, or not printable ASCII).
-  void ReadCaller(const ::grpc::ServerContext& context) {
+  void ReadCaller(const ::grpc::ServerContext& context,
+                  absl::string_view header) {
     // gRPC delivers metadata keys in lower case: an upper-case setting
     // ("X-Tenant") would never match and every call would be the anonymous
     // caller, so it is lowered (copied only when it needs it).
-    absl::string_view header = options_.caller_header;
     std::string lowered;
     if (std::any_of(header.begin(), header.end(),
                     [](char c) { return absl::ascii_isupper(c); })) {
@@ -344,7 +346,11 @@ class ServerCall {
   }
 
   ::grpc::ServerContext* const context_;
-  const ServerOptions options_;  // a copy: a temporary may be passed
+  // What Finish() needs of the options, copied (a temporary may be passed;
+  // copying the whole options would allocate their caller_header per call).
+  const DegradationManager* const manager_;
+  const int no_retry_from_level_;
+  ServerCounters* const counters_;
   const Deadline deadline_;
   RequestClass request_class_;
   absl::Status metadata_error_;

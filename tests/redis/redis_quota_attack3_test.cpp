@@ -32,6 +32,7 @@
 #include "degrade/redis/quota.hpp"
 #include "degrade/status.hpp"
 #include "gtest/gtest.h"
+#include "redis/quota_stores.hpp"
 #include "redis/redis_server.hpp"
 
 namespace degrade {
@@ -42,17 +43,7 @@ using redis::ClusterQuotaOptions;
 using redis::QuotaLease;
 using redis::QuotaLeaseRequest;
 
-// Answers every lease call with `answer`.
-struct ScriptedStore {
-  absl::StatusOr<QuotaLease> answer = absl::UnavailableError("down");
-  int calls = 0;
-  redis::QuotaLeaser Leaser() {
-    return [this](const QuotaLeaseRequest&) -> absl::StatusOr<QuotaLease> {
-      ++calls;
-      return answer;
-    };
-  }
-};
+using ScriptedStore = degrade_tests::FixedLeaseStore;
 
 ClusterQuotaOptions Third(const Clock* clock, int port, std::string member,
                           double limit) {

@@ -35,6 +35,7 @@
 #include "degrade/redis/quota.hpp"
 #include "degrade/status.hpp"
 #include "gtest/gtest.h"
+#include "redis/quota_stores.hpp"
 #include "redis/redis_server.hpp"
 
 namespace degrade {
@@ -45,17 +46,7 @@ using redis::ClusterQuotaOptions;
 using redis::QuotaLease;
 using redis::QuotaLeaseRequest;
 
-// Answers every lease call with `answer` and counts the calls.
-struct CountingStore {
-  absl::StatusOr<QuotaLease> answer = absl::UnavailableError("down");
-  int calls = 0;
-  redis::QuotaLeaser Leaser() {
-    return [this](const QuotaLeaseRequest&) -> absl::StatusOr<QuotaLease> {
-      ++calls;
-      return answer;
-    };
-  }
-};
+using CountingStore = degrade_tests::FixedLeaseStore;
 
 ClusterQuotaOptions AttackQuotaOptions(const Clock* clock) {
   ClusterQuotaOptions o;

@@ -58,11 +58,17 @@ TEST(AttackRateLimit4ConcurrencyTest, FrozenClockAdmitsExactlyTheBurst) {
 
 // Condition: a warming limiter (100/s, burst 10, warm_up 1 s, cold factor
 // 3) drained at a cold start; a client asks for 4 permits at a time and,
-// when refused, waits exactly the retry-after it was given.
-// Holds: that wait is enough (an upper bound: the request is then
-// admitted), and not absurd: at most what 4 permits cost at the cold rate
-// plus one more interval (4 x 30 ms + 30 ms).
-TEST(AttackRateLimit4Test, WarmingRetryAfterForSeveralIsEnoughAndNotAbsurd) {
+// when refused, waits exactly the retry-after it was given, as the header
+// invites ("while warming up an upper bound").
+// Expected: after waiting the retry-after, the 4 permits are admitted.
+// What happens: in round 7 the retry-after is 59.29 ms and the request is
+// refused again at that time: for n > 1 WarmingWait's moved-on time
+// (include/degrade/rate_limit.hpp:415-419) can return a wait that is not
+// yet enough (the loop's fit test uses the interval at the moved time but
+// not the ramp's progress the same way Decide does; :464 hands it out).
+// Severity: low-medium (a client that trusts the hint is refused again
+// and, with a retry budget, may give up).
+TEST(AttackRateLimit4Test, DISABLED_WarmingRetryAfterForFourIsEnough) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   RateLimitSettings s = Fourth(clock, 100, 10);
   s.warm_up = absl::Seconds(1);
@@ -74,10 +80,45 @@ TEST(AttackRateLimit4Test, WarmingRetryAfterForSeveralIsEnoughAndNotAbsurd) {
     absl::Duration retry;
     if (limiter->TryAcquire(4, &retry)) continue;
     ASSERT_GT(retry, absl::ZeroDuration()) << "round " << round;
-    EXPECT_LE(retry, absl::Milliseconds(150)) << "round " << round;
     clock.Advance(retry);
     EXPECT_TRUE(limiter->TryAcquire(4))
         << "round " << round << " after " << retry;
+  }
+}
+
+// Condition: as above, but the client finds the true wait 1 ms at a time
+// (a refusal writes nothing) and compares it with the retry-after.
+// Expected: the retry-after is an upper bound and a close one: within one
+// cold interval (30 ms) of the true wait.
+// What happens: the hint is 2-3 x the true wait at the start of the ramp:
+// told 260 ms, admitted after 87 ms (round 0); 257 ms vs 130 ms; 193 ms vs
+// 99 ms. The fall-back bound (rate_limit.hpp:420-426, the stable
+// tolerance with today's cost) is taken when the 8 rounds (:415) do not
+// settle, and it is far above the true wait. Severity: low (clients that
+// honour the hint wait up to 3 x longer than needed while warming, so the
+// warm-up runs below its own curve).
+TEST(AttackRateLimit4Test, DISABLED_WarmingRetryAfterIsCloseToTheTrueWait) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  RateLimitSettings s = Fourth(clock, 100, 10);
+  s.warm_up = absl::Seconds(1);
+  s.cold_factor = 3;
+  auto limiter = RateLimiter::Create(s).value();
+  while (limiter->TryAcquire(4)) {
+  }
+  for (int round = 0; round < 40; ++round) {
+    absl::Duration retry;
+    if (limiter->TryAcquire(4, &retry)) continue;
+    ASSERT_GT(retry, absl::ZeroDuration()) << "round " << round;
+    // The true wait, found 1 ms at a time (a refusal writes nothing).
+    absl::Duration waited;
+    while (!limiter->TryAcquire(4) && waited < absl::Seconds(5)) {
+      clock.Advance(absl::Milliseconds(1));
+      waited += absl::Milliseconds(1);
+    }
+    EXPECT_GE(retry + absl::Milliseconds(1), waited) << "round " << round;
+    EXPECT_LE(retry, waited + absl::Milliseconds(30))
+        << "round " << round << ": told " << retry << ", admitted after "
+        << waited;
   }
 }
 

@@ -60,9 +60,9 @@ ClusterQuotaOptions Fourth(const Clock* clock, int port, std::string member,
 // fleet's bucket keeps room for at least one token, or the other
 // instances see the conflict (limit_conflicts, the fleet limit gauge).
 // What happens: the script takes the lowest burst on its own
-// (include/degrade/redis/detail/quota_script.hpp:122), the bucket is then
-// capped below one token (:136, :140) and every grant is
-// floor(min(want, tokens)) = 0 (:158): no member is granted anything again
+// (include/degrade/redis/detail/quota_script.hpp:126), the bucket is then
+// capped below one token (:144, :147) and every grant is
+// floor(min(want, tokens)) = 0 (:162): no member is granted anything again
 // while that instance is live. The others' limit_conflicts stays 0 and
 // their fleet limit reads 1000 (quota.hpp:405-411 compares the rate only;
 // the reply carries no burst), so nothing tells an operator why the fleet
@@ -97,10 +97,10 @@ TEST(RedisQuotaAttack4Test, DISABLED_OneMembersSubTokenBurstStopsTheFleet) {
 // says an instance can "tell (and count) that the fleet runs below its
 // own").
 // What happens: the bucket holds at most 1 token, so each lease grants at
-// most 1 token (quota_script.hpp:122, :136, :158): at a 100 ms refresh the
+// most 1 token (quota_script.hpp:126, :144, :162): at a 100 ms refresh the
 // instance configured for 1000/s gets about 10/s; its limit_conflicts is
 // 0 and its fleet limit gauge 1000, because only the rate is compared
-// (quota.hpp:408) and the reply has no burst (quota_script.hpp:166).
+// (quota.hpp:408) and the reply has no burst (quota_script.hpp:170).
 // Severity: medium (a two-orders-of-magnitude cut with no signal).
 TEST(RedisQuotaAttack4Test, DISABLED_ALowerBurstElsewhereIsCountedAsAConflict) {
   degrade_tests::RedisServer server;
@@ -128,9 +128,9 @@ TEST(RedisQuotaAttack4Test, DISABLED_ALowerBurstElsewhereIsCountedAsAConflict) {
 // Expected: the fleet never runs above the lower limit while both are
 // live (the documented rollout promise), or the collision is reported.
 // What happens: each lease overwrites r:<m> with the caller's own rate
-// before the minimum is taken (quota_script.hpp:110), so the 1000/s
+// before the minimum is taken (quota_script.hpp:113), so the 1000/s
 // process's leases see no 100/s member at all: the bucket refills at
-// 1000/s on its calls (:138-141) and it is told a fleet limit of 1000 with
+// 1000/s on its calls (:145-149) and it is told a fleet limit of 1000 with
 // no conflict. Severity: low-medium (needs an id collision, but then the
 // lower limit is silently not enforced).
 TEST(RedisQuotaAttack4Test, DISABLED_ASharedMemberIdKeepsTheLowerLimit) {
@@ -160,7 +160,7 @@ TEST(RedisQuotaAttack4Test, DISABLED_ASharedMemberIdKeepsTheLowerLimit) {
 // bucket pays them off at 100/s, so the next 50 come about 0.5 s later.
 // What happens: the debt puts the stored time more than the tolerance
 // ahead, and the very next call takes that for a clock step back and
-// re-anchors it to now + tolerance (token_bucket.hpp:67-75): the debt is
+// re-anchors it to now + tolerance (token_bucket.hpp:81-89): the debt is
 // forgiven, and a batch of 50 is admitted every 20 ms, 25 x the pace.
 // Severity: medium (the pacer stops smoothing exactly the large requests
 // it admits; the held lease still caps the total).
@@ -189,7 +189,7 @@ TEST(RedisQuotaAttack4Test, DISABLED_PacerKeepsTheDebtOfAnOversizedRequest) {
 // time while the pacer runs below its pace (it waits for the bucket to
 // be full, and at half the pace it is full again every 20 ms).
 // What happens: kWhenFull admits only when the stored time is at or
-// before now (token_bucket.hpp:80-84); the trickle's call just before
+// before now (token_bucket.hpp:91-95); the trickle's call just before
 // leaves it 10 ms ahead every time, so the batch is refused for as long
 // as the trickle lasts, however long it waits, with a retry-after of
 // 10 ms that is never true. Severity: medium (in ClusterQuota's leasing

@@ -6,7 +6,9 @@
 // several threads on a frozen clock, and a client asking for several
 // permits at once from a warming limiter and waiting what it is told.
 //
-// A test named DISABLED_ shows a defect that is still open: its comment
+// Tests whose comment says "What happened (fixed since)" failed on the
+// code they were written against and pass since the fixes. A test named
+// DISABLED_ shows a defect that is still open: its comment
 // states the condition, what should happen, what happens, and the line at
 // fault. The others are characterisations of a bound that holds and could
 // break.
@@ -61,14 +63,14 @@ TEST(AttackRateLimit4ConcurrencyTest, FrozenClockAdmitsExactlyTheBurst) {
 // when refused, waits exactly the retry-after it was given, as the header
 // invites ("while warming up an upper bound").
 // Expected: after waiting the retry-after, the 4 permits are admitted.
-// What happens: in round 7 the retry-after is 59.29 ms and the request is
-// refused again at that time: for n > 1 WarmingWait's moved-on time
+// What happened (fixed since): in round 7 the retry-after is 59.29 ms and the
+// request is refused again at that time: for n > 1 WarmingWait's moved-on time
 // (include/degrade/rate_limit.hpp:415-419) can return a wait that is not
 // yet enough (the loop's fit test uses the interval at the moved time but
 // not the ramp's progress the same way Decide does; :464 hands it out).
 // Severity: low-medium (a client that trusts the hint is refused again
 // and, with a retry budget, may give up).
-TEST(AttackRateLimit4Test, DISABLED_WarmingRetryAfterForFourIsEnough) {
+TEST(AttackRateLimit4Test, WarmingRetryAfterForFourIsEnough) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   RateLimitSettings s = Fourth(clock, 100, 10);
   s.warm_up = absl::Seconds(1);
@@ -90,14 +92,14 @@ TEST(AttackRateLimit4Test, DISABLED_WarmingRetryAfterForFourIsEnough) {
 // (a refusal writes nothing) and compares it with the retry-after.
 // Expected: the retry-after is an upper bound and a close one: within one
 // cold interval (30 ms) of the true wait.
-// What happens: the hint is 2-3 x the true wait at the start of the ramp:
-// told 260 ms, admitted after 87 ms (round 0); 257 ms vs 130 ms; 193 ms vs
-// 99 ms. The fall-back bound (rate_limit.hpp:420-426, the stable
+// What happened (fixed since): the hint is 2-3 x the true wait at the start of
+// the ramp: told 260 ms, admitted after 87 ms (round 0); 257 ms vs 130 ms; 193
+// ms vs 99 ms. The fall-back bound (rate_limit.hpp:420-426, the stable
 // tolerance with today's cost) is taken when the 8 rounds (:415) do not
 // settle, and it is far above the true wait. Severity: low (clients that
 // honour the hint wait up to 3 x longer than needed while warming, so the
 // warm-up runs below its own curve).
-TEST(AttackRateLimit4Test, DISABLED_WarmingRetryAfterIsCloseToTheTrueWait) {
+TEST(AttackRateLimit4Test, WarmingRetryAfterIsCloseToTheTrueWait) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
   RateLimitSettings s = Fourth(clock, 100, 10);
   s.warm_up = absl::Seconds(1);

@@ -393,8 +393,8 @@ inline int64_t RateLimiter::Interval(int64_t now, int64_t ramp_start) const {
 // While warming, the tolerance shrinks as the ramp goes on (the burst is
 // `burst` permits at a rate that rises), so the wait computed with today's
 // tolerance comes too early. Moved on to the time it names until the
-// request fits there (a few rounds: the wait only grows), else the bound
-// with the stable tolerance and today's cost, which no later time beats.
+// request fits there (the wait only grows), else the bound with the
+// stable tolerance and today's cost, which no later time beats.
 inline int64_t RateLimiter::WarmingWait(int64_t tat, int64_t t, int64_t n,
                                         int64_t max_wait, int64_t wait,
                                         bool new_ramp) const {
@@ -411,18 +411,34 @@ inline int64_t RateLimiter::WarmingWait(int64_t tat, int64_t t, int64_t n,
                             detail::SatMulNanos(interval, settings_.burst)),
         detail::SatAddNanos(at, max_wait));
   };
+  // A wait that surely fits, at this time and any later: the stable (the
+  // smallest) tolerance against today's (the largest) cost.
+  const int64_t cost = detail::SatMulNanos(Interval(t, new_ramp ? t : ramp), n);
+  const int64_t bound = std::max(
+      wait, detail::SatSubNanos(
+                detail::SatSubNanos(
+                    detail::SatAddNanos(tat > t ? tat : t, cost), tolerance_),
+                detail::SatAddNanos(t, max_wait)));
+  // How fast the unused burst's tolerance can shrink against time passing:
+  // (burst - n) x the steepest fall of the interval, at the cold end. Below
+  // one half, lateness falls by at least half of any time waited, less one
+  // tick per permit (the interval is rounded up to a tick), so once a time
+  // fits, any time 2 x (burst - n) ticks later fits too. Otherwise the
+  // bound.
+  const double spare = static_cast<double>(settings_.burst - n);
+  const double steepest = static_cast<double>(interval_) * (cold_factor_ - 1) *
+                          cold_factor_ / static_cast<double>(warm_up_);
+  if (spare * steepest >= 0.5) return bound;
+  const int64_t margin = 2 * (settings_.burst - n);
+  // Each round moves to the time named: the fit improves by less than the
+  // time moved, so this approaches the answer from below.
   int64_t w = wait;
-  for (int round = 0; round < 8; ++round) {
+  for (int round = 0; round < 64 && w < bound; ++round) {
     const int64_t more = late(w);
-    if (more <= 0) return w;
+    if (more <= 0) return std::min(bound, detail::SatAddNanos(w, margin));
     w = detail::SatAddNanos(w, more);
   }
-  const int64_t cost = detail::SatMulNanos(Interval(t, new_ramp ? t : ramp), n);
-  const int64_t bound = detail::SatSubNanos(
-      detail::SatSubNanos(detail::SatAddNanos(tat > t ? tat : t, cost),
-                          tolerance_),
-      detail::SatAddNanos(t, max_wait));
-  return bound > w ? bound : w;
+  return bound;
 }
 
 inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,

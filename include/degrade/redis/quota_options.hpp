@@ -95,7 +95,8 @@ struct ClusterQuotaOptions {
   // The fleet-wide limit, tokens per second. Finite, > 0.
   double limit_per_second = 0;
   // The fleet's bucket holds at most this many tokens; 0 means
-  // limit_per_second x lease_horizon. Finite, >= 0.
+  // limit_per_second x lease_horizon. Finite; 0 or at least
+  // limit_per_second x refresh_period.
   double burst = 0;
   // How many instances to assume before Redis has answered once: the fair
   // share is then limit / expected_members. >= 1 (required).
@@ -179,6 +180,17 @@ inline absl::Status ValidateClusterQuotaOptions(const ClusterQuotaOptions& o) {
     return who.Invalid("lease_horizon", fmt(o.lease_horizon),
                        absl::StrCat("must be in [refresh_period (",
                                     fmt(o.refresh_period), "), 1h]"));
+  }
+  // A bucket smaller than a refresh period's refill loses tokens between
+  // one lease call and the next: the fleet would be granted less than its
+  // limit (with less than one token, nothing at all).
+  const double period_refill =
+      o.limit_per_second * absl::ToDoubleSeconds(o.refresh_period);
+  if (o.burst != 0 && o.burst < period_refill) {
+    return who.Invalid("burst", o.burst,
+                       absl::StrCat("must be 0 (limit x lease_horizon) or at "
+                                    "least limit x refresh_period (",
+                                    period_refill, ")"));
   }
   if (!in(o.grace, absl::ZeroDuration(), hour)) {
     return who.Invalid("grace", fmt(o.grace), "must be in [0, 1h]");

@@ -48,13 +48,15 @@
 //
 // The bucket runs at the lowest limit any live member is configured with
 // (rate and burst each, a burst of 0 being that member's rate x its lease
-// horizon), computed at each run from the members' records. Instances
-// configured with different limits, in a rollout that changes the limit,
-// so share one bucket at the lower limit: the fleet is never granted more
-// than the lower of the two, and the new limit takes over by itself once
-// the last instance with the old one has stopped and its membership lapsed
-// (member_ttl). The reply's fifth element is that limit, so an instance
-// can tell (and count) that the fleet runs below its own.
+// horizon), computed at each run from the members' records; the burst is
+// never below a refresh period's refill at that rate nor below one token
+// (a smaller bucket would lose tokens between lease calls; one under a
+// token would grant nothing). Instances configured with different limits, in a
+// rollout that changes the limit, so share one bucket at the lower limit: the
+// fleet is never granted more than the lower of the two, and the new limit
+// takes over by itself once the last instance with the old one has stopped and
+// its membership lapsed (member_ttl). The reply's fifth element is that limit,
+// so an instance can tell (and count) that the fleet runs below its own.
 
 // Not a public API. Thread-compatible (one connection, one caller).
 
@@ -125,6 +127,8 @@ for i = 1, n do
   if r ~= nil and r > 0 and r < rate then rate = r end
   if b ~= nil and b > 0 and b < burst then burst = b end
 end
+local floor_burst = math.max(1, rate * first / 1e6)
+if burst < floor_burst then burst = floor_burst end
 local share
 if sum <= 0 then
   share = rate / n

@@ -50,8 +50,9 @@ class LocalTokenBucket {
   // What a request for more than the burst gets.
   enum class Oversize {
     kNever,     // refused with kTooBig: it can never fit this bucket
-    kWhenFull,  // admitted when the bucket is full, running up the debt
-                // (a pacer: it smooths, it does not cap a request's size)
+    kWhenFull,  // admitted when no earlier oversized request's debt is
+                // outstanding, running up the debt (as Guava's limiter: a
+                // pacer smooths, it does not cap a request's size)
   };
 
   // Takes `n` (> 0) tokens at `now_ns`, or returns false and sets
@@ -71,17 +72,24 @@ class LocalTokenBucket {
       *wait_ns = kTooBig;
       return false;
     }
-    int64_t tat = tat_ns_.load(std::memory_order_relaxed);
+    // Acquire/release on the stored time: a call that sees an oversized
+    // request's debt also sees the reach widened for it.
+    int64_t tat = tat_ns_.load(std::memory_order_acquire);
     while (true) {
       // A stored time more than the tolerance ahead was written before the
       // clock stepped back (it is never advanced past now + tolerance): the
       // bucket is then empty, not empty for the length of the step. A
       // smaller step reads as no time having passed: the debt stands.
       const int64_t allowed = Add(now_ns, tolerance);
-      if (tat > allowed) {
+      // How far ahead a stored time may legitimately be: the tolerance, or
+      // the debt of the largest oversized request admitted.
+      const int64_t reach =
+          std::max(tolerance, reach_ns_.load(std::memory_order_relaxed));
+      if (tat > Add(now_ns, reach)) {
         // Re-anchored once (then the clock moves the bucket on again).
         if (!tat_ns_.compare_exchange_weak(tat, allowed,
-                                           std::memory_order_relaxed)) {
+                                           std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
           continue;
         }
         tat = allowed;
@@ -89,8 +97,8 @@ class LocalTokenBucket {
       const int64_t base = std::max(tat, now_ns);
       const int64_t next = Add(base, cost);
       if (oversized) {
-        if (base > now_ns) {  // not full: wait until it is
-          *wait_ns = SatSubNanos(base, now_ns);
+        if (tat > allowed) {  // an earlier one's debt: wait until it is paid
+          *wait_ns = SatSubNanos(tat, allowed);
           return false;
         }
       } else if (next > allowed) {
@@ -99,7 +107,17 @@ class LocalTokenBucket {
         *wait_ns = next >= kNever ? kNever : SatSubNanos(next, allowed);
         return false;
       }
-      if (tat_ns_.compare_exchange_weak(tat, next, std::memory_order_relaxed)) {
+      if (oversized) {
+        // Widened before the debt is written, so that no other call takes
+        // the debt for a clock stepped back (it only ever grows).
+        const int64_t ahead = SatSubNanos(next, now_ns);
+        int64_t r = reach_ns_.load(std::memory_order_relaxed);
+        while (ahead > r && !reach_ns_.compare_exchange_weak(
+                                r, ahead, std::memory_order_relaxed)) {
+        }
+      }
+      if (tat_ns_.compare_exchange_weak(tat, next, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
         return true;
       }
     }
@@ -122,6 +140,7 @@ class LocalTokenBucket {
   std::atomic<int64_t> tat_ns_{0};
   std::atomic<int64_t> interval_ns_{kNever};
   std::atomic<int64_t> tolerance_ns_{0};
+  std::atomic<int64_t> reach_ns_{0};  // the largest oversized debt, ns
 };
 
 }  // namespace redis

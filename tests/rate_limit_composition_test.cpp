@@ -138,6 +138,34 @@ TEST_F(LimiterBreakerFallbackTest, OpenBreakerBehindAnAdmittingLimiterIsOpen) {
   EXPECT_TRUE(limiter_->TryAcquire(2)) << "a rejected call spent a permit";
 }
 
+// A breaker that opens between the limiter's admission and the call (here
+// the limiter itself trips it, standing in for another thread): the call
+// is not made, Plan B is tagged open, and a limiter that can take a permit
+// back (GiveBack(n), as RateLimiter) is given it.
+struct TrippingGate {
+  CircuitBreaker<int>* breaker;
+  int given_back = 0;
+  absl::Status Admit() {
+    Trip(*breaker);
+    return absl::OkStatus();
+  }
+  void GiveBack(int64_t n) { given_back += static_cast<int>(n); }
+};
+TEST_F(LimiterBreakerFallbackTest,
+       APermitForACallTheBreakerThenRejectsIsGivenBack) {
+  TrippingGate gate{cb_.get()};
+  const StageResult<int> r = WithFallback(
+      gate, *cb_, "features",
+      [this] {
+        ++calls_;
+        return 7;
+      },
+      -1);
+  EXPECT_EQ(r.trace().ReasonFor("features"), R::kBreakerOpen);
+  EXPECT_EQ(calls_, 0);
+  EXPECT_EQ(gate.given_back, 1);
+}
+
 // Half-open, the breaker admits a trial and then the limiter is asked; a
 // refusal gives the trial slot back (counted excluded), so the next call
 // the limiter admits is the trial that closes the breaker, not a "too many

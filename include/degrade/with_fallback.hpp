@@ -61,6 +61,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <type_traits>
 #include <unordered_set>
@@ -134,6 +135,11 @@ struct HasStatusTryAcquire<
     G, std::enable_if_t<std::is_same_v<
            decltype(std::declval<G&>().TryAcquire()), absl::Status>>>
     : std::true_type {};
+template <typename G, typename = void>
+struct HasGiveBack : std::false_type {};
+template <typename G>
+struct HasGiveBack<G, std::void_t<decltype(std::declval<G&>().GiveBack(
+                          std::declval<int64_t>()))>> : std::true_type {};
 template <typename G>
 inline constexpr bool kIsAdmissionGate =
     HasStatusAdmit<G>::value || HasStatusTryAcquire<G>::value ||
@@ -391,6 +397,26 @@ struct GatedExecute {
     }
     return breaker.Run(ticket, f);
   }
+  // The limiter first (its refusals never reach the breaker's counts),
+  // then the breaker; a permit taken for a call the breaker then rejects
+  // (it opened meanwhile) is given back where the limiter can take it
+  // (`GiveBack(n)`: RateLimiter).
+  template <typename T, typename G, typename F>
+  static ResultOf<T> RunLimiterFirst(CircuitBreaker<T>& breaker, G& gate,
+                                     absl::string_view stage, F& f,
+                                     absl::Status* refusal) {
+    absl::Status admitted = AskGate(gate, stage);
+    if (!admitted.ok()) {
+      *refusal = std::move(admitted);
+      return ResultOf<T>(*refusal);
+    }
+    Ticket ticket;
+    if (const absl::Status* rejected = breaker.core_.Acquire(&ticket)) {
+      if constexpr (HasGiveBack<G>::value) gate.GiveBack(int64_t{1});
+      return ResultOf<T>(*rejected);
+    }
+    return breaker.Run(ticket, f);
+  }
 };
 
 // Plan B for a limiter's refusal (the breaker counted nothing).
@@ -420,18 +446,13 @@ WithFallbackResult<T, Fb> RunLimitedWithFallback(
     const DegradationTrace* upstream, Limiter& limiter,
     CircuitBreaker<T>& breaker, absl::string_view stage, Call& call,
     Fb& fallback) {
-  if (GatedExecute::Closed(breaker)) {
-    // The common case: the limiter first, so that its refusals never reach
-    // the breaker's counts (a breaker that opens meanwhile costs a permit).
-    const absl::Status admitted = AskGate(limiter, stage);
-    if (!admitted.ok()) {
-      return RefusedWithFallback<T>(upstream, stage, admitted, fallback);
-    }
-    return RunWithFallback<T>(upstream, breaker, stage, call, fallback);
-  }
   absl::Status refusal;
+  // The common case, a closed breaker: the limiter first.
   absl::StatusOr<T> fresh =
-      GatedExecute::Run(breaker, limiter, stage, call, &refusal);
+      GatedExecute::Closed(breaker)
+          ? GatedExecute::RunLimiterFirst(breaker, limiter, stage, call,
+                                          &refusal)
+          : GatedExecute::Run(breaker, limiter, stage, call, &refusal);
   if (!refusal.ok()) {
     return RefusedWithFallback<T>(upstream, stage, refusal, fallback);
   }

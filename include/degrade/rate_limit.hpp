@@ -252,8 +252,6 @@ class RateLimiter final {
     }
   }
   int64_t Interval(int64_t now, int64_t ramp_start) const;
-  int64_t WarmingWait(int64_t tat, int64_t t, int64_t n, int64_t max_wait,
-                      int64_t wait, bool new_ramp) const;
   absl::Status Refusal(int64_t n, int64_t retry) const;
 
   const std::string name_;
@@ -264,6 +262,7 @@ class RateLimiter final {
   const int64_t max_wait_;   // settings' max_wait in ticks
   const int64_t warm_up_;    // ticks; 0 = off
   const double cold_factor_;
+  const detail::GcraRamp ramp_;
   const int64_t credit_;  // credit_per_thread
   const detail::GcraLine line_;
   // The TAT and the start of the current warm-up ramp, together on a line
@@ -362,6 +361,7 @@ inline RateLimiter::RateLimiter(RateLimitSettings s)
       max_wait_(detail::GcraTicks(settings_.max_wait)),
       warm_up_(detail::GcraTicks(settings_.warm_up)),
       cold_factor_(settings_.cold_factor),
+      ramp_{interval_, warm_up_, cold_factor_},
       credit_(settings_.credit_per_thread),
       line_(settings_.clock,
             !settings_.precise_clock &&
@@ -377,68 +377,8 @@ inline RateLimiter::RateLimiter(RateLimitSettings s)
       detail::Attach(settings_.metrics, &Telemetry::AttachComponent, view_);
 }
 
-// The interval at `now` during a ramp that began at `ramp_start`: the rate
-// rises linearly from rate / cold_factor to rate over the warm-up.
 inline int64_t RateLimiter::Interval(int64_t now, int64_t ramp_start) const {
-  if (warm_up_ == 0) return interval_;
-  const int64_t since = detail::ElapsedNanosSince(now, ramp_start);
-  if (since >= warm_up_) return interval_;
-  const double frac =
-      static_cast<double>(since) / static_cast<double>(warm_up_);
-  const double share = 1.0 / cold_factor_ + (1.0 - 1.0 / cold_factor_) * frac;
-  return static_cast<int64_t>(
-      std::ceil(static_cast<double>(interval_) / share));
-}
-
-// While warming, the tolerance shrinks as the ramp goes on (the burst is
-// `burst` permits at a rate that rises), so the wait computed with today's
-// tolerance comes too early. Moved on to the time it names until the
-// request fits there (the wait only grows), else the bound with the
-// stable tolerance and today's cost, which no later time beats.
-inline int64_t RateLimiter::WarmingWait(int64_t tat, int64_t t, int64_t n,
-                                        int64_t max_wait, int64_t wait,
-                                        bool new_ramp) const {
-  // A ramp not yet begun (the bucket idle for a warm-up) begins with the
-  // admission, whenever that is.
-  const int64_t ramp = ramp_start_.load(std::memory_order_relaxed);
-  const auto late = [&](int64_t w) {  // how far t + w still is from fitting
-    const int64_t at = detail::SatAddNanos(t, w);
-    const int64_t interval = Interval(at, new_ramp ? at : ramp);
-    const int64_t next = detail::SatAddNanos(tat > at ? tat : at,
-                                             detail::SatMulNanos(interval, n));
-    return detail::SatSubNanos(
-        detail::SatSubNanos(next,
-                            detail::SatMulNanos(interval, settings_.burst)),
-        detail::SatAddNanos(at, max_wait));
-  };
-  // A wait that surely fits, at this time and any later: the stable (the
-  // smallest) tolerance against today's (the largest) cost.
-  const int64_t cost = detail::SatMulNanos(Interval(t, new_ramp ? t : ramp), n);
-  const int64_t bound = std::max(
-      wait, detail::SatSubNanos(
-                detail::SatSubNanos(
-                    detail::SatAddNanos(tat > t ? tat : t, cost), tolerance_),
-                detail::SatAddNanos(t, max_wait)));
-  // How fast the unused burst's tolerance can shrink against time passing:
-  // (burst - n) x the steepest fall of the interval, at the cold end. Below
-  // one half, lateness falls by at least half of any time waited, less one
-  // tick per permit (the interval is rounded up to a tick), so once a time
-  // fits, any time 2 x (burst - n) ticks later fits too. Otherwise the
-  // bound.
-  const double spare = static_cast<double>(settings_.burst - n);
-  const double steepest = static_cast<double>(interval_) * (cold_factor_ - 1) *
-                          cold_factor_ / static_cast<double>(warm_up_);
-  if (spare * steepest >= 0.5) return bound;
-  const int64_t margin = 2 * (settings_.burst - n);
-  // Each round moves to the time named: the fit improves by less than the
-  // time moved, so this approaches the answer from below.
-  int64_t w = wait;
-  for (int round = 0; round < 64 && w < bound; ++round) {
-    const int64_t more = late(w);
-    if (more <= 0) return std::min(bound, detail::SatAddNanos(w, margin));
-    w = detail::SatAddNanos(w, more);
-  }
-  return bound;
+  return ramp_.Interval(now, ramp_start);
 }
 
 inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
@@ -476,9 +416,13 @@ inline int64_t RateLimiter::Decide(int64_t n, int64_t max_wait,
         tolerance, max_wait);
     if (!step.admit) {
       if (retry != nullptr) {
-        *retry = warm_up_ != 0 && step.wait > 0
-                     ? WarmingWait(tat, t, n, max_wait, step.wait, new_ramp)
-                     : step.wait;
+        *retry =
+            warm_up_ != 0 && step.wait > 0
+                ? ramp_.WarmingWait(tat, t, n, settings_.burst, tolerance_,
+                                    max_wait, step.wait,
+                                    ramp_start_.load(std::memory_order_relaxed),
+                                    new_ramp)
+                : step.wait;
       }
       return kNever;
     }

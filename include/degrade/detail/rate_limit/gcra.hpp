@@ -119,6 +119,78 @@ inline GcraStep GcraDecide(int64_t tat, int64_t now, int64_t cost,
   return s;
 }
 
+// GcraRamp
+//
+// A warm-up ramp on the line (Guava's and Sentinel's cold start): after a
+// quiet spell of `warm_up`, the rate rises linearly from rate / cold_factor
+// to the rate over `warm_up`. `interval` is the stable one, in ticks.
+// Pure; thread-safe.
+struct GcraRamp {
+  int64_t interval;
+  int64_t warm_up;  // ticks; 0: off
+  double cold_factor;
+
+  // The interval at `now` during a ramp that began at `ramp_start`: the rate
+  // rises linearly from rate / cold_factor to rate over the warm-up.
+  int64_t Interval(int64_t now, int64_t ramp_start) const {
+    if (warm_up == 0) return interval;
+    const int64_t since = ElapsedNanosSince(now, ramp_start);
+    if (since >= warm_up) return interval;
+    const double frac =
+        static_cast<double>(since) / static_cast<double>(warm_up);
+    const double share = 1.0 / cold_factor + (1.0 - 1.0 / cold_factor) * frac;
+    return static_cast<int64_t>(
+        std::ceil(static_cast<double>(interval) / share));
+  }
+
+  // While warming, the tolerance shrinks as the ramp goes on (the burst is
+  // `burst` permits at a rate that rises), so the wait computed with today's
+  // tolerance comes too early. Moved on to the time it names until the
+  // request fits there (the wait only grows), else the bound with the
+  // stable tolerance and today's cost, which no later time beats.
+  // `ramp` is the current ramp's start; `new_ramp`: none has begun (the
+  // bucket idle for a warm-up), so one begins with the admission, whenever
+  // that is. `tolerance` is the stable one (burst x interval).
+  int64_t WarmingWait(int64_t tat, int64_t t, int64_t n, int64_t burst,
+                      int64_t tolerance, int64_t max_wait, int64_t wait,
+                      int64_t ramp, bool new_ramp) const {
+    const auto late = [&](int64_t w) {  // how far t + w still is from fitting
+      const int64_t at = SatAddNanos(t, w);
+      const int64_t i = Interval(at, new_ramp ? at : ramp);
+      const int64_t next = SatAddNanos(tat > at ? tat : at, SatMulNanos(i, n));
+      return SatSubNanos(SatSubNanos(next, SatMulNanos(i, burst)),
+                         SatAddNanos(at, max_wait));
+    };
+    // A wait that surely fits, at this time and any later: the stable (the
+    // smallest) tolerance against today's (the largest) cost.
+    const int64_t cost = SatMulNanos(Interval(t, new_ramp ? t : ramp), n);
+    const int64_t bound = std::max(
+        wait, SatSubNanos(
+                  SatSubNanos(SatAddNanos(tat > t ? tat : t, cost), tolerance),
+                  SatAddNanos(t, max_wait)));
+    // How fast the unused burst's tolerance can shrink against time passing:
+    // (burst - n) x the steepest fall of the interval, at the cold end. Below
+    // one half, lateness falls by at least half of any time waited, less one
+    // tick per permit (the interval is rounded up to a tick), so once a time
+    // fits, any time 2 x (burst - n) ticks later fits too. Otherwise the
+    // bound.
+    const double spare = static_cast<double>(burst - n);
+    const double steepest = static_cast<double>(interval) * (cold_factor - 1) *
+                            cold_factor / static_cast<double>(warm_up);
+    if (spare * steepest >= 0.5) return bound;
+    const int64_t margin = 2 * (burst - n);
+    // Each round moves to the time named: the fit improves by less than the
+    // time moved, so this approaches the answer from below.
+    int64_t w = wait;
+    for (int round = 0; round < 64 && w < bound; ++round) {
+      const int64_t more = late(w);
+      if (more <= 0) return std::min(bound, SatAddNanos(w, margin));
+      w = SatAddNanos(w, more);
+    }
+    return bound;
+  }
+};
+
 // CpuRelax(n)
 //
 // `n` spin-wait hints: what a compare-and-swap that lost does before trying

@@ -76,13 +76,12 @@ class LocalTokenBucket {
     // request's debt also sees the reach widened for it.
     int64_t tat = tat_ns_.load(std::memory_order_acquire);
     while (true) {
-      // A stored time more than the tolerance ahead was written before the
-      // clock stepped back (it is never advanced past now + tolerance): the
-      // bucket is then empty, not empty for the length of the step. A
-      // smaller step reads as no time having passed: the debt stands.
+      // A stored time further ahead than any admission puts it (now + the
+      // tolerance, or + the largest oversized request's debt: `reach`) was
+      // written before the clock stepped back: the bucket is then empty,
+      // not empty for the length of the step. A smaller step reads as no
+      // time having passed: the debt stands.
       const int64_t allowed = Add(now_ns, tolerance);
-      // How far ahead a stored time may legitimately be: the tolerance, or
-      // the debt of the largest oversized request admitted.
       const int64_t reach =
           std::max(tolerance, reach_ns_.load(std::memory_order_relaxed));
       if (tat > Add(now_ns, reach)) {

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -58,6 +59,18 @@ TEST(AttackRateLimit4ConcurrencyTest, FrozenClockAdmitsExactlyTheBurst) {
   EXPECT_EQ(admitted.load(), 500);
 }
 
+// A warming limiter (100/s, burst 10, warm_up 1 s, cold factor 3) whose
+// cold-start burst has been taken 4 permits at a time.
+std::unique_ptr<RateLimiter> DrainedWarmingLimiter(FakeClock& clock) {
+  RateLimitSettings s = Fourth(clock, 100, 10);
+  s.warm_up = absl::Seconds(1);
+  s.cold_factor = 3;
+  auto limiter = RateLimiter::Create(s).value();
+  while (limiter->TryAcquire(4)) {
+  }
+  return limiter;
+}
+
 // Condition: a warming limiter (100/s, burst 10, warm_up 1 s, cold factor
 // 3) drained at a cold start; a client asks for 4 permits at a time and,
 // when refused, waits exactly the retry-after it was given, as the header
@@ -72,12 +85,7 @@ TEST(AttackRateLimit4ConcurrencyTest, FrozenClockAdmitsExactlyTheBurst) {
 // and, with a retry budget, may give up).
 TEST(AttackRateLimit4Test, WarmingRetryAfterForFourIsEnough) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
-  RateLimitSettings s = Fourth(clock, 100, 10);
-  s.warm_up = absl::Seconds(1);
-  s.cold_factor = 3;
-  auto limiter = RateLimiter::Create(s).value();
-  while (limiter->TryAcquire(4)) {
-  }
+  auto limiter = DrainedWarmingLimiter(clock);
   for (int round = 0; round < 40; ++round) {
     absl::Duration retry;
     if (limiter->TryAcquire(4, &retry)) continue;
@@ -101,12 +109,7 @@ TEST(AttackRateLimit4Test, WarmingRetryAfterForFourIsEnough) {
 // warm-up runs below its own curve).
 TEST(AttackRateLimit4Test, WarmingRetryAfterIsCloseToTheTrueWait) {
   FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
-  RateLimitSettings s = Fourth(clock, 100, 10);
-  s.warm_up = absl::Seconds(1);
-  s.cold_factor = 3;
-  auto limiter = RateLimiter::Create(s).value();
-  while (limiter->TryAcquire(4)) {
-  }
+  auto limiter = DrainedWarmingLimiter(clock);
   for (int round = 0; round < 40; ++round) {
     absl::Duration retry;
     if (limiter->TryAcquire(4, &retry)) continue;

@@ -178,8 +178,8 @@ return {g, n, string.format('%.17g', share), string.format('%.17g', tokens), str
 struct LeaseReply {
   int64_t granted = 0;
   int64_t members = 0;
-  double share = 0;   // tokens per second
-  double bucket = 0;  // tokens left in the fleet's bucket
+  double share = 0;        // tokens per second
+  double bucket = 0;       // tokens left in the fleet's bucket
   double fleet_limit = 0;  // tokens per second: the lowest member's limit
 };
 

@@ -62,6 +62,60 @@ TEST(StageResultTest, FallbackWithInvalidStageNameIsStillCountedAndDefault) {
   EXPECT_EQ(r.trace().Encode(), "v1;+1");
 }
 
+TEST(StageResultTest, StaleIsDegradedButNotADefaultAndCarriesItsAgeBucket) {
+  auto r =
+      StageResult<int>::Stale(7, "features", R::kBreakerOpen, absl::Minutes(4));
+  EXPECT_TRUE(r.is_stale());
+  EXPECT_FALSE(r.is_default());
+  EXPECT_TRUE(r.degraded());
+  EXPECT_EQ(r.tier(), FallbackTier::kStale10m);
+  EXPECT_EQ(r.trace().Encode(), "v1;features=open/stale-10m");
+  // Even with no reason to record, a stale result says it is stale.
+  auto quiet =
+      StageResult<int>::Stale(7, "features", R::kNone, absl::Seconds(1));
+  EXPECT_TRUE(quiet.is_stale());
+  EXPECT_TRUE(quiet.degraded());
+  EXPECT_TRUE(quiet.trace().empty());
+  // Marking it a default afterwards makes it a default, not stale.
+  r.MarkDefault("features", R::kError);
+  EXPECT_TRUE(r.is_default());
+  EXPECT_FALSE(r.is_stale());
+}
+
+TEST(StageResultTest, StaleAgeBucketsHaveInclusiveUpperBounds) {
+  const auto tier = [](absl::Duration age) {
+    return StageResult<int>::Stale(0, "f", R::kError, age).tier();
+  };
+  EXPECT_EQ(tier(-absl::Hours(1)), FallbackTier::kStale1m);  // clock back
+  EXPECT_EQ(tier(absl::ZeroDuration()), FallbackTier::kStale1m);
+  EXPECT_EQ(tier(absl::Minutes(1)), FallbackTier::kStale1m);
+  EXPECT_EQ(tier(absl::Minutes(1) + absl::Nanoseconds(1)),
+            FallbackTier::kStale10m);
+  EXPECT_EQ(tier(absl::Minutes(10)), FallbackTier::kStale10m);
+  EXPECT_EQ(tier(absl::Hours(1)), FallbackTier::kStale1h);
+  EXPECT_EQ(tier(absl::Hours(1) + absl::Nanoseconds(1)),
+            FallbackTier::kStaleOld);
+  EXPECT_EQ(tier(absl::InfiniteDuration()), FallbackTier::kStaleOld);
+}
+
+TEST(StageResultTest, LadderDefaultsAreDefaultsWithTheirRung) {
+  auto seg = StageResult<int>::Fallback(1, "features", R::kTimeout,
+                                        FallbackTier::kSegment);
+  EXPECT_TRUE(seg.is_default());
+  EXPECT_FALSE(seg.is_stale());
+  EXPECT_EQ(seg.tier(), FallbackTier::kSegment);
+  EXPECT_EQ(seg.trace().Encode(), "v1;features=timeout/segment");
+  auto global = StageResult<int>::Fallback(1, "features", R::kBreakerOpen,
+                                           FallbackTier::kGlobal);
+  EXPECT_EQ(global.trace().Encode(), "v1;features=open/global");
+  // A stale tier is Stale()'s: as a default it is recorded as none.
+  auto wrong = StageResult<int>::Fallback(1, "features", R::kError,
+                                          FallbackTier::kStale1m);
+  EXPECT_TRUE(wrong.is_default());
+  EXPECT_FALSE(wrong.is_stale());
+  EXPECT_EQ(wrong.trace().Encode(), "v1;features=error");
+}
+
 TEST(StageResultTest, ValueOverloadsMutateAndMoveOut) {
   auto r = StageResult<std::string>::Fresh("hot-list");
   r.value() += "-200";

@@ -31,10 +31,12 @@
 // Encoding, for an RPC header or a log field:
 //
 //   trace  = "v1" *( ";" entry ) [ ";+" count ]
-//   entry  = stage "=" reason
+//   entry  = stage "=" reason [ "/" tier ]
 //   stage  = 1*15( ALPHA / DIGIT / "_" / "." / "-" )
 //   reason = "open" / "too_many" / "timeout" / "error" / "exception"
 //          / "shed" / "upstream" / "invalid" / "rate_limited"
+//   tier   = "stale-1m" / "stale-10m" / "stale-1h" / "stale-old"
+//          / "segment" / "global"
 //   count  = %x31-39 *4DIGIT      ; 1..65535: dropped(), no leading zeros
 //
 // with at most `kTraceCapacity` entries and distinct (case-sensitive) stage
@@ -95,8 +97,9 @@ inline absl::Status ValidateStageName(absl::string_view name);
 
 // TraceEntry
 //
-// One named degradation: a stage and why it degraded. Only a
-// `DegradationTrace` makes them. A plain, trivially copyable value; `stage()`
+// One named degradation: a stage, why it degraded and, for a fallback
+// ladder, which rung it served (`tier()`). Only a `DegradationTrace` makes
+// them. A plain, trivially copyable value; `stage()`
 // points into the entry, so it is valid as long as the entry (and the trace
 // holding it) is.
 class TraceEntry {
@@ -106,9 +109,12 @@ class TraceEntry {
   absl::string_view stage() const { return absl::string_view(name_, size_); }
   // Never `kNone`.
   DegradeReason reason() const { return reason_; }
+  // `kUnspecified` unless the stage said which rung of a ladder it served.
+  FallbackTier tier() const { return tier_; }
 
   friend bool operator==(const TraceEntry& a, const TraceEntry& b) {
-    return a.reason_ == b.reason_ && a.stage() == b.stage();
+    return a.reason_ == b.reason_ && a.tier_ == b.tier_ &&
+           a.stage() == b.stage();
   }
   friend bool operator!=(const TraceEntry& a, const TraceEntry& b) {
     return !(a == b);
@@ -118,8 +124,10 @@ class TraceEntry {
   friend class DegradationTrace;
 
   // REQUIRES: `IsValidStageName(stage)`, `reason != kNone`.
-  TraceEntry(absl::string_view stage, DegradeReason reason)
-      : size_(static_cast<uint8_t>(stage.size())), reason_(reason) {
+  TraceEntry(absl::string_view stage, DegradeReason reason, FallbackTier tier)
+      : size_(static_cast<uint8_t>(stage.size())),
+        reason_(reason),
+        tier_(tier) {
     std::memcpy(name_, stage.data(), stage.size());
   }
 
@@ -129,6 +137,7 @@ class TraceEntry {
   char name_[kMaxStageNameLength];
   uint8_t size_;
   DegradeReason reason_;
+  FallbackTier tier_;
 };
 
 // DegradationTrace
@@ -166,7 +175,12 @@ class DegradationTrace {
   // stage name), and for `reason == kNone`, which records nothing. A reason
   // outside the enumeration (a bad cast) is recorded as `kError`, so that
   // every entry has a token to encode.
-  bool Add(absl::string_view stage, DegradeReason reason);
+  bool Add(absl::string_view stage, DegradeReason reason) {
+    return Add(stage, reason, FallbackTier::kUnspecified);
+  }
+  // Same, saying which rung of a fallback ladder the stage served. A tier
+  // outside the enumeration is recorded as `kUnspecified`.
+  bool Add(absl::string_view stage, DegradeReason reason, FallbackTier tier);
 
   // Appends `other`'s entries after this trace's, in their order, skipping
   // stages already named here (the first reason wins); entries that no
@@ -197,6 +211,12 @@ class DegradationTrace {
   DegradeReason ReasonFor(absl::string_view stage) const {
     const TraceEntry* e = Find(stage);
     return e == nullptr ? DegradeReason::kNone : e->reason();
+  }
+  // The tier recorded for `stage`: `kUnspecified` if it is not named here
+  // or said none.
+  FallbackTier TierFor(absl::string_view stage) const {
+    const TraceEntry* e = Find(stage);
+    return e == nullptr ? FallbackTier::kUnspecified : e->tier();
   }
 
   // The named entries, in the order they were recorded.
@@ -291,8 +311,9 @@ inline absl::Status ValidateStageName(absl::string_view name) {
                                                  "' is invalid: ", problem));
 }
 
-inline bool DegradationTrace::Add(absl::string_view stage,
-                                  DegradeReason reason) {
+inline bool DegradationTrace::Add(absl::string_view stage, DegradeReason reason,
+                                  FallbackTier tier) {
+  if (TierName(tier).empty()) tier = FallbackTier::kUnspecified;  // bad cast
   if (reason == DegradeReason::kNone) return false;
   if (!IsDegradeReason(reason)) reason = DegradeReason::kError;
   if (!IsValidStageName(stage)) {
@@ -304,7 +325,7 @@ inline bool DegradationTrace::Add(absl::string_view stage,
     CountDropped(1);
     return false;
   }
-  entries_[size_++] = TraceEntry(stage, reason);
+  entries_[size_++] = TraceEntry(stage, reason, tier);
   return true;
 }
 
@@ -331,7 +352,7 @@ inline absl::StatusOr<DegradationTrace> DegradationTrace::Decode(
   // repeats: the entries go in as they are.
   DegradationTrace trace;
   for (const detail::TraceEntryView& e : decoded.named()) {
-    trace.entries_[trace.size_++] = TraceEntry(e.stage, e.reason);
+    trace.entries_[trace.size_++] = TraceEntry(e.stage, e.reason, e.tier);
   }
   trace.dropped_ = decoded.dropped;
   return trace;
@@ -340,7 +361,8 @@ inline absl::StatusOr<DegradationTrace> DegradationTrace::Decode(
 inline detail::TraceFields DegradationTrace::Fields() const {
   detail::TraceFields f;
   for (const TraceEntry& e : *this) {
-    f.entries[f.size++] = detail::TraceEntryView{e.stage(), e.reason()};
+    f.entries[f.size++] =
+        detail::TraceEntryView{e.stage(), e.reason(), e.tier()};
   }
   f.dropped = dropped_;
   return f;

@@ -13,6 +13,13 @@
 // by message or code), and `kAllDegradeReasons` lists every reason, for code
 // that counts or prints per reason without casting integers to the enum.
 //
+// A fallback may also say which rung of a fallback ladder it served
+// (`FallbackTier`: the key's own last-known-good value, by coarse age, or a
+// segment's or the global default; ladder.hpp), so a ranker can weight a
+// ten-minute-old copy of a user's own features above a population average.
+// The tier is the optional third part of a trace entry:
+// "features=open/stale-10m".
+//
 //   absl::StatusOr<Features> f = breaker.Execute(fetch);
 //   const degrade::DegradeReason why = degrade::ReasonFromStatus(f.status());
 //   if (why != degrade::DegradeReason::kNone) {
@@ -35,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "degrade/status.hpp"
 #include "degrade/version.hpp"
 
@@ -124,6 +132,48 @@ inline bool ParseReasonName(absl::string_view token, DegradeReason* reason);
 //   (another shed included) -> kError.
 inline DegradeReason ReasonFromStatus(const absl::Status& status);
 
+// FallbackTier
+//
+// Which rung of a fallback ladder a degraded stage served. `kUnspecified` is
+// every fallback that is not on a ladder (and every trace entry written
+// before tiers existed): it adds nothing to the encoding. The stale tiers
+// are the key's own last-known-good value, bucketed by age so that a tag
+// stays a few bytes and a dashboard a few series: at most a minute, ten
+// minutes, an hour, or older than an hour (the ladder's `max_age` bounds
+// that). Values are stable: they are in logs.
+enum class FallbackTier : uint8_t {
+  kUnspecified = 0,
+  kStale1m = 1,
+  kStale10m = 2,
+  kStale1h = 3,
+  kStaleOld = 4,
+  kSegment = 5,
+  kGlobal = 6,
+};
+
+inline constexpr std::array<FallbackTier, 6> kAllFallbackTiers = {
+    FallbackTier::kStale1m,  FallbackTier::kStale10m, FallbackTier::kStale1h,
+    FallbackTier::kStaleOld, FallbackTier::kSegment,  FallbackTier::kGlobal,
+};
+
+// The tier's token: "stale-1m", "stale-10m", "stale-1h", "stale-old",
+// "segment", "global"; "" for kUnspecified and for a value off the enum.
+constexpr absl::string_view TierName(FallbackTier tier);
+
+// Parses a token TierName produces (never kUnspecified). False, and `*tier`
+// untouched, for anything else.
+inline bool ParseTierName(absl::string_view token, FallbackTier* tier);
+
+// True for the four stale tiers.
+constexpr bool IsStaleTier(FallbackTier tier) {
+  return tier == FallbackTier::kStale1m || tier == FallbackTier::kStale10m ||
+         tier == FallbackTier::kStale1h || tier == FallbackTier::kStaleOld;
+}
+
+// The stale tier of a value `age` old. A negative age (a clock stepped
+// back) is the freshest bucket; an infinite one the oldest.
+inline FallbackTier StaleTierForAge(absl::Duration age);
+
 // ---- Implementation details -------------------------------------------------
 
 constexpr bool IsDegradeReason(DegradeReason reason) {
@@ -179,6 +229,43 @@ inline DegradeReason ReasonFromStatus(const absl::Status& status) {
     return DegradeReason::kTimeout;
   }
   return DegradeReason::kError;
+}
+
+constexpr absl::string_view TierName(FallbackTier tier) {
+  switch (tier) {
+    case FallbackTier::kUnspecified:
+      return "";
+    case FallbackTier::kStale1m:
+      return "stale-1m";
+    case FallbackTier::kStale10m:
+      return "stale-10m";
+    case FallbackTier::kStale1h:
+      return "stale-1h";
+    case FallbackTier::kStaleOld:
+      return "stale-old";
+    case FallbackTier::kSegment:
+      return "segment";
+    case FallbackTier::kGlobal:
+      return "global";
+  }
+  return "";
+}
+
+inline bool ParseTierName(absl::string_view token, FallbackTier* tier) {
+  for (FallbackTier t : kAllFallbackTiers) {
+    if (TierName(t) == token) {
+      *tier = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline FallbackTier StaleTierForAge(absl::Duration age) {
+  if (age <= absl::Minutes(1)) return FallbackTier::kStale1m;
+  if (age <= absl::Minutes(10)) return FallbackTier::kStale10m;
+  if (age <= absl::Hours(1)) return FallbackTier::kStale1h;
+  return FallbackTier::kStaleOld;
 }
 
 DEGRADE_NAMESPACE_END

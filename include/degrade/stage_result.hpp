@@ -54,6 +54,11 @@ DEGRADE_NAMESPACE_BEGIN
 //
 //   Fresh(v)                  the stage's own answer, no degradation seen
 //   Fallback(v, stage, why)   the stage served its Plan B
+//   Fallback(v, stage, why, tier)
+//                             a default from a rung of a fallback ladder
+//                             (`kSegment`, `kGlobal`; ladder.hpp)
+//   Stale(v, stage, why, age) the key's own last-known-good value, `age`
+//                             old: degraded, `is_stale()`, not a default
 //   From(upstream, v)         a fresh answer computed from degraded inputs:
 //                             carries their trace, is not itself a default
 //
@@ -76,6 +81,29 @@ class StageResult {
     r.trace_.Add(stage, reason);
     return r;
   }
+  // Same, from a ladder's default rung. A stale `tier` belongs to `Stale()`:
+  // given here it is recorded as `kUnspecified`.
+  static StageResult Fallback(T value, absl::string_view stage,
+                              DegradeReason reason, FallbackTier tier) {
+    if (IsStaleTier(tier)) tier = FallbackTier::kUnspecified;
+    StageResult r(std::move(value), true, DegradationTrace());
+    if (!TierName(tier).empty()) r.tier_ = tier;
+    r.trace_.Add(stage, reason, r.tier_);
+    return r;
+  }
+
+  // The key's own last-known-good value, served because of `reason`:
+  // `is_stale()` is true, `is_default()` false (it is this key's data, not a
+  // population's), and the trace names `stage` with the stale tier of `age`
+  // ("features=open/stale-10m"). A `reason` of `kNone` still marks the result
+  // stale but records no entry, as for `Fallback()`.
+  static StageResult Stale(T value, absl::string_view stage,
+                           DegradeReason reason, absl::Duration age) {
+    StageResult r(std::move(value), false, DegradationTrace());
+    r.tier_ = StaleTierForAge(age);
+    r.trace_.Add(stage, reason, r.tier_);
+    return r;
+  }
 
   // A result computed from inputs whose trace was `upstream`: not a default
   // itself, but it carries every layer lost upstream to the next stage.
@@ -92,8 +120,14 @@ class StageResult {
   // True when this stage served a fallback (not when only an upstream
   // stage did: read `trace()` for that).
   bool is_default() const { return is_default_; }
+  // True when this stage served a key's last-known-good value (`Stale()`).
+  bool is_stale() const { return IsStaleTier(tier_); }
+  // The rung of a fallback ladder this stage served: a stale bucket,
+  // `kSegment` or `kGlobal`; `kUnspecified` for a fresh result and for a
+  // fallback that is not on a ladder.
+  FallbackTier tier() const { return tier_; }
   // True when this stage or any stage upstream degraded.
-  bool degraded() const { return is_default_ || !trace_.empty(); }
+  bool degraded() const { return is_default_ || is_stale() || !trace_.empty(); }
 
   const DegradationTrace& trace() const { return trace_; }
   // For recording a degradation that is not a fallback, such as a fan-out
@@ -104,6 +138,7 @@ class StageResult {
   // `is_default()` and records the entry. Returns what `Add()` returns.
   bool MarkDefault(absl::string_view stage, DegradeReason reason) {
     is_default_ = true;
+    if (IsStaleTier(tier_)) tier_ = FallbackTier::kUnspecified;
     return trace_.Add(stage, reason);
   }
 
@@ -134,6 +169,7 @@ class StageResult {
 
   T value_;
   bool is_default_;
+  FallbackTier tier_ = FallbackTier::kUnspecified;
   DegradationTrace trace_;
 };
 

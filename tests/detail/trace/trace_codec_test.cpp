@@ -223,7 +223,7 @@ TEST(TraceCodecTest, UnknownReasonErrorListsEveryToken) {
 
 TEST(TraceCodecTest, TheLongestEncodingIsTheDocumentedMaximum) {
   EXPECT_EQ(detail::kTraceMaxEncodedSize,
-            2u + 8u * (1u + 15u + 1u + 12u) + 2u + 5u);
+            2u + 8u * (1u + 15u + 1u + 12u + 1u + 9u) + 2u + 5u);
   EXPECT_EQ(DegradationTrace::kMaxEncodedSize, detail::kTraceMaxEncodedSize);
   EXPECT_EQ(kTraceCapacity, 8u);
   EXPECT_EQ(kMaxStageNameLength, 15u);
@@ -270,7 +270,8 @@ TEST(TraceEncodingTest, EncodesAndDecodesTable) {
 TEST(TraceEncodingTest, LongestTraceFillsExactlyTheMaximumSize) {
   DegradationTrace t;
   for (std::size_t i = 0; i < kTraceCapacity; ++i) {
-    t.Add(absl::StrCat("stage-name-000", i), R::kRateLimited);
+    t.Add(absl::StrCat("stage-name-000", i), R::kRateLimited,
+          i % 2 == 0 ? FallbackTier::kStale10m : FallbackTier::kStaleOld);
   }
   ASSERT_EQ(t.size(), kTraceCapacity);
   t.Add("one-more", R::kError);             // dropped: 1
@@ -281,6 +282,52 @@ TEST(TraceEncodingTest, LongestTraceFillsExactlyTheMaximumSize) {
   const absl::StatusOr<DegradationTrace> d = DegradationTrace::Decode(s);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(*d, t);
+}
+
+// A ladder's rung travels as the entry's third part; an entry without one
+// encodes exactly as before tiers existed, so every older trace still reads.
+TEST(TraceEncodingTest, FallbackTiersRoundTripAndOldEntriesAreUnchanged) {
+  DegradationTrace t;
+  t.Add("features", R::kBreakerOpen, FallbackTier::kStale10m);
+  t.Add("embed", R::kTimeout, FallbackTier::kSegment);
+  t.Add("recall", R::kShed);
+  t.Add("rank", R::kError, FallbackTier::kGlobal);
+  const std::string s = t.Encode();
+  EXPECT_EQ(s,
+            "v1;features=open/stale-10m;embed=timeout/segment;recall=shed;"
+            "rank=error/global");
+  const absl::StatusOr<DegradationTrace> d = DegradationTrace::Decode(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, t);
+  EXPECT_EQ(d->TierFor("features"), FallbackTier::kStale10m);
+  EXPECT_EQ(d->TierFor("recall"), FallbackTier::kUnspecified);
+  EXPECT_EQ(d->TierFor("absent"), FallbackTier::kUnspecified);
+  // The tier is part of the entry's identity.
+  DegradationTrace other;
+  other.Add("features", R::kBreakerOpen, FallbackTier::kStale1h);
+  DegradationTrace same_but_tier;
+  same_but_tier.Add("features", R::kBreakerOpen);
+  EXPECT_NE(other, same_but_tier);
+  // A tier off the enumeration (a bad cast) is recorded as none.
+  DegradationTrace cast;
+  cast.Add("features", R::kError, static_cast<FallbackTier>(200));
+  EXPECT_EQ(cast.Encode(), "v1;features=error");
+}
+
+TEST(TraceEncodingTest, RejectsMalformedTiersWithTheCause) {
+  for (absl::string_view bad :
+       {"v1;features=open/", "v1;features=open/stale", "v1;features=open/x",
+        "v1;features=open/global/global", "v1;features=/global",
+        "v1;features=open/GLOBAL", "v1;features=open/stale-1m;rank=error/"}) {
+    const absl::StatusOr<DegradationTrace> d = DegradationTrace::Decode(bad);
+    EXPECT_FALSE(d.ok()) << bad;
+  }
+  const absl::Status s =
+      DegradationTrace::Decode("v1;features=open/stale-2m").status();
+  EXPECT_THAT(s.message(), HasSubstr("at offset 17"));
+  EXPECT_THAT(s.message(), HasSubstr("unknown fallback tier (expected one of "
+                                     "stale-1m, stale-10m, stale-1h, "
+                                     "stale-old, segment, global)"));
 }
 
 TEST(TraceEncodingTest, EncodeToWritesAllOrNothing) {
@@ -331,7 +378,8 @@ TEST(TraceEncodingTest, RandomValidTracesRoundTrip) {
           name += alphabet[pick(alphabet.size())];
       }
       used.push_back(name);
-      t.Add(name, static_cast<DegradeReason>(1 + pick(8)));
+      t.Add(name, static_cast<DegradeReason>(1 + pick(9)),
+            static_cast<FallbackTier>(pick(kAllFallbackTiers.size() + 1)));
     }
     if (pick(20) == 0) {
       const std::size_t doublings = pick(18);

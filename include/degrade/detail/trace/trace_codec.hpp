@@ -6,10 +6,12 @@
 // the grammar's description:
 //
 //   trace  = "v1" *( ";" entry ) [ ";+" count ]
-//   entry  = stage "=" reason
+//   entry  = stage "=" reason [ "/" tier ]
 //   stage  = 1*15( ALPHA / DIGIT / "_" / "." / "-" )
 //   reason = "open" / "too_many" / "timeout" / "error" / "exception"
 //          / "shed" / "upstream" / "invalid" / "rate_limited"
+//   tier   = "stale-1m" / "stale-10m" / "stale-1h" / "stale-old"
+//          / "segment" / "global"
 //   count  = %x31-39 *4DIGIT      ; 1..65535, no leading zeros
 //
 // with at most 8 entries and distinct stage names. The codec knows nothing of
@@ -61,15 +63,26 @@ constexpr bool ReasonNamesFitTheMaximum() {
 }
 static_assert(ReasonNamesFitTheMaximum(),
               "kMaxReasonNameLength bounds every reason token");
+// The longest tier token, "stale-old"/"stale-10m" (checked below).
+inline constexpr std::size_t kMaxTierNameLength = 9;
+constexpr bool TierNamesFitTheMaximum() {
+  for (FallbackTier t : kAllFallbackTiers) {
+    if (TierName(t).size() > kMaxTierNameLength) return false;
+  }
+  return true;
+}
+static_assert(TierNamesFitTheMaximum(),
+              "kMaxTierNameLength bounds every tier token");
 // The most a trace can count as dropped; `count` in the grammar.
 inline constexpr uint16_t kMaxDropped = 65535;
 inline constexpr std::size_t kMaxDroppedDigits = 5;
-// The longest encoding: every entry with a 15-byte name and "rate_limited",
-// then ";+65535".
+// The longest encoding: every entry with a 15-byte name, "rate_limited" and
+// a nine-byte tier, then ";+65535".
 inline constexpr std::size_t kTraceMaxEncodedSize =
     kTraceVersion.size() +
-    kTraceMaxEntries * (1 + kTraceMaxStageName + 1 + kMaxReasonNameLength) + 2 +
-    kMaxDroppedDigits;
+    kTraceMaxEntries * (1 + kTraceMaxStageName + 1 + kMaxReasonNameLength + 1 +
+                        kMaxTierNameLength) +
+    2 + kMaxDroppedDigits;
 static_assert(kTraceMaxEncodedSize < kTraceMaxInput,
               "every valid encoding must be accepted by the decoder");
 
@@ -78,6 +91,7 @@ static_assert(kTraceMaxEncodedSize < kTraceMaxInput,
 struct TraceEntryView {
   absl::string_view stage;
   DegradeReason reason = DegradeReason::kNone;
+  FallbackTier tier = FallbackTier::kUnspecified;
 };
 
 // What a trace says, as the codec reads and writes it: the named entries
@@ -186,6 +200,7 @@ inline std::size_t TraceEncodedSize(const TraceFields& fields) {
   std::size_t n = kTraceVersion.size();
   for (const TraceEntryView& e : fields.named()) {
     n += 1 + e.stage.size() + 1 + ReasonName(e.reason).size();
+    if (e.tier != FallbackTier::kUnspecified) n += 1 + TierName(e.tier).size();
   }
   if (fields.dropped != 0) n += 2 + DigitCount(fields.dropped);
   return n;
@@ -206,6 +221,10 @@ inline std::size_t EncodeTraceTo(const TraceFields& fields, char* buf,
     put(e.stage);
     put("=");
     put(ReasonName(e.reason));
+    if (e.tier != FallbackTier::kUnspecified) {
+      put("/");
+      put(TierName(e.tier));
+    }
   }
   if (fields.dropped != 0) {
     put(";+");
@@ -297,7 +316,22 @@ inline absl::Status DecodeTrace(absl::string_view text, TraceFields* out) {
                               "missing '=' between stage and reason");
     }
     const absl::string_view stage = token.substr(0, eq);
-    const absl::string_view reason_token = token.substr(eq + 1);
+    absl::string_view reason_token = token.substr(eq + 1);
+    FallbackTier tier = FallbackTier::kUnspecified;
+    const std::size_t slash = reason_token.find('/');
+    if (slash != absl::string_view::npos) {
+      const absl::string_view tier_token = reason_token.substr(slash + 1);
+      if (!ParseTierName(tier_token, &tier)) {
+        std::string cause = "unknown fallback tier (expected one of ";
+        for (FallbackTier t : kAllFallbackTiers) {
+          if (t != kAllFallbackTiers.front()) cause += ", ";
+          absl::StrAppend(&cause, TierName(t));
+        }
+        cause += ")";
+        return TraceDecodeError(start + eq + 1 + slash + 1, tier_token, cause);
+      }
+      reason_token = reason_token.substr(0, slash);
+    }
     const std::string problem = StageNameProblem(stage);
     if (!problem.empty()) return TraceDecodeError(start, token, problem);
     DegradeReason reason = DegradeReason::kNone;
@@ -324,7 +358,7 @@ inline absl::Status DecodeTrace(absl::string_view text, TraceFields* out) {
           start, token,
           absl::StrCat("too many entries (at most ", kTraceMaxEntries, ")"));
     }
-    out->entries[out->size++] = TraceEntryView{stage, reason};
+    out->entries[out->size++] = TraceEntryView{stage, reason, tier};
     pos = end;
   }
   return absl::OkStatus();

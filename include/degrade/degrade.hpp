@@ -45,6 +45,7 @@
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/hot_list_stats.hpp"       // IWYU pragma: export
 #include "degrade/keyed_rate_limit.hpp"     // IWYU pragma: export
+#include "degrade/ladder_stats.hpp"         // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/limiter_settings.hpp"     // IWYU pragma: export
 #include "degrade/manager_listener.hpp"     // IWYU pragma: export
@@ -56,6 +57,7 @@
 #include "degrade/quota_stats.hpp"          // IWYU pragma: export
 #include "degrade/rate_limit.hpp"           // IWYU pragma: export
 #include "degrade/rate_limit_stats.hpp"     // IWYU pragma: export
+#include "degrade/recovery_ramp.hpp"        // IWYU pragma: export
 #include "degrade/request_class.hpp"        // IWYU pragma: export
 #include "degrade/retry.hpp"                // IWYU pragma: export
 #include "degrade/retry_budget.hpp"         // IWYU pragma: export

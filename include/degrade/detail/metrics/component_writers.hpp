@@ -17,11 +17,13 @@
 
 #include "absl/strings/string_view.h"
 #include "degrade/detail/metrics/fleet_metrics.hpp"
+#include "degrade/detail/metrics/ladder_metrics.hpp"
 #include "degrade/detail/metrics/rate_limit_metrics.hpp"
 #include "degrade/detail/metrics/registry_attachments.hpp"
 #include "degrade/detail/metrics/rpc_metrics.hpp"
 #include "degrade/detail/metrics/source_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
+#include "degrade/ladder_stats.hpp"
 #include "degrade/quota_stats.hpp"
 #include "degrade/rate_limit_stats.hpp"
 #include "degrade/rpc_stats.hpp"
@@ -79,7 +81,9 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<RateLimitStats>("rate_limit", WriteRateLimitMetrics),
       Known<KeyedRateLimitStats>("keyed_rate_limit",
                                  WriteKeyedRateLimitMetrics),
-      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics));
+      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics),
+      Known<LadderStats>("ladder", WriteLadderMetrics),
+      Known<RecoveryRampStats>("recovery_ramp", WriteRecoveryRampMetrics));
 }
 
 }  // namespace detail

@@ -73,6 +73,10 @@ struct LadderStats {
   // requests the recovery ramp sent down the ladder instead.
   uint64_t store_calls = 0;
   uint64_t ramp_refused = 0;
+  // Of `fresh`, those served from the cache without a call (younger than
+  // `fresh_for`); background refreshes begun (stale-while-revalidate).
+  uint64_t cached_fresh = 0;
+  uint64_t revalidations = 0;
   // The ages of the stale values served, as a histogram over
   // `kStaleAgeBounds` (+Inf last) and their sum in seconds.
   std::array<uint64_t, kStaleAgeBounds.size() + 1> stale_age_buckets{};

@@ -55,6 +55,15 @@ inline void WriteLadderMetrics(const LadderStats& st, const std::string& name,
             "Requests a fallback ladder served down the ladder because its "
             "recovery ramp had no room for the live call.",
             {{label, name}}, static_cast<double>(st.ramp_refused));
+  w.Counter("degrade_ladder_cached_fresh_total",
+            "Requests a fallback ladder served from its cache without a call "
+            "because the value was younger than fresh_for (counted in "
+            "tier=fresh too).",
+            {{label, name}}, static_cast<double>(st.cached_fresh));
+  w.Counter("degrade_ladder_revalidations_total",
+            "Background refreshes a fallback ladder began while serving a "
+            "stale value (stale-while-revalidate).",
+            {{label, name}}, static_cast<double>(st.revalidations));
   w.Histogram(
       "degrade_stale_age_seconds",
       "The ages of the last-known-good values a fallback ladder "

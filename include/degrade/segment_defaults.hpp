@@ -28,7 +28,7 @@
 //   // Per request, after the store and the user's last good value failed:
 //   std::shared_ptr<const std::vector<float>> v =
 //       (*segments)->Find(SegmentOf(request));       // "US|ios|3"
-//   if (v == nullptr) v = *global->Get();           // unknown: global tier
+//   if (v == nullptr) v = global->snapshot();  // unknown: DefaultFeatures
 //
 //   absl::Status s = (*segments)->Reload("/data/seg.json");  // old set kept
 //                                                           // if bad

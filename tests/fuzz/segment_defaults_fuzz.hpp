@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "degrade/default_features.hpp"
 #include "degrade/segment_defaults.hpp"
 #include "fuzz/fuzz_support.hpp"
 

@@ -618,6 +618,38 @@ TEST_F(SegmentDefaultsTest, TheRegistryRendersItsSeriesUntilItIsGone) {
                                  "degrade_segment_defaults_"));
 }
 
+class SegmentViewSpy : public Telemetry {
+ public:
+  std::unique_ptr<TelemetryAttachment> AttachComponent(
+      const ComponentView& v) override {
+    view = v.As<SegmentDefaultsStats>();
+    name = v.name();  // the view is readable inside Attach
+    return nullptr;
+  }
+  const SegmentDefaultsView* view = nullptr;
+  std::string name;
+};
+
+TEST_F(SegmentDefaultsTest, OffersItsViewToItsTelemetryAndNotToNone) {
+  SegmentViewSpy spy;
+  SegmentDefaultsOptions o = Options();
+  o.name = "seg";
+  o.metrics = &spy;
+  SegmentDefaults s(o);
+  ASSERT_NE(spy.view, nullptr);
+  EXPECT_EQ(spy.name, "seg");
+  ASSERT_TRUE(s.Set({{"a", {1, 2, 3, 4}}}).ok());
+  EXPECT_EQ(spy.view->stats().segments, 1u);
+
+  SegmentViewSpy ignored;
+  ScopedDefaultTelemetry scope(&ignored);
+  SegmentDefaults none(Options());  // NoTelemetry()
+  EXPECT_EQ(ignored.view, nullptr);
+  o.metrics = nullptr;  // the process default
+  SegmentDefaults by_default(o);
+  EXPECT_NE(ignored.view, nullptr);
+}
+
 // Readers look segments up while a writer reloads a new version each
 // round. Version v's file gives every segment the value v, holds "both" and
 // "common_0".."common_31" in every version and "odd" or "even" by parity.

@@ -168,7 +168,8 @@ fuzz_one() {
 
 # Runs every fuzz target for $1 seconds under the probed wrapper. New inputs
 # go to a scratch directory (removed at exit), never into the repository.
-fuzz_targets=(config trace_decode default_features hot_list_baseline settings)
+fuzz_targets=(config trace_decode default_features hot_list_baseline settings
+              segment_defaults)
 run_fuzzers() {
   local seconds="$1" work artifacts failed=() target dict
   work="$(mktemp -d "${TMPDIR:-/tmp}/degrade-fuzz.XXXXXX")"

@@ -5,7 +5,8 @@
 // when the clock steps back; that it offers its view to its telemetry and
 // to nothing with NoTelemetry(); and the degrade_default_features_* series a
 // MetricsRegistry renders for it, gone once it is destroyed. The GPU
-// source's are in gpu_signal_test.cpp (they need the fake NVML).
+// source's are in gpu_signal_test.cpp (they need the fake NVML), the
+// segment defaults' in segment_defaults_test.cpp.
 
 #include "degrade/source_stats.hpp"
 
@@ -40,6 +41,15 @@ TEST(SourceStatsTest, DefaultsSayNothingYet) {
   EXPECT_EQ(f.accepted, 0u);
   EXPECT_EQ(f.refused, 0u);
   EXPECT_TRUE(f.last_ok);
+  const SegmentDefaultsStats seg;
+  EXPECT_EQ(seg.age, absl::InfiniteDuration());
+  EXPECT_EQ(seg.dimension, 0u);
+  EXPECT_EQ(seg.segments, 0u);
+  EXPECT_EQ(seg.accepted, 0u);
+  EXPECT_EQ(seg.refused, 0u);
+  EXPECT_TRUE(seg.last_ok);
+  EXPECT_EQ(seg.lookups_hit, 0u);
+  EXPECT_EQ(seg.lookups_unknown, 0u);
 }
 
 class Spy : public Telemetry {

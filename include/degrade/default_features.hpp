@@ -65,6 +65,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "degrade/clock.hpp"
+#include "degrade/detail/fallback/feature_vector.hpp"
 #include "degrade/detail/fallback/snapshot_cell.hpp"
 #include "degrade/detail/file_io.hpp"
 #include "degrade/detail/json_document.hpp"
@@ -85,7 +86,8 @@ inline constexpr std::size_t kMaxDefaultFeaturesBytes = std::size_t{16} << 20;
 
 // The largest dimension accepted, so a corrupt "dimension" can't make us
 // reserve gigabytes.
-inline constexpr std::size_t kMaxFeatureDimension = std::size_t{1} << 24;
+inline constexpr std::size_t kMaxFeatureDimension =
+    detail::kFeatureDimensionCap;
 
 // DefaultFeaturesOptions
 struct DefaultFeaturesOptions {
@@ -317,10 +319,6 @@ namespace detail {
 // What errors call a default-features text or file.
 inline constexpr absl::string_view kFeatureFile = "feature file";
 
-// `d` as a float, into `*out`, when it rounds to a finite one (round to
-// nearest); false for NaN, infinities and magnitudes that round to inf.
-inline bool DoubleToFiniteFloat(double d, float* out);
-
 }  // namespace detail
 
 inline absl::StatusOr<std::vector<float>> ParseDefaultFeatures(
@@ -336,82 +334,20 @@ inline absl::StatusOr<std::vector<float>> ParseDefaultFeatures(
     return json::WrongType(source, "(top level)", root,
                            "an object with \"dimension\" and \"values\"");
   }
-  const auto dim_it = root.find("dimension");
-  if (dim_it == root.end()) {
-    return json::ErrorWithText(
-        source, "dimension", "(missing)",
-        "the top-level object needs a \"dimension\" key");
-  }
-  if (!dim_it->is_number_integer()) {
-    return json::WrongType(source, "dimension", *dim_it, "a positive integer");
-  }
-  // nlohmann stores non-negative integers as unsigned; a negative one is
-  // signed.
-  if (!dim_it->is_number_unsigned() || dim_it->get<uint64_t>() == 0 ||
-      dim_it->get<uint64_t>() > kMaxFeatureDimension) {
-    return json::Error(source, "dimension", *dim_it,
-                       absl::StrCat("must be in 1..", kMaxFeatureDimension));
-  }
-  const auto dimension = static_cast<std::size_t>(dim_it->get<uint64_t>());
-  if (expected_dimension != 0 && dimension != expected_dimension) {
-    return json::Error(
-        source, "dimension", *dim_it,
-        absl::StrCat("the model expects dimension ", expected_dimension));
-  }
+  absl::StatusOr<std::size_t> dimension =
+      detail::ReadFeatureDimension(source, root, expected_dimension);
+  if (!dimension.ok()) return dimension.status();
   const auto values_it = root.find("values");
   if (values_it == root.end()) {
     return json::ErrorWithText(source, "values", "(missing)",
                                "the top-level object needs a \"values\" key");
   }
-  if (!values_it->is_array()) {
-    return json::WrongType(source, "values", *values_it, "an array of numbers");
-  }
-  if (values_it->empty()) {
-    return json::ErrorWithText(source, "values", "[]",
-                               "is empty; a default vector needs values");
-  }
-  if (values_it->size() != dimension) {
-    return json::ErrorWithText(
-        source, "values", absl::StrCat("(", values_it->size(), " values)"),
-        absl::StrCat("has ", values_it->size(), " values but \"dimension\" is ",
-                     dimension));
-  }
   std::vector<float> values;
-  values.reserve(dimension);
-  for (std::size_t i = 0; i < dimension; ++i) {
-    const json::Json& v = (*values_it)[i];
-    const std::string path = json::AppendIndex("values", i);
-    if (!v.is_number()) return json::WrongType(source, path, v, "a number");
-    float f;
-    // A float overflow would become inf and poison every score; the JSON
-    // parser already refuses literals beyond double range (1e400).
-    if (!detail::DoubleToFiniteFloat(v.get<double>(), &f)) {
-      return json::Error(source, path, v,
-                         "is not a finite number within float range");
-    }
-    values.push_back(f);
-  }
+  absl::Status read = detail::ReadFeatureValues(source, "values", *values_it,
+                                                *dimension, &values);
+  if (!read.ok()) return read;
   return values;
 }
-
-namespace detail {
-
-inline bool DoubleToFiniteFloat(double d, float* out) {
-  // Halfway between FLT_MAX and the next power of two, 2^128 - 2^103
-  // (exact in a double): below it d rounds to FLT_MAX or less, at it the
-  // tie goes to the even neighbour, 2^128, which is infinity.
-  constexpr double kRoundsToInfinity = 0x1.ffffffp+127;
-  if (!std::isfinite(d) || std::fabs(d) >= kRoundsToInfinity) return false;
-  // Clamped by hand: a double beyond FLT_MAX does not fit a float, and
-  // converting it is undefined behaviour even when it would round down.
-  const double kFltMax = static_cast<double>(FLT_MAX);
-  *out = d > kFltMax    ? FLT_MAX
-         : d < -kFltMax ? -FLT_MAX
-                        : static_cast<float>(d);
-  return true;
-}
-
-}  // namespace detail
 
 inline absl::StatusOr<std::unique_ptr<DefaultFeatures>> DefaultFeatures::Load(
     const std::string& path, std::size_t expected_dimension,

@@ -63,6 +63,7 @@
 #include "degrade/retry_budget.hpp"         // IWYU pragma: export
 #include "degrade/retry_stats.hpp"          // IWYU pragma: export
 #include "degrade/rpc_stats.hpp"            // IWYU pragma: export
+#include "degrade/segment_defaults.hpp"     // IWYU pragma: export
 #include "degrade/signals.hpp"              // IWYU pragma: export
 #include "degrade/source_stats.hpp"         // IWYU pragma: export
 #include "degrade/stage_metrics.hpp"        // IWYU pragma: export

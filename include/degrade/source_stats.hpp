@@ -4,7 +4,7 @@
 // File: source_stats.hpp
 // -----------------------------------------------------------------------------
 //
-// What two data sources a service leans on report, as plain values, and the
+// What the data sources a service leans on report, as plain values, and the
 // read-only views they offer a `Telemetry` (the pattern of
 // hot_list_stats.hpp):
 //
@@ -15,7 +15,11 @@
 //   * the default features (default_features.hpp, `DefaultFeatures`): how
 //     old is the vector the feature stage falls back to, and are reloads
 //     being refused (a bad file never replaces a good one, so only this
-//     says the offline job is shipping garbage).
+//     says the offline job is shipping garbage);
+//   * the segment defaults (segment_defaults.hpp, `SegmentDefaults`): the
+//     same for the per-segment averages, plus how many segments serve and
+//     how many lookups found their segment (the rest fell to the global
+//     average).
 //
 //   degrade::GpuSourceStats g = (*gpu)->stats();
 //   if (!g.available) Page((*gpu)->name(), g.errors_unavailable);
@@ -76,10 +80,35 @@ struct DefaultFeaturesStats {
   bool last_ok = true;
 };
 
-// What a Telemetry may read of a GPU source or default features while
-// attached (StatsView).
+// SegmentDefaultsStats
+//
+// A snapshot of a SegmentDefaults.
+struct SegmentDefaultsStats {
+  // Time since the serving set was installed, on its clock;
+  // InfiniteDuration() before the first. Never negative.
+  absl::Duration age = absl::InfiniteDuration();
+  // The serving set's dimension (every segment's) and its segment count; 0
+  // before the first.
+  std::size_t dimension = 0;
+  std::size_t segments = 0;
+  // Loads (Reload, Set, Load) that were accepted (swapped in) and refused
+  // (the previous set kept serving).
+  uint64_t accepted = 0;
+  uint64_t refused = 0;
+  // Whether the latest load was accepted (true before any).
+  bool last_ok = true;
+  // Find() calls that returned a vector (`lookups_hit`) and that returned
+  // null, the segment unknown or nothing loaded yet (`lookups_unknown`):
+  // those fell to the global tier.
+  uint64_t lookups_hit = 0;
+  uint64_t lookups_unknown = 0;
+};
+
+// What a Telemetry may read of a GPU source, default features or segment
+// defaults while attached (StatsView).
 using GpuSourceView = StatsView<GpuSourceStats>;
 using DefaultFeaturesView = StatsView<DefaultFeaturesStats>;
+using SegmentDefaultsView = StatsView<SegmentDefaultsStats>;
 
 DEGRADE_NAMESPACE_END
 

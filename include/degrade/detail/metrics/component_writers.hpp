@@ -78,6 +78,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<GpuSourceStats>("gpu_source", WriteGpuSourceMetrics),
       Known<DefaultFeaturesStats>("default_features",
                                   WriteDefaultFeaturesMetrics),
+      Known<SegmentDefaultsStats>("segment_defaults",
+                                  WriteSegmentDefaultsMetrics),
       Known<RateLimitStats>("rate_limit", WriteRateLimitMetrics),
       Known<KeyedRateLimitStats>("keyed_rate_limit",
                                  WriteKeyedRateLimitMetrics),

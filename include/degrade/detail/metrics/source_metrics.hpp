@@ -1,10 +1,11 @@
 // Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
 //
 // What a MetricsRegistry exports for the GPU source (gpu_signal.hpp), the
-// default features (default_features.hpp), read through their views in
-// source_stats.hpp, and the fleet quota (redis/quota.hpp, quota_stats.hpp):
-// degrade_gpu_source_*, degrade_default_features_* and degrade_quota_*
-// (docs/metrics.md lists them).
+// default features (default_features.hpp) and the segment defaults
+// (segment_defaults.hpp), read through their views in source_stats.hpp, and
+// the fleet quota (redis/quota.hpp, quota_stats.hpp): degrade_gpu_source_*,
+// degrade_default_features_*, degrade_segment_defaults_* and
+// degrade_quota_* (docs/metrics.md lists them).
 //
 //   detail::WriteGpuSourceMetrics(view.stats(), w.component(), w);
 //
@@ -85,6 +86,48 @@ inline void WriteDefaultFeaturesMetrics(const DefaultFeaturesStats& st,
   w.Gauge("degrade_default_features_last_reload_ok",
           "1 if the latest load was accepted (or none was tried), else 0.",
           {{label, name}}, st.last_ok ? 1.0 : 0.0);
+}
+
+// degrade_segment_defaults_*.
+inline void WriteSegmentDefaultsMetrics(const SegmentDefaultsStats& st,
+                                        const std::string& name,
+                                        MetricWriter& w) {
+  const std::string label = "segment_defaults";
+  w.Gauge("degrade_segment_defaults_age_seconds",
+          "Age of the serving set of segment-average vectors; +Inf before "
+          "the first. A rising age means reloads stopped or are refused.",
+          {{label, name}},
+          st.age == absl::InfiniteDuration()
+              ? std::numeric_limits<double>::infinity()
+              : absl::ToDoubleSeconds(st.age));
+  w.Gauge("degrade_segment_defaults_dimension",
+          "Dimension of every serving segment vector; 0 before the first.",
+          {{label, name}}, static_cast<double>(st.dimension));
+  w.Gauge("degrade_segment_defaults_segments",
+          "Segments in the serving set; 0 before the first.", {{label, name}},
+          static_cast<double>(st.segments));
+  constexpr absl::string_view kReloadsHelp =
+      "Segment-default loads by result: accepted (swapped in) or refused "
+      "(the previous set kept serving).";
+  w.Counter("degrade_segment_defaults_reloads_total", kReloadsHelp,
+            {{label, name}, {"result", "accepted"}},
+            static_cast<double>(st.accepted));
+  w.Counter("degrade_segment_defaults_reloads_total", kReloadsHelp,
+            {{label, name}, {"result", "refused"}},
+            static_cast<double>(st.refused));
+  w.Gauge("degrade_segment_defaults_last_reload_ok",
+          "1 if the latest load was accepted (or none was tried), else 0.",
+          {{label, name}}, st.last_ok ? 1.0 : 0.0);
+  constexpr absl::string_view kLookupsHelp =
+      "Segment lookups by result: hit (the segment's vector) or unknown (no "
+      "such segment, or nothing loaded: the caller fell to the global "
+      "average).";
+  w.Counter("degrade_segment_defaults_lookups_total", kLookupsHelp,
+            {{label, name}, {"result", "hit"}},
+            static_cast<double>(st.lookups_hit));
+  w.Counter("degrade_segment_defaults_lookups_total", kLookupsHelp,
+            {{label, name}, {"result", "unknown"}},
+            static_cast<double>(st.lookups_unknown));
 }
 
 // degrade_quota_*.

@@ -21,11 +21,13 @@
 #include "degrade/detail/metrics/registry_attachments.hpp"
 #include "degrade/detail/metrics/rpc_metrics.hpp"
 #include "degrade/detail/metrics/source_metrics.hpp"
+#include "degrade/detail/metrics/stale_cache_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
 #include "degrade/quota_stats.hpp"
 #include "degrade/rate_limit_stats.hpp"
 #include "degrade/rpc_stats.hpp"
 #include "degrade/source_stats.hpp"
+#include "degrade/stale_cache_stats.hpp"
 #include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
@@ -79,7 +81,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<RateLimitStats>("rate_limit", WriteRateLimitMetrics),
       Known<KeyedRateLimitStats>("keyed_rate_limit",
                                  WriteKeyedRateLimitMetrics),
-      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics));
+      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics),
+      Known<LastGoodCacheStats>("last_good_cache", WriteLastGoodCacheMetrics));
 }
 
 }  // namespace detail

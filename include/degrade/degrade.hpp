@@ -68,6 +68,8 @@
 #include "degrade/source_stats.hpp"         // IWYU pragma: export
 #include "degrade/stage_metrics.hpp"        // IWYU pragma: export
 #include "degrade/stage_result.hpp"         // IWYU pragma: export
+#include "degrade/stale_cache.hpp"          // IWYU pragma: export
+#include "degrade/stale_cache_stats.hpp"    // IWYU pragma: export
 #include "degrade/stats_view.hpp"           // IWYU pragma: export
 #include "degrade/status.hpp"               // IWYU pragma: export
 #include "degrade/telemetry.hpp"            // IWYU pragma: export

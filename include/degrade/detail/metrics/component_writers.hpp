@@ -22,12 +22,14 @@
 #include "degrade/detail/metrics/registry_attachments.hpp"
 #include "degrade/detail/metrics/rpc_metrics.hpp"
 #include "degrade/detail/metrics/source_metrics.hpp"
+#include "degrade/detail/metrics/stale_cache_metrics.hpp"
 #include "degrade/fleet_stats.hpp"
 #include "degrade/ladder_stats.hpp"
 #include "degrade/quota_stats.hpp"
 #include "degrade/rate_limit_stats.hpp"
 #include "degrade/rpc_stats.hpp"
 #include "degrade/source_stats.hpp"
+#include "degrade/stale_cache_stats.hpp"
 #include "degrade/stats_view.hpp"
 #include "degrade/version.hpp"
 
@@ -85,7 +87,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
                                  WriteKeyedRateLimitMetrics),
       Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics),
       Known<LadderStats>("ladder", WriteLadderMetrics),
-      Known<RecoveryRampStats>("recovery_ramp", WriteRecoveryRampMetrics));
+      Known<RecoveryRampStats>("recovery_ramp", WriteRecoveryRampMetrics),
+      Known<LastGoodCacheStats>("last_good_cache", WriteLastGoodCacheMetrics));
 }
 
 }  // namespace detail

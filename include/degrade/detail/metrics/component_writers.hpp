@@ -16,6 +16,8 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
+#include "degrade/coalesce_stats.hpp"
+#include "degrade/detail/metrics/coalesce_metrics.hpp"
 #include "degrade/detail/metrics/fleet_metrics.hpp"
 #include "degrade/detail/metrics/rate_limit_metrics.hpp"
 #include "degrade/detail/metrics/registry_attachments.hpp"
@@ -79,7 +81,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<RateLimitStats>("rate_limit", WriteRateLimitMetrics),
       Known<KeyedRateLimitStats>("keyed_rate_limit",
                                  WriteKeyedRateLimitMetrics),
-      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics));
+      Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics),
+      Known<CoalesceStats>("coalesce", WriteCoalesceMetrics));
 }
 
 }  // namespace detail

@@ -23,13 +23,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "degrade/coalesce.hpp"
 #include "degrade/coalesce_stats.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/telemetry.hpp"
 #include "gtest/gtest.h"
+#include "support/notification.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -55,7 +55,7 @@ constexpr int kCallers = 1000;
 // in: one call, one value for all.
 void ThousandCallersShareOneCall(Executor* executor) {
   auto c = UserFeatures::Create(ConcurrencySettings(executor)).value();
-  absl::Notification release;
+  degrade_tests::Notification release;
   std::atomic<int> calls{0};
   std::vector<absl::StatusOr<std::string>> got(kCallers);
   std::vector<std::thread> threads;
@@ -99,8 +99,8 @@ TEST(CoalesceConcurrencyTest, AThousandCallersInlineMakeOneCall) {
 
 TEST(CoalesceConcurrencyTest, ACallSlowPastEveryBudgetStillReachesTheHook) {
   ThreadPool pool(1);
-  absl::Notification release;
-  absl::Notification hooked;
+  degrade_tests::Notification release;
+  degrade_tests::Notification hooked;
   absl::StatusOr<std::string> late = absl::UnknownError("not yet");
   auto c = UserFeatures::Create(
                ConcurrencySettings(&pool),

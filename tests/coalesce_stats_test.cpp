@@ -4,15 +4,20 @@
 // its telemetry and to nothing with NoTelemetry(); and the degrade_coalesce_*
 // series a MetricsRegistry renders for it (each role, the requests that gave
 // up waiting, failed and completed calls, in flight), gone once it is
-// destroyed.
+// destroyed; and docs/metrics.md lists exactly the series it exports.
 
 #include "degrade/coalesce_stats.hpp"
 
+#include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "degrade/coalesce.hpp"
 #include "degrade/metrics_registry.hpp"
@@ -108,6 +113,36 @@ TEST(CoalesceStatsTest, TheRegistryRendersItsSeriesUntilItIsGone) {
   c.reset();
   text = registry.RenderPrometheus();
   EXPECT_TRUE(LinesStartingWith(text, "degrade_coalesce_").empty()) << text;
+}
+
+TEST(CoalesceStatsTest, MetricsDocListsExactlyTheExportedSeries) {
+  MetricsRegistry registry;
+  CoalescerSettings s;
+  s.metrics = &registry;
+  auto c = Features::Create(s).value();
+  std::set<std::string> exported;
+  std::istringstream text(registry.RenderPrometheus());
+  for (std::string line; std::getline(text, line);) {
+    if (absl::StartsWith(line, "# TYPE degrade_coalesce_")) {
+      exported.insert(std::string(absl::StripPrefix(line, "# TYPE "))
+                          .substr(0, line.find(' ', 7) - 7));
+    }
+  }
+  std::set<std::string> documented;
+  // Found from this file's path, which the build gives absolute, so the
+  // test needs no definition of its own in batched executables.
+  const std::string here = __FILE__;
+  const std::string path =
+      here.substr(0, here.rfind("/tests/")) + "/docs/metrics.md";
+  std::ifstream doc(path);
+  ASSERT_TRUE(doc.good()) << path;
+  for (std::string line; std::getline(doc, line);) {
+    if (absl::StartsWith(line, "| `degrade_coalesce_")) {
+      documented.insert(line.substr(3, line.find('`', 3) - 3));
+    }
+  }
+  EXPECT_EQ(exported.size(), 7u);
+  EXPECT_EQ(exported, documented);
 }
 
 }  // namespace DEGRADE_TEST_UNIT

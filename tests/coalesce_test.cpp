@@ -23,7 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
+#include "absl/strings/cord.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/coalesce_stats.hpp"
@@ -34,6 +34,7 @@
 #include "degrade/testing/status_matchers.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/notification.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -148,10 +149,13 @@ TEST(CoalesceTest, EveryWaiterGetsTheCallsExactErrorAndNothingIsKept) {
                          hooked.push_back(r.status());
                        })
           .value();
+  // With a payload, which every waiter must get too (a retry-after, the
+  // mark of a callable exception).
+  absl::Status down = absl::UnavailableError("store down");
+  down.SetPayload("type.example/retry-after", absl::Cord("250ms"));
   // The first request leaves at once (its budget is 0); the others wait.
-  Coalesced<int> first = c->DoWithRole("u1", absl::ZeroDuration(), [] {
-    return absl::StatusOr<int>(absl::UnavailableError("store down"));
-  });
+  Coalesced<int> first = c->DoWithRole(
+      "u1", absl::ZeroDuration(), [down] { return absl::StatusOr<int>(down); });
   EXPECT_EQ(first.role, CoalesceRole::kLeader);
   EXPECT_TRUE(first.timed_out);
   EXPECT_EQ(c->inflight(), 1u);
@@ -162,11 +166,10 @@ TEST(CoalesceTest, EveryWaiterGetsTheCallsExactErrorAndNothingIsKept) {
   for (const Coalesced<int>& w : waiters) {
     EXPECT_EQ(w.role, CoalesceRole::kJoined);
     EXPECT_FALSE(w.timed_out);
-    EXPECT_THAT(w.result,
-                StatusIs(absl::StatusCode::kUnavailable, "store down"));
+    EXPECT_EQ(w.result.status(), down);  // code, message and payload
   }
   ASSERT_EQ(hooked.size(), 1u);
-  EXPECT_EQ(hooked[0], absl::UnavailableError("store down"));
+  EXPECT_EQ(hooked[0], down);
   EXPECT_EQ(c->inflight(), 0u);
   // Not cached: the next request starts a new call.
   (void)c->Do("u1", absl::ZeroDuration(), [] { return 1; });
@@ -189,8 +192,8 @@ TEST(CoalesceTest, TheFirstRequestLeavingEarlyDoesNotFailTheOthers) {
 
 TEST(CoalesceTest, WaitersGiveUpAtTheirOwnBudgetAndTheCallGoesOn) {
   ThreadPool pool(1);
-  absl::Notification release;
-  absl::Notification hooked;
+  degrade_tests::Notification release;
+  degrade_tests::Notification hooked;
   std::atomic<int> calls{0};
   absl::StatusOr<int> seen = absl::UnknownError("not yet");
   auto c =
@@ -231,7 +234,7 @@ TEST(CoalesceTest, WaitersGiveUpAtTheirOwnBudgetAndTheCallGoesOn) {
 
 TEST(CoalesceTest, AnInfiniteBudgetWaitsForTheEnd) {
   ThreadPool pool(1);
-  absl::Notification release;
+  degrade_tests::Notification release;
   auto c = Features::Create(CoalesceSettings(&pool)).value();
   absl::StatusOr<int> got = absl::UnknownError("not yet");
   std::thread waiter([&] {
@@ -417,7 +420,7 @@ TEST(CoalesceTest, AHookMayAskForTheSameKeyAgain) {
 TEST(CoalesceTest, AHookMayAskForTheSameKeyAgainOnTheExecutor) {
   ThreadPool pool(1);
   std::unique_ptr<Features> c;
-  absl::Notification second_done;
+  degrade_tests::Notification second_done;
   std::atomic<int> calls{0};
   c = Features::Create(
           CoalesceSettings(&pool),
@@ -444,7 +447,7 @@ TEST(CoalesceTest, AHookMayAskForTheSameKeyAgainOnTheExecutor) {
 TEST(CoalesceTest, DestroyedWithCallsInFlightTheLateCallsEndHarmlessly) {
   ManualExecutor executor;  // outlives the coalescer, as the rule says
   ThreadPool pool(1);
-  absl::Notification release;
+  degrade_tests::Notification release;
   std::atomic<int> hooks{0};
   auto hook = [&hooks](const std::string&, const absl::StatusOr<int>&) {
     hooks.fetch_add(1);

@@ -305,7 +305,8 @@ Coalesced<V> Coalescer<K, V, Hash, Eq>::DoWithRole(const K& key,
   const bool registered = role == CoalesceRole::kLeader;
   if (executor_ == nullptr) {
     core_->Count(registered ? Counter::kLeaders : Counter::kUncoalesced);
-    return Coalesced<V>{core_->Run(key, call, shared, registered), role, false};
+    return Coalesced<V>{core_->Run(key, call, shared, registered, true), role,
+                        false};
   }
   // A Submit() that throws is a refusal with its cause, as in
   // CallWithTimeout: the call is not run on this thread instead, since the
@@ -316,7 +317,7 @@ Coalesced<V> Coalescer<K, V, Hash, Eq>::DoWithRole(const K& key,
         return executor_->Submit([core = core_, shared, key,
                                   call = std::move(call),
                                   registered]() mutable {
-          (void)core->Run(key, call, shared, registered);
+          (void)core->Run(key, call, shared, registered, false);
         });
       },
       [&thrown](absl::string_view what) {

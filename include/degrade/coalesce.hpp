@@ -40,9 +40,9 @@
 //         if (r.ok()) cache->Put(u, *r);        // even after callers left
 //       }).value();
 //
-//   absl::StatusOr<Features> f = features->Do(
-//       user, absl::Milliseconds(30), [store, user] { return store->Get(user);
-//       });
+//   auto read = [store, user] { return store->Get(user); };  // by value!
+//   absl::StatusOr<Features> f =
+//       features->Do(user, absl::Milliseconds(30), read);
 //   if (!f.ok()) return StaleOrDefaults(user);  // DEADLINE_EXCEEDED included
 //
 // The call may run after every caller (and the coalescer) is gone, so it
@@ -57,9 +57,15 @@
 // at that moment, and no hook starts after it returns: a hook may use what
 // the coalescer's owner destroys after the coalescer.
 //
+// Keys are hashed with std::hash by default, as BreakerFamily and
+// KeyedRateLimiter do (the library links no Abseil hash); any hash whose
+// result converts to uint64_t will do, since the shard is picked from a
+// mixed copy of it.
+//
 // Metrics (docs/metrics.md): degrade_coalesce_total{coalescer, role},
 // degrade_coalesce_timed_out_total, degrade_coalesce_failed_total,
-// degrade_coalesce_call_seconds_total, degrade_coalesce_inflight.
+// degrade_coalesce_completed_total, degrade_coalesce_call_seconds_total,
+// degrade_coalesce_inflight, degrade_coalesce_max_inflight.
 
 #ifndef DEGRADE_COALESCE_HPP_
 #define DEGRADE_COALESCE_HPP_
@@ -237,8 +243,10 @@ class Coalescer final {
   // executor, a zero wait starts the call (a background refresh whose
   // result reaches on_complete) and returns at once. RESOURCE_EXHAUSTED if
   // the executor refuses the call. `call` is not run unless this request
-  // starts it. REQUIRES: `call` must not wait for `key` on this coalescer
-  // (it would wait for itself until its budget runs out).
+  // starts it. With an executor `call` must be copyable (it travels in a
+  // std::function) and own what it uses. Thread-safe. REQUIRES: `call`
+  // must not wait for `key` on this coalescer (it would wait for itself
+  // until its budget runs out).
   template <typename F>
   Result Do(const K& key, absl::Duration wait, F call) {
     return DoWithRole(key, wait, std::move(call)).result;

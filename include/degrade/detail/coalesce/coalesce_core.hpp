@@ -157,8 +157,12 @@ class CoalesceCore {
       inflight_.fetch_sub(1, std::memory_order_relaxed);
       return Registration::kFull;
     }
+    // An allocation that throws (bad_alloc) leaves the count as it was, so
+    // the failure reaches the caller without costing the table a slot.
+    SlotRelease unless_kept{&inflight_};
     *call = std::make_shared<Call>();
     shard.calls.emplace(key, *call);
+    unless_kept.inflight = nullptr;
     return Registration::kLeader;
   }
 
@@ -232,6 +236,15 @@ class CoalesceCore {
   }
 
  private:
+  // Gives back a slot of the bound on its way out, unless disarmed.
+  struct SlotRelease {
+    std::atomic<std::size_t>* inflight;
+    ~SlotRelease() {
+      if (inflight != nullptr)
+        inflight->fetch_sub(1, std::memory_order_relaxed);
+    }
+  };
+
   struct alignas(kCacheLine) Shard {
     Mutex mu;
     std::unordered_map<K, std::shared_ptr<Call>, Hash, Eq> calls

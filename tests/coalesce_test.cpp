@@ -348,6 +348,36 @@ TEST(CoalesceTest, BeyondMaxInflightANewKeyRunsUncoalesced) {
             CoalesceRole::kLeader);
 }
 
+TEST(CoalesceTest, InlineATableFullRequestRunsItsOwnCallOnItsThread) {
+  CoalescerSettings s = CoalesceSettings(nullptr);
+  s.max_inflight = 1;
+  std::atomic<int> hooks{0};
+  auto c = Features::Create(s, [&hooks](const std::string&,
+                                        const absl::StatusOr<int>&) {
+             hooks.fetch_add(1);
+           }).value();
+  degrade_tests::Notification release;
+  std::thread leader([&] {
+    EXPECT_THAT(c->Do("a", absl::InfiniteDuration(),
+                      [&release] {
+                        release.WaitForNotification();
+                        return 1;
+                      }),
+                IsOkAndHolds(1));
+  });
+  AwaitCondition([&] { return c->inflight() == 1; });
+  Coalesced<int> own =
+      c->DoWithRole("b", absl::ZeroDuration(), [] { return 2; });
+  EXPECT_EQ(own.role, CoalesceRole::kUncoalesced);
+  EXPECT_THAT(own.result, IsOkAndHolds(2));
+  EXPECT_EQ(hooks.load(), 1);
+  EXPECT_EQ(c->inflight(), 1u);  // "b" never took a slot
+  release.Notify();
+  leader.join();
+  EXPECT_EQ(c->inflight(), 0u);
+  EXPECT_EQ(c->stats().completed, 2u);
+}
+
 TEST(CoalesceTest, ACallOrHookThatThrowsFailsOnlyThatCall) {
 #if DEGRADE_HAS_EXCEPTIONS
   int hooks = 0;

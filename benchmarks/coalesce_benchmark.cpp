@@ -11,7 +11,10 @@
 //   BM_Coalesce_OneKey        Do() inline, every thread on one key: threads
 //                             that meet join a call in flight and wait for it
 //   BM_Coalesce_Executor      Do() with a ThreadPool(2), distinct keys: the
-//                             hand-off to another thread and back (info)
+//                             hand-off to another thread and back
+//   BM_CallWithTimeout        the same call through CallWithTimeout on the
+//                             same pool: the hand-off alone, the baseline
+//                             of the row above
 //   BM_Coalesce_WaiterLateness/<budget_us>
 //                             a call that never ends within the budget; the
 //                             request's return time minus its budget, as
@@ -36,6 +39,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "alloc_counter.hpp"
 #include "benchmark/benchmark.h"
 #include "degrade/coalesce.hpp"
 #include "degrade/deadline.hpp"
@@ -77,22 +81,33 @@ void BM_Direct_Call(benchmark::State& state) {
 }
 BENCHMARK(BM_Direct_Call)->Threads(1)->Threads(2)->UseRealTime();
 
+// Heap allocations per iteration of `state`'s loop since `before`.
+void CountAllocations(benchmark::State& state, std::uint64_t before) {
+  state.counters["allocs_per_call"] = benchmark::Counter(
+      static_cast<double>(degrade_bench::ThreadAllocations() - before),
+      benchmark::Counter::kAvgIterations);
+}
+
 void BM_Coalesce_DistinctKeys(benchmark::State& state) {
   Coalesce* c = Inline();
   const uint64_t key = 1000 + static_cast<uint64_t>(state.thread_index());
+  const std::uint64_t before = degrade_bench::ThreadAllocations();
   for (auto _ : state) {
     benchmark::DoNotOptimize(
         c->Do(key, absl::InfiniteDuration(), [key] { return Work(key); }));
   }
+  CountAllocations(state, before);
 }
 BENCHMARK(BM_Coalesce_DistinctKeys)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_Coalesce_OneKey(benchmark::State& state) {
   Coalesce* c = Inline();
+  const std::uint64_t before = degrade_bench::ThreadAllocations();
   for (auto _ : state) {
     benchmark::DoNotOptimize(
         c->Do(7, absl::InfiniteDuration(), [] { return Work(7); }));
   }
+  CountAllocations(state, before);
   const degrade::CoalesceStats st = c->stats();
   state.counters["joined_share"] =
       static_cast<double>(st.joined) /
@@ -100,9 +115,16 @@ void BM_Coalesce_OneKey(benchmark::State& state) {
 }
 BENCHMARK(BM_Coalesce_OneKey)->Threads(1)->Threads(2)->UseRealTime();
 
-void BM_Coalesce_Executor(benchmark::State& state) {
+// One pool for the two hand-off rows: a pool's wake-up cost depends on how
+// recently its threads ran (an idle vCPU wakes in tens of us on a VM), so
+// rows on different pools compare their pools, not their code.
+degrade::ThreadPool* HandOffPool() {
   static degrade::ThreadPool* const pool = new degrade::ThreadPool(2);
-  static Coalesce* const c = MakeCoalescer(pool);
+  return pool;
+}
+
+void BM_Coalesce_Executor(benchmark::State& state) {
+  static Coalesce* const c = MakeCoalescer(HandOffPool());
   const uint64_t key = 2000 + static_cast<uint64_t>(state.thread_index());
   for (auto _ : state) {
     benchmark::DoNotOptimize(
@@ -110,6 +132,16 @@ void BM_Coalesce_Executor(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Coalesce_Executor)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_CallWithTimeout(benchmark::State& state) {
+  degrade::ThreadPool* pool = HandOffPool();
+  const uint64_t key = 2000 + static_cast<uint64_t>(state.thread_index());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(degrade::CallWithTimeout(
+        *pool, absl::InfiniteDuration(), [key] { return Work(key); }));
+  }
+}
+BENCHMARK(BM_CallWithTimeout)->Threads(1)->Threads(2)->UseRealTime();
 
 // Holds a call until released.
 class Gate {

@@ -18,6 +18,8 @@
 #include "degrade/breaker_types.hpp"        // IWYU pragma: export
 #include "degrade/circuit_breaker.hpp"      // IWYU pragma: export
 #include "degrade/clock.hpp"                // IWYU pragma: export
+#include "degrade/coalesce.hpp"             // IWYU pragma: export
+#include "degrade/coalesce_stats.hpp"       // IWYU pragma: export
 #include "degrade/concurrency_limiter.hpp"  // IWYU pragma: export
 #include "degrade/config.hpp"               // IWYU pragma: export
 #include "degrade/config_parse.hpp"         // IWYU pragma: export

@@ -16,6 +16,8 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
+#include "degrade/coalesce_stats.hpp"
+#include "degrade/detail/metrics/coalesce_metrics.hpp"
 #include "degrade/detail/metrics/fleet_metrics.hpp"
 #include "degrade/detail/metrics/ladder_metrics.hpp"
 #include "degrade/detail/metrics/rate_limit_metrics.hpp"
@@ -88,7 +90,8 @@ std::unique_ptr<TelemetryAttachment> AttachKnownComponent(
       Known<ClusterQuotaStats>("quota", WriteClusterQuotaMetrics),
       Known<LadderStats>("ladder", WriteLadderMetrics),
       Known<RecoveryRampStats>("recovery_ramp", WriteRecoveryRampMetrics),
-      Known<LastGoodCacheStats>("last_good_cache", WriteLastGoodCacheMetrics));
+      Known<LastGoodCacheStats>("last_good_cache", WriteLastGoodCacheMetrics),
+      Known<CoalesceStats>("coalesce", WriteCoalesceMetrics));
 }
 
 }  // namespace detail

@@ -266,6 +266,9 @@ class Coalescer final {
 
   // Keys with a shared call in flight now. Thread-safe.
   std::size_t inflight() const { return core_->inflight(); }
+  // Whether shared calls run on an executor (else inline, on the thread
+  // of the request that starts them). Thread-safe.
+  bool has_executor() const { return executor_ != nullptr; }
   // Totals since creation, and what is in flight now. Thread-safe.
   CoalesceStats stats() const { return core_->stats(); }
   const std::string& name() const { return core_->name(); }

@@ -47,6 +47,7 @@
 #include "degrade/hot_list.hpp"             // IWYU pragma: export
 #include "degrade/hot_list_stats.hpp"       // IWYU pragma: export
 #include "degrade/keyed_rate_limit.hpp"     // IWYU pragma: export
+#include "degrade/ladder.hpp"               // IWYU pragma: export
 #include "degrade/ladder_stats.hpp"         // IWYU pragma: export
 #include "degrade/level_change.hpp"         // IWYU pragma: export
 #include "degrade/limiter_settings.hpp"     // IWYU pragma: export

@@ -195,7 +195,7 @@ TEST(CoalesceConcurrencyTest, ManyKeysEachResultIsItsKeysAndStatsAddUp) {
   // Calls whose requests all left may still be running: wait for them.
   SpinUntil([&] {
     const CoalesceStats st = c->stats();
-    return st.completed == st.leaders + st.uncoalesced;
+    return st.completed == st.leaders + st.uncoalesced && st.inflight == 0;
   });
   EXPECT_EQ(wrong.load(), 0u);
   const CoalesceStats st = c->stats();

@@ -293,6 +293,39 @@ TEST(CoalesceTest, ARefusingExecutorLeavesNothingRegistered) {
   EXPECT_EQ(c->inflight(), 0u);
 }
 
+TEST(CoalesceTest, AFullThreadPoolRefusesAndTheKeyIsFreeAgain) {
+  ThreadPool pool(1, /*max_queue=*/1);
+  degrade_tests::Notification started;
+  degrade_tests::Notification release;
+  auto c = Features::Create(CoalesceSettings(&pool)).value();
+  // One call holds the only thread, the next fills the queue.
+  (void)c->Do("running", absl::ZeroDuration(), [&started, &release] {
+    started.Notify();
+    release.WaitForNotification();
+    return 1;
+  });
+  started.WaitForNotification();
+  (void)c->Do("queued", absl::ZeroDuration(), [] { return 2; });
+  Coalesced<int> third =
+      c->DoWithRole("third", absl::InfiniteDuration(), [] { return 3; });
+  EXPECT_EQ(third.role, CoalesceRole::kRefused);
+  EXPECT_THAT(third.result, StatusIs(absl::StatusCode::kResourceExhausted,
+                                     HasSubstr("coalescer 'features'")));
+  EXPECT_EQ(c->inflight(), 2u);  // "third" left nothing behind
+  EXPECT_EQ(c->stats().refused, 1u);
+  release.Notify();
+  AwaitCondition([&] { return c->inflight() == 0; });
+  EXPECT_THAT(c->Do("third", absl::InfiniteDuration(), [] { return 3; }),
+              IsOkAndHolds(3));
+}
+
+TEST(CoalesceTest, RolesHaveTheirMetricNames) {
+  EXPECT_EQ(CoalesceRoleName(CoalesceRole::kLeader), "leader");
+  EXPECT_EQ(CoalesceRoleName(CoalesceRole::kJoined), "joined");
+  EXPECT_EQ(CoalesceRoleName(CoalesceRole::kUncoalesced), "uncoalesced");
+  EXPECT_EQ(CoalesceRoleName(CoalesceRole::kRefused), "refused");
+}
+
 // Refuses every task, but only once a request has joined the call it was
 // given: that request must get the refusal, not wait forever.
 class RefusingAfterAJoin final : public Executor {

@@ -180,12 +180,15 @@ class CoalesceCore {
     Result outcome = InvokeCatching<V>(f, "coalescer", name_);
     // A clock at an infinity times nothing rather than a call of forever.
     const absl::Duration took = ElapsedSince(clock_->CoarseNow(), start);
+    const std::size_t joined = registered ? Unregister(key) : 0;
+    // Counted after the key has left the table and before any waiter
+    // wakes: stats that show the call completed show it gone, and a waiter
+    // that has the outcome finds it counted.
     if (took != absl::InfiniteDuration()) {
       Count(kCallNanos, static_cast<uint64_t>(absl::ToInt64Nanoseconds(took)));
     }
     Count(kCompleted);
     if (!outcome.ok()) Count(kFailed);
-    const std::size_t joined = registered ? Unregister(key) : 0;
     if (!inline_run || joined > 0) call->Deliver(outcome);
     if (on_complete_ != nullptr && EnterHook()) {
       CallQuietly(on_complete_, key, outcome);

@@ -11,7 +11,9 @@
 #ifndef DEGRADE_DETAIL_METRICS_COALESCE_METRICS_HPP_
 #define DEGRADE_DETAIL_METRICS_COALESCE_METRICS_HPP_
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 #include "degrade/coalesce_stats.hpp"

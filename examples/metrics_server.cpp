@@ -34,7 +34,14 @@
 // "feature_store" (40 permits a simulated second) and a KeyedRateLimiter
 // "per_user" (one a second per user, 64 users) for a permit; only their
 // decisions are real (a refused request is still served), for the
-// degrade_rate_limit_* and degrade_keyed_rate_limit_* series.
+// degrade_rate_limit_* and degrade_keyed_rate_limit_* series. Every
+// admitted request also asks a last-known-good tier (a Ladder with its
+// cache, coalescer, recovery ramp and segment defaults, all named
+// "user_features"; metrics_server_extras.hpp) for its user's features from
+// a simulated store that is down 3 s in every 10 s, for the
+// degrade_ladder_*, degrade_stale_age_seconds, degrade_cache_*,
+// degrade_coalesce_*, degrade_recovery_ramp_* and degrade_segment_defaults_*
+// series.
 //
 // Every pass of the script runs on a fresh pipeline with a registry of its
 // own, which /metrics serves from when the pass is ready (a scrape never
@@ -378,6 +385,8 @@ struct Pass {
     kl.clock = &clock;
     kl.metrics = registry.get();
     per_user = Must(degrade::KeyedRateLimiter<uint64_t>::Create(kl));
+    last_good =
+        Must(metrics_server::LastGoodTier::Start(&clock, registry.get()));
     StartFleet(o);
     if (!o.nvml.empty()) {
       gpu = Must(metrics_server::LoadGpu(o.nvml, registry.get()));
@@ -457,6 +466,10 @@ struct Pass {
   // Rate limits every request asks; only their decisions are real.
   std::unique_ptr<degrade::RateLimiter> rate_limit;
   std::unique_ptr<degrade::KeyedRateLimiter<uint64_t>> per_user;
+  // The last-known-good tier over a simulated user feature store
+  // (metrics_server_extras.hpp): every request asks it for the user's
+  // features; its store has outages of its own.
+  std::unique_ptr<metrics_server::LastGoodTier> last_good;
   // Declared after the manager they control, so destroyed before it; the
   // watchers after the FleetControl they feed.
   std::unique_ptr<degrade::FleetControl> fleet;
@@ -580,6 +593,7 @@ class Driver {
     if (r.result.trace().depth() > 0) (void)pass.budget->TryWithdraw();
     (void)pass.rate_limit->TryAcquire();
     (void)pass.per_user->TryAcquire(user % 64);
+    pass.last_good->Serve(user);
     // A signal the config uses and a finite value: cannot be rejected.
     (void)pass.manager->Observe("degraded_stages",
                                 static_cast<double>(r.result.trace().depth()));

@@ -18,20 +18,41 @@
 //     degrade_grpc_server_* series. Every kMalformedEvery-th call also
 //     carries a malformed request class (a second, raw value), which the
 //     server counts and serves as its default class.
+//   * LastGoodTier (always): a fallback `Ladder` (ladder.hpp) over a
+//     simulated user feature store, with its LastGoodCache, Coalescer,
+//     RecoveryRamp and SegmentDefaults, driven once per request on the
+//     pass's clock, for the degrade_ladder_*, degrade_stale_age_seconds,
+//     degrade_cache_*, degrade_coalesce_*, degrade_recovery_ramp_* and
+//     degrade_segment_defaults_* series. Its store follows a script of its
+//     own (see the class), so that every pass, held phase or not, serves
+//     fresh, stale and default values and ramps back after an outage.
 
 #ifndef DEGRADE_EXAMPLES_METRICS_SERVER_EXTRAS_HPP_
 #define DEGRADE_EXAMPLES_METRICS_SERVER_EXTRAS_HPP_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "degrade/breaker_settings.hpp"
+#include "degrade/circuit_breaker.hpp"
+#include "degrade/clock.hpp"
+#include "degrade/coalesce.hpp"
 #include "degrade/gpu_signal.hpp"
+#include "degrade/ladder.hpp"
+#include "degrade/recovery_ramp.hpp"
+#include "degrade/segment_defaults.hpp"
+#include "degrade/stale_cache.hpp"
 #include "degrade/telemetry.hpp"
+#include "degrade/trip.hpp"
 
 #if DEGRADE_METRICS_SERVER_GRPC
 #include <grpcpp/grpcpp.h>
@@ -71,6 +92,205 @@ inline absl::StatusOr<std::unique_ptr<degrade::NvmlGpuSource>> LoadGpu(
   o.metrics = metrics;
   return degrade::NvmlGpuSource::Load(std::move(o));
 }
+
+// The last-known-good tier in front of a simulated user feature store.
+//
+// The store follows a script of its own on the pass's clock, a cycle of
+// kLadderCycle from the first request: up for 4 s, down (UNAVAILABLE) for
+// 3 s, then up again, so that each cycle shows the whole ladder: fresh
+// values written through; during the outage the breaker opens and each
+// user is served their own cached value (stale) or, not cached, the
+// segment's average ("US" and "DE" are in the set) or the global one
+// ("FR" is not); when the store returns, the breaker's next trial closes
+// it and the recovery ramp lets live calls back at a rising rate, the rest
+// served stale. The cache holds at most 128 of the 200 users it sees (and
+// 16 KiB), so lookups miss and values are evicted for room; values older
+// than stale_if_error (4 s) are too old, and a sweep each cycle evicts
+// those past max_age (6 s).
+//
+// Every kJoinEvery-th request, while its store call is in flight, a second
+// request for the same user arrives: it joins the call through the
+// coalescer and, with a coalesce_wait of 0, leaves at once and is served
+// down the ladder (joined, timed out). It is sent from within the call, so
+// the join happens on every run, without a second thread or a sleep.
+//
+// Each cycle reloads the segment set (accepted) and, halfway, tries one
+// with a vector of the wrong dimension (refused: the old set serves on).
+//
+// One thread (the driver's) calls Serve(). Neither copyable nor movable:
+// the ladder points at its parts.
+class LastGoodTier {
+ public:
+  using Features = std::vector<float>;
+  using FeatureLadder = degrade::Ladder<uint64_t, Features>;
+
+  static constexpr absl::Duration kLadderCycle = absl::Seconds(10);
+  static constexpr uint64_t kLadderUsers = 200;
+  static constexpr uint64_t kJoinEvery = 25;
+  static constexpr std::size_t kDim = 8;
+
+  // `clock` and `metrics` must outlive the returned object.
+  static absl::StatusOr<std::unique_ptr<LastGoodTier>> Start(
+      const degrade::Clock* clock, degrade::Telemetry* metrics) {
+    std::unique_ptr<LastGoodTier> t(new LastGoodTier(clock));
+    if (absl::Status s = t->Build(metrics); !s.ok()) return s;
+    return t;
+  }
+
+  LastGoodTier(const LastGoodTier&) = delete;
+  LastGoodTier& operator=(const LastGoodTier&) = delete;
+
+  // One request for `user`'s features. Every rung can answer (the global
+  // default is always there), so the result is not looked at: the ladder
+  // counts what it served.
+  void Serve(uint64_t user) {
+    const absl::Time now = clock_->Now();
+    if (!started_) {
+      started_ = true;
+      start_ = now;
+    }
+    absl::Duration into;
+    const int64_t cycle = absl::IDivDuration(
+        std::max(now - start_, absl::ZeroDuration()), kLadderCycle, &into);
+    if (cycle != cycle_) {
+      cycle_ = cycle;
+      refused_ = false;
+      (void)segments_->Set(Segments(kDim), "cycle");
+      cache_->SweepExpired();
+    }
+    if (!refused_ && into >= kLadderCycle / 2) {
+      refused_ = true;
+      (void)segments_->Set(Segments(kDim - 1), "wrong-dimension");
+    }
+    store_up_ = into < absl::Seconds(4) || into >= absl::Seconds(7);
+    const uint64_t key = user % kLadderUsers;
+    const bool join = ++requests_ % kJoinEvery == 0;
+    (void)ladder_->Get(key, SegmentOf(key), [this, key, join] {
+      if (join) {
+        // The second request, while this call is in flight.
+        (void)ladder_->Get(key, SegmentOf(key),
+                           [this, key] { return Store(key); });
+      }
+      return Store(key);
+    });
+  }
+
+ private:
+  explicit LastGoodTier(const degrade::Clock* clock) : clock_(clock) {}
+
+  absl::Status Build(degrade::Telemetry* metrics) {
+    // Not in the pass's registry: the scrape test expects exactly the
+    // pipeline's four breakers.
+    degrade::BreakerSettings b;
+    b.name = "user_features";
+    b.clock = clock_;
+    b.metrics = degrade::NoTelemetry();
+    b.ready_to_trip = degrade::trip::ConsecutiveFailures(5);
+    b.timeout = absl::Seconds(1);
+    breaker_ = std::make_unique<degrade::CircuitBreaker<Features>>(b);
+    degrade::LastGoodCacheSettings c;
+    c.name = "user_features";
+    c.max_entries = 128;
+    c.max_bytes = 16 << 10;
+    c.stale_if_error = absl::Seconds(4);
+    c.max_age = absl::Seconds(6);
+    c.clock = clock_;
+    c.metrics = metrics;
+    absl::StatusOr<std::unique_ptr<FeatureLadder::Cache>> cache =
+        FeatureLadder::Cache::Create(c);
+    if (!cache.ok()) return cache.status();
+    cache_ = *std::move(cache);
+    degrade::CoalescerSettings cs;
+    cs.name = "user_features";
+    cs.clock = clock_;
+    cs.metrics = metrics;
+    absl::StatusOr<std::unique_ptr<FeatureLadder::Shared>> coalescer =
+        FeatureLadder::Shared::Create(cs);
+    if (!coalescer.ok()) return coalescer.status();
+    coalescer_ = *std::move(coalescer);
+    degrade::RecoveryRampSettings r;
+    r.name = "user_features";
+    r.period = absl::Seconds(2);
+    r.rate_window = absl::Seconds(2);
+    r.clock = clock_;
+    r.metrics = metrics;
+    absl::StatusOr<std::unique_ptr<degrade::RecoveryRamp>> ramp =
+        degrade::RecoveryRamp::Create(r);
+    if (!ramp.ok()) return ramp.status();
+    ramp_ = *std::move(ramp);
+    degrade::SegmentDefaultsOptions so;
+    so.name = "user_features";
+    so.expected_dimension = kDim;
+    so.clock = clock_;
+    so.metrics = metrics;
+    absl::StatusOr<std::unique_ptr<degrade::SegmentDefaults>> segments =
+        degrade::SegmentDefaults::Create(so);
+    if (!segments.ok()) return segments.status();
+    segments_ = *std::move(segments);
+    if (absl::Status s = segments_->Set(Segments(kDim), "start"); !s.ok()) {
+      return s;
+    }
+    FeatureLadder::Rungs rungs;
+    rungs.breaker = breaker_.get();
+    rungs.cache = cache_.get();
+    rungs.coalescer = coalescer_.get();
+    rungs.ramp = ramp_.get();
+    const degrade::SegmentDefaults* set = segments_.get();
+    rungs.segment = [set](absl::string_view segment) -> FeatureLadder::Value {
+      return set->Find(segment);
+    };
+    rungs.global = [this] { return global_; };
+    degrade::LadderSettings ls;
+    ls.name = "user_features";
+    ls.coalesce_wait = absl::ZeroDuration();
+    ls.clock = clock_;
+    ls.metrics = metrics;
+    absl::StatusOr<std::unique_ptr<FeatureLadder>> ladder =
+        FeatureLadder::Create(ls, std::move(rungs));
+    if (!ladder.ok()) return ladder.status();
+    ladder_ = *std::move(ladder);
+    return absl::OkStatus();
+  }
+
+  static absl::string_view SegmentOf(uint64_t key) {
+    static constexpr absl::string_view kSegments[] = {"US", "DE", "FR"};
+    return kSegments[key % 3];
+  }
+
+  // The set the offline job ships: "US" and "DE", `dim` wide.
+  static degrade::SegmentVectors Segments(std::size_t dim) {
+    degrade::SegmentVectors v;
+    v["US"] = Features(dim, 0.3f);
+    v["DE"] = Features(dim, 0.2f);
+    return v;
+  }
+
+  absl::StatusOr<Features> Store(uint64_t key) const {
+    if (!store_up_) return absl::UnavailableError("user feature store down");
+    Features f(kDim);
+    for (std::size_t i = 0; i < kDim; ++i) {
+      f[i] = static_cast<float>((key * 31 + i) % 97) / 97.0f;
+    }
+    return f;
+  }
+
+  const degrade::Clock* const clock_;
+  const FeatureLadder::Value global_ =
+      std::make_shared<const Features>(kDim, 0.25f);
+  // Declared before the ladder that points at them, so destroyed after it.
+  std::unique_ptr<degrade::CircuitBreaker<Features>> breaker_;
+  std::unique_ptr<FeatureLadder::Cache> cache_;
+  std::unique_ptr<FeatureLadder::Shared> coalescer_;
+  std::unique_ptr<degrade::RecoveryRamp> ramp_;
+  std::unique_ptr<degrade::SegmentDefaults> segments_;
+  std::unique_ptr<FeatureLadder> ladder_;
+  bool started_ = false;
+  absl::Time start_;
+  int64_t cycle_ = -1;
+  bool refused_ = false;
+  bool store_up_ = true;
+  uint64_t requests_ = 0;
+};
 
 #if DEGRADE_METRICS_SERVER_GRPC
 

@@ -57,6 +57,7 @@ TEST(LastGoodCacheStatsTest, TheRegistryRendersItsSeriesUntilItIsGone) {
       {{R"(degrade_cache_entries{cache="features"})", 1},
        {R"(degrade_cache_bytes{cache="features"})", bytes},
        {R"(degrade_cache_max_bytes{cache="features"})", 1 << 20},
+       {R"(degrade_cache_max_entries{cache="features"})", 1},
        {R"(degrade_cache_lookups_total{cache="features",result="hit"})", 1},
        {R"(degrade_cache_lookups_total{cache="features",result="miss"})", 1},
        {R"(degrade_cache_lookups_total{cache="features",result="too_old"})", 1},

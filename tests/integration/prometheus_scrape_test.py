@@ -46,6 +46,13 @@ starts `prometheus` with a scrape config pointing at both (scrape interval
   degrade_gpu_source_reads_total                 library, the test suite's
                                                  fake one from CMake): 1 and
                                                  > 0
+  the last-known-good tier ("user_features",     > 0 each, at once: its
+  metrics_server_extras.hpp): served fresh,      store's scripted outage
+  stale, segment and global; store calls and     (3 s in every 10 s) has
+  ramp refusals; ramps begun; cache hits,        run, the breaker has closed
+  misses and evictions; coalesced leaders,       and the ramp has let calls
+  joins and time-outs; segment lookups hit and   back
+  unknown; segment reloads accepted and refused
 
 A breaker that is open reads 1 (half-open) for the instant between its open
 timeout and the next request's probe, so the values are polled until they
@@ -141,6 +148,34 @@ QUOTA_FAMILIES = ("degrade_quota_",)
 # The names metrics_server gives its gRPC counters and GPU source.
 GRPC_NAME = "features"
 GPU_NAME = "gpu0"
+
+# The last-known-good tier metrics_server runs (metrics_server_extras.hpp):
+# what must have happened, as label matchers per family, each > 0 (summed).
+LAST_GOOD = "user_features"
+LAST_GOOD_POSITIVE = {
+    "fresh": ("degrade_ladder_served_total", 'ladder', 'tier="fresh"'),
+    "stale": ("degrade_ladder_served_total", 'ladder', 'tier=~"stale-.*"'),
+    "segment": ("degrade_ladder_served_total", 'ladder', 'tier="segment"'),
+    "global": ("degrade_ladder_served_total", 'ladder', 'tier="global"'),
+    "stale_ages": ("degrade_stale_age_seconds_count", 'ladder', ''),
+    "store_calls": ("degrade_ladder_store_calls_total", 'ladder', ''),
+    "ramp_refused": ("degrade_ladder_ramp_refused_total", 'ladder', ''),
+    "ramps": ("degrade_recovery_ramps_total", 'ramp', ''),
+    "cache_hits": ("degrade_cache_lookups_total", 'cache', 'result="hit"'),
+    "cache_misses": ("degrade_cache_lookups_total", 'cache', 'result="miss"'),
+    "evictions": ("degrade_cache_evictions_total", 'cache', ''),
+    "leaders": ("degrade_coalesce_total", 'coalescer', 'role="leader"'),
+    "joined": ("degrade_coalesce_total", 'coalescer', 'role="joined"'),
+    "timed_out": ("degrade_coalesce_timed_out_total", 'coalescer', ''),
+    "segment_hits": ("degrade_segment_defaults_lookups_total",
+                     'segment_defaults', 'result="hit"'),
+    "segment_unknown": ("degrade_segment_defaults_lookups_total",
+                        'segment_defaults', 'result="unknown"'),
+    "reloads_accepted": ("degrade_segment_defaults_reloads_total",
+                         'segment_defaults', 'result="accepted"'),
+    "reloads_refused": ("degrade_segment_defaults_reloads_total",
+                        'segment_defaults', 'result="refused"'),
+}
 
 # The recommendation pipeline's default features (examples/recsys).
 FEATURES = "features"
@@ -367,7 +402,7 @@ def observe(prom_port):
                 "features_dim": None, "features_accepted": None,
                 "features_age": None, "grpc_client": {}, "grpc_server": {},
                 "grpc_malformed": None, "gpu_available": None,
-                "gpu_reads": None}
+                "gpu_reads": None, "last_good": {}}
             for s in SCENARIOS}
 
     def each(promql, store):
@@ -421,6 +456,11 @@ def observe(prom_port):
          put_in("grpc_server", "outcome"))
     each(f'degrade_grpc_server_malformed_metadata_total{{{server}}}',
          put("grpc_malformed"))
+    for key, (name, label, match) in LAST_GOOD_POSITIVE.items():
+        matchers = ",".join(m for m in (f'job="{JOB}"', f'{label}="{LAST_GOOD}"',
+                                        match) if m)
+        each(f'sum by (scenario) ({name}{{{matchers}}})',
+             lambda e, _m, v, key=key: e["last_good"].__setitem__(key, v))
     gpu = f'job="{JOB}",gpu_source="{GPU_NAME}"'
     each(f'degrade_gpu_source_available{{{gpu}}}', put("gpu_available"))
     each(f'degrade_gpu_source_reads_total{{{gpu}}}', put("gpu_reads"))
@@ -579,6 +619,11 @@ def mismatches(seen, etcd, grpc=False, gpu=False):
             problems.append(
                 f"{scenario}: degrade_default_features_reloads_total accepted = "
                 f"{got['features_accepted']}, want >= 1")
+        for key, (name, _, match) in LAST_GOOD_POSITIVE.items():
+            if not got["last_good"].get(key, 0) > 0:
+                problems.append(
+                    f"{scenario}: {name}{{{match}}} (the last-known-good tier) = "
+                    f"{got['last_good'].get(key)}, want > 0")
         age = got["features_age"]
         if age is None or not 0 <= age < float("inf"):
             problems.append(
@@ -692,6 +737,8 @@ def main():
                 f"degrade_fallbacks_total by stage: {fallbacks}; admission threshold "
                 f"{got['threshold']:g}, sheddable shed {got['shed_sheddable']:g}")
             log(f"  {scenario}: fleet {json.dumps(got['fleet'], sort_keys=True)}")
+            log(f"  {scenario}: last-known-good tier "
+                f"{json.dumps(got['last_good'], sort_keys=True)}")
             if args.grpc:
                 log(f"  {scenario}: gRPC client {json.dumps(got['grpc_client'], sort_keys=True)}"
                     f", server {json.dumps(got['grpc_server'], sort_keys=True)}, "

@@ -36,6 +36,10 @@ inline void WriteLastGoodCacheMetrics(const LastGoodCacheStats& st,
           "A last-good cache's byte bound (degrade_cache_bytes never "
           "exceeds it).",
           {{label, name}}, static_cast<double>(st.max_bytes));
+  w.Gauge("degrade_cache_max_entries",
+          "A last-good cache's entry bound (degrade_cache_entries never "
+          "exceeds it).",
+          {{label, name}}, static_cast<double>(st.max_entries));
   // Every result and reason from the start: a rate() over what has not
   // happened yet is 0, not absent.
   constexpr absl::string_view kLookupsHelp =

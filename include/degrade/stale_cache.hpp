@@ -228,11 +228,17 @@ class LastGoodCache final {
   Shard& ShardOf(uint64_t hash) const {
     return *shards_[(hash >> 1) >> (shift_ - 1)];
   }
-  int64_t NowNanos() const { return absl::ToUnixNanos(clock_->CoarseNow()); }
+  // The default clock without the virtual call and the absl::Time round
+  // trip (about half of a hit's fixed cost otherwise).
+  int64_t NowNanos() const {
+    return real_clock_ != nullptr ? real_clock_->CoarseUnixNanos()
+                                  : absl::ToUnixNanos(clock_->CoarseNow());
+  }
 
   const std::string name_;
   const LastGoodCacheSettings settings_;
   const Clock* const clock_;
+  const RealClock* const real_clock_;  // clock_ when it is the default
   const Weigher weigher_;
   const Hash hasher_;
   const int64_t max_age_nanos_;
@@ -328,6 +334,8 @@ LastGoodCache<K, V, Hash>::LastGoodCache(LastGoodCacheSettings s,
     : name_(detail::Printable(s.name)),
       settings_(std::move(s)),
       clock_(settings_.clock),
+      real_clock_(clock_ == &RealClock::Instance() ? &RealClock::Instance()
+                                                   : nullptr),
       weigher_(std::move(weigher)),
       hasher_(),
       max_age_nanos_(absl::ToInt64Nanoseconds(settings_.max_age)),

@@ -16,9 +16,18 @@
 //
 // Which values to keep when full is decided by S3-FIFO per shard: users who
 // come back are kept, a crawler sweeping a million one-off ids passes
-// through a small queue without displacing them. A hit takes no lock and
-// allocates nothing (detail/stale_cache/shard.hpp says exactly what it
-// costs); puts, erases and sweeps lock one shard.
+// through a small queue without displacing them. Puts, erases and sweeps
+// lock one shard. A hit takes no lock and allocates nothing: it hashes the
+// key, reads the coarse clock, adds to its shard's reader word on entry
+// and on exit (two atomic adds on a line the shard's readers share),
+// follows a bucket chain, increments the value's reference count (the
+// caller's copy decrements it) and, while the key's use count is below
+// its cap of 3, stores it with a relaxed atomic. It never waits for other
+// readers; it waits (spinning, then yielding) only while a writer updates
+// that shard's table, which takes tens of nanoseconds: values are freed
+// after the writer lets readers back in. About 40 ns on a key in the CPU's
+// caches; with many keys the three dependent memory reads (bucket, slot,
+// reference count) dominate (benchmarks/stale_cache_benchmark.cpp).
 //
 //   degrade::LastGoodCacheSettings s;
 //   s.name = "user_features";
@@ -168,7 +177,8 @@ class LastGoodCache final {
   // max_age before any other) so that entries <= max_entries and
   // bytes <= max_bytes hold at every moment. false, and counted, when the
   // value is refused: null, heavier than one shard's byte budget with its
-  // key and overhead, or stamped by a clock at an infinite time. Never
+  // key and overhead (or more than 4 GiB), or stamped by a clock at an
+  // infinite time. Never
   // throws beyond what copying `key` or the weigher throw.
   bool Put(const K& key, std::shared_ptr<const V> value);
   // The same, for a value by value: one allocation (allocate_shared).
@@ -179,7 +189,8 @@ class LastGoodCache final {
 
   // Find(key, max_age)
   //
-  // The key's value if it is at most min(max_age, settings' max_age) old.
+  // The key's value if it is at most min(max_age, settings' max_age) old
+  // (a max_age of 0 accepts only a value written at this clock reading).
   // A hit raises the key's use count (it is then kept longer); a miss or
   // too-old result changes nothing but the counts. Lock-free for readers:
   // it may wait only while a Put, Erase or sweep updates the key's shard.

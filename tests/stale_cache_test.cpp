@@ -412,7 +412,7 @@ TEST(LastGoodCacheTest, ZipfCoverageNearTheOracleAndAScanBarelyHurts) {
   constexpr std::size_t kUsers = 1'000'000;
   constexpr std::size_t kCapacity = kUsers / 10;
   constexpr int kWarm = 1'000'000;
-  constexpr int kMeasured = 2'000'000;
+  constexpr int kMeasured = 1'500'000;
   FakeClock clock;
   LastGoodCacheSettings s = CacheSettings(&clock, kCapacity, 1 << 30, 16);
   auto cache = SmallCache::Create(s).value();

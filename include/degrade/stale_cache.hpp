@@ -24,24 +24,27 @@
 // caller's copy decrements it) and, while the key's use count is below
 // its cap of 3, stores it with a relaxed atomic. It never waits for other
 // readers; it waits (spinning, then yielding) only while a writer updates
-// that shard's table, which takes tens of nanoseconds: values are freed
-// after the writer lets readers back in. About 40 ns on a key in the CPU's
-// caches; with many keys the three dependent memory reads (bucket, slot,
-// reference count) dominate (benchmarks/stale_cache_benchmark.cpp).
+// that shard's table: tens of nanoseconds, more when one put evicts many
+// entries (values are freed after the writer lets readers back in). About
+// 40 ns on a key in the CPU's caches; with many keys the three dependent
+// memory reads (bucket, slot, reference count) dominate
+// (benchmarks/stale_cache_benchmark.cpp).
 //
 //   degrade::LastGoodCacheSettings s;
 //   s.name = "user_features";
 //   s.max_bytes = 512 << 20;          // charged: key + value + overhead
 //   s.max_entries = 1'000'000;
 //   s.stale_if_error = absl::Hours(2);
-//   auto cache =
-//       degrade::LastGoodCache<uint64_t,
-//       std::vector<float>>::Create(s).value();
+//   using FeatureCache = degrade::LastGoodCache<uint64_t, std::vector<float>>;
+//   auto cache = FeatureCache::Create(s).value();
 //
 //   absl::StatusOr<std::vector<float>> fresh = store.Fetch(user);
-//   if (fresh.ok()) cache->Put(user, *std::move(fresh));
-//   else if (auto stale = cache->FindStale(user); stale.hit())
-//   Use(*stale.value);
+//   if (fresh.ok()) {
+//     cache->Put(user, *std::move(fresh));
+//   } else if (FeatureCache::Lookup stale = cache->FindStale(user);
+//              stale.hit()) {
+//     Use(*stale.value, stale.age);
+//   }
 //
 // Call SweepExpired() now and then (a periodic worker): values older than
 // max_age are never returned, and a sweep also frees their memory.

@@ -438,7 +438,7 @@ inline absl::StatusOr<Report> Run(const Config& config) {
       uint64_t sum = 0;
       const std::size_t n = std::min<std::size_t>(10, w);
       for (std::size_t s = w - n; s < w; ++s) sum += report.calls_per_second[s];
-      report.pre_outage_rate = static_cast<double>(sum) / n;
+      report.pre_outage_rate = n == 0 ? 0.0 : static_cast<double>(sum) / n;
     }
     std::size_t last_second = SIZE_MAX;
     for (; at < end; at += interval) {

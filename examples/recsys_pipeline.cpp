@@ -240,7 +240,7 @@ int RunLadderPart(const recsys::ladder_sim::Config& config) {
       absl::FormatDuration(config.breaker_timeout).c_str(),
       absl::FormatDuration(config.ramp_period).c_str());
 
-  std::printf("\n  %-22s %10s", "phase", "requests");
+  std::printf("\n  %-24s %10s", "phase", "requests");
   for (std::size_t k = 0; k + 1 < ls::kRungs; ++k) {
     std::printf(" %10s", std::string(ls::kRungNames[k]).c_str());
   }
@@ -248,7 +248,7 @@ int RunLadderPart(const recsys::ladder_sim::Config& config) {
   for (const ls::PhaseReport& ph : r.phases) {
     const std::string name =
         absl::StrCat(ph.name, " (", absl::FormatDuration(ph.length), ")");
-    std::printf("  %-22s %10s", name.c_str(), Count(ph.requests).c_str());
+    std::printf("  %-24s %10s", name.c_str(), Count(ph.requests).c_str());
     for (std::size_t k = 0; k + 1 < ls::kRungs; ++k) {
       std::printf(" %10s", Count(ph.rungs[k].requests).c_str());
     }

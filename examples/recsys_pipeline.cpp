@@ -43,7 +43,8 @@
 //   ramp, max 1.00x (target <= 1.2x)
 //   quality (cosine with the true vector): fresh 1.000, stale-1m 1.000,
 //   stale-10m 0.999, segment 0.813, global 0.692
-//   cache: 134.9 MB charged after warm (160 bytes per entry); 2.3 s CPU
+//   cache: 134.9 MB charged after warm (160 bytes per entry); 2.3-2.9 s
+//   of CPU in all
 //
 // A missed target (a cached user not served stale, a default served to a
 // cached user, the recovery above 1.2x) prints MISSED: and exits 1.

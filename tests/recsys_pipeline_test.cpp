@@ -5,8 +5,17 @@
 // script on a FakeClock. For each phase: every result is non-empty, and once
 // the breakers have had time to settle, a request's trace names exactly the
 // stages whose backends are failing, with a reason that fits how they fail.
+//
+// The demo's second part (examples/recsys/ladder_sim.hpp), scaled down so
+// that it runs in a Debug build in seconds: the Zipf sampler draws the law
+// it claims, every cached user is served stale through the outage and never
+// a default, the feature store's call rate follows the recovery ramp and
+// stays within 1.2x its pre-outage rate, and the quality of what each rung
+// serves falls in the ladder's order. Behaviour, not the demo's figures:
+// those change with the seed and the scale.
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -19,6 +28,7 @@
 #include "degrade/stage_result.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recsys/ladder_sim.hpp"
 #include "recsys/pipeline.hpp"
 
 namespace DEGRADE_TEST_UNIT {
@@ -311,6 +321,163 @@ TEST(RecsysPipelineTest, Deterministic) {
     EXPECT_EQ(a.records[i].offset, b.records[i].offset) << i;
     EXPECT_EQ(a.records[i].latency, b.records[i].latency) << i;
   }
+}
+
+TEST(RecsysPipelineTest, RankerWeightFollowsTheRung) {
+  using degrade::FallbackTier;
+  const auto w = [](FallbackTier t, bool is_default = false) {
+    return recsys::PersonalWeight(t, is_default);
+  };
+  // Fresh and off-ladder defaults keep the weights the ranker always had.
+  EXPECT_FLOAT_EQ(w(FallbackTier::kUnspecified), 0.8f);
+  EXPECT_FLOAT_EQ(w(FallbackTier::kUnspecified, true), 0.2f);
+  // Down the ladder, never more say than the rung above.
+  const std::array<FallbackTier, 6> ladder = {
+      FallbackTier::kStale1m,  FallbackTier::kStale10m, FallbackTier::kStale1h,
+      FallbackTier::kStaleOld, FallbackTier::kSegment,  FallbackTier::kGlobal};
+  float above = w(FallbackTier::kUnspecified);
+  for (FallbackTier t : ladder) {
+    EXPECT_LE(w(t, !degrade::IsStaleTier(t)), above) << degrade::TierName(t);
+    above = w(t, !degrade::IsStaleTier(t));
+  }
+  EXPECT_GT(w(FallbackTier::kStale10m), w(FallbackTier::kSegment, true));
+  EXPECT_GT(w(FallbackTier::kSegment, true), w(FallbackTier::kGlobal, true));
+  EXPECT_FLOAT_EQ(w(FallbackTier::kGlobal, true), 0.2f);
+}
+
+TEST(RecsysPipelineTest, ZipfSamplerDrawsTheLaw) {
+  for (const double s : {0.9, 1.3}) {
+    constexpr uint64_t kN = 1000;
+    constexpr int kDraws = 200'000;
+    recsys::ladder_sim::ZipfSampler zipf(kN, s);
+    degrade::detail::SplitMix64 rng(11);
+    std::vector<int> seen(kN + 1, 0);
+    for (int i = 0; i < kDraws; ++i) {
+      const uint64_t k = zipf.Sample([&] { return rng.NextUnit(); });
+      ASSERT_GE(k, 1u);
+      ASSERT_LE(k, kN);
+      ++seen[k];
+    }
+    // The head rank by rank, and the tail beyond rank 100 as a whole, each
+    // within five standard deviations of the exact law.
+    double tail = 0;
+    for (uint64_t k = 101; k <= kN; ++k) tail += zipf.Probability(k);
+    int tail_seen = 0;
+    for (uint64_t k = 101; k <= kN; ++k) tail_seen += seen[k];
+    const auto near = [&](int got, double p) {
+      const double mean = p * kDraws;
+      return std::abs(got - mean) <= 5 * std::sqrt(mean * (1 - p)) + 1;
+    };
+    for (uint64_t k = 1; k <= 10; ++k) {
+      EXPECT_TRUE(near(seen[k], zipf.Probability(k)))
+          << "s " << s << " rank " << k << ": " << seen[k] << " draws, "
+          << zipf.Probability(k) * kDraws << " expected";
+    }
+    EXPECT_TRUE(near(tail_seen, tail)) << "s " << s << ": " << tail_seen;
+  }
+  // One rank: always it.
+  recsys::ladder_sim::ZipfSampler one(1, 0.9);
+  degrade::detail::SplitMix64 rng(3);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(one.Sample([&] { return rng.NextUnit(); }), 1u);
+  }
+}
+
+// The demo's ladder part at a fifth of a percent of its scale: 200,000
+// users, a cache of 20,000, 1,000 requests per second.
+const recsys::ladder_sim::Report& SharedLadderRun() {
+  static const recsys::ladder_sim::Report* const report = [] {
+    recsys::ladder_sim::Config c;
+    c.users = 200'000;
+    c.cache_entries = 20'000;
+    c.cache_max_bytes = 16 << 20;
+    c.rate = 1000;
+    c.warm = absl::Seconds(120);
+    auto r = recsys::ladder_sim::Run(c);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return new recsys::ladder_sim::Report(
+        r.ok() ? *std::move(r) : recsys::ladder_sim::Report{});
+  }();
+  return *report;
+}
+
+TEST(RecsysPipelineTest, LadderServesCachedUsersTheirOwnFeaturesInTheOutage) {
+  const recsys::ladder_sim::Report& r = SharedLadderRun();
+  ASSERT_EQ(r.phases.size(), 3u);
+  EXPECT_THAT(recsys::ladder_sim::MissedTargets(r), ::testing::IsEmpty());
+  const recsys::ladder_sim::PhaseReport& warm = r.phases[0];
+  const recsys::ladder_sim::PhaseReport& out = r.phases[1];
+  // The warm phase is all fresh and fills the cache.
+  EXPECT_EQ(warm.rungs[0].requests, warm.requests);
+  EXPECT_GT(r.cache_after_warm.entries, 0u);
+  EXPECT_LE(r.cache_after_warm.entries, r.config.cache_entries);
+  // Store down: nothing fresh; every request of a cached user is served its
+  // own stale features, and only the others get a segment's or the global
+  // mean (the new market has no segment default, so global happens).
+  EXPECT_EQ(out.rungs[0].requests, 0u);
+  EXPECT_GT(out.cached, out.requests / 4);
+  EXPECT_EQ(out.cached_stale, out.cached);
+  EXPECT_EQ(out.own, out.cached);
+  EXPECT_GT(out.rungs[5].requests, 0u);
+  EXPECT_GT(out.rungs[6].requests, 0u);
+  for (std::size_t p = 1; p < 3; ++p) {
+    EXPECT_EQ(r.phases[p].cached_segment, 0u) << r.phases[p].name;
+    EXPECT_EQ(r.phases[p].cached_global, 0u) << r.phases[p].name;
+    EXPECT_EQ(r.phases[p].rungs[recsys::ladder_sim::kFailedRung].requests, 0u);
+  }
+  // The ladder's own counts agree with what the requests saw.
+  EXPECT_EQ(out.ladder.stale_total(),
+            out.rungs[1].requests + out.rungs[2].requests +
+                out.rungs[3].requests + out.rungs[4].requests);
+  EXPECT_EQ(out.ladder.global, out.rungs[6].requests);
+  // With the breaker open, the store sees only its half-open trials.
+  EXPECT_LT(out.store_calls, 30u);
+}
+
+TEST(RecsysPipelineTest, LadderRecoveryFollowsTheRamp) {
+  const recsys::ladder_sim::Report& r = SharedLadderRun();
+  ASSERT_EQ(r.phases.size(), 3u);
+  ASSERT_FALSE(r.recovery_ratio.empty());
+  EXPECT_NEAR(r.pre_outage_rate, r.config.rate, 1);
+  EXPECT_EQ(r.ramp.ramps, 1u);
+  EXPECT_GT(r.phases[2].ladder.ramp_refused, 0u);
+  EXPECT_LE(r.max_recovery_ratio, 1.2);
+  std::size_t ramping = 0;
+  for (std::size_t s = 0; s + 1 < r.recovery_ratio.size(); ++s) {
+    EXPECT_LE(r.recovery_ratio[s], 1.2) << "second " << s;
+    // While the ramp runs, a second's calls stay within the share it
+    // admits by the second's end (and a burst of 50 ms).
+    if (r.recovery_cap[s] >= 0 && r.recovery_cap[s + 1] >= 0) {
+      EXPECT_LE(r.recovery_ratio[s], r.recovery_cap[s + 1] + 0.06)
+          << "second " << s;
+      ++ramping;
+    }
+  }
+  // A 20 s ramp, seen from whole seconds.
+  EXPECT_GE(ramping, 15u);
+  // After it, every request calls the store again, as before the outage.
+  for (std::size_t s = r.recovery_ratio.size() - 5; s < r.recovery_ratio.size();
+       ++s) {
+    EXPECT_GE(r.recovery_ratio[s], 0.9) << "second " << s;
+  }
+}
+
+TEST(RecsysPipelineTest, LadderRungsServeInOrderOfQuality) {
+  const recsys::ladder_sim::Report& r = SharedLadderRun();
+  std::array<recsys::ladder_sim::RungTally, recsys::ladder_sim::kRungs> all{};
+  for (const recsys::ladder_sim::PhaseReport& ph : r.phases) {
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      all[k].requests += ph.rungs[k].requests;
+      all[k].cosine_sum += ph.rungs[k].cosine_sum;
+    }
+  }
+  ASSERT_GT(all[1].requests, 0u);                // stale-1m
+  ASSERT_GT(all[5].requests, 0u);                // segment
+  ASSERT_GT(all[6].requests, 0u);                // global
+  EXPECT_NEAR(all[0].mean_cosine(), 1.0, 1e-6);  // fresh is the truth
+  EXPECT_GE(all[0].mean_cosine(), all[1].mean_cosine());
+  EXPECT_GT(all[1].mean_cosine(), all[5].mean_cosine());
+  EXPECT_GT(all[5].mean_cosine(), all[6].mean_cosine());
 }
 
 }  // namespace DEGRADE_TEST_UNIT

@@ -54,6 +54,7 @@
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/deadline.hpp"
+#include "degrade/degrade_reason.hpp"
 #include "degrade/detail/splitmix.hpp"
 #include "degrade/fallback.hpp"
 #include "degrade/metrics.hpp"
@@ -148,6 +149,35 @@ inline std::vector<float> ItemEmbedding(int64_t id) {
     e[i] = Unit(static_cast<uint64_t>(id) * 131 + i);
   }
   return e;
+}
+
+// The weight of the personal (feature-based) score against the recall
+// score, by what the feature stage served: its rung (`StageResult::tier()`)
+// when it sits on a fallback ladder, else whether it served a default. A
+// user's own features, even a few minutes old, still rank for that user; a
+// population average ranks every user of it alike, so its say is small.
+// The stale weights fall with age because interests drift; the ladder part
+// of the demo (ladder_sim.hpp) measures how much each rung keeps, which is
+// how a service would set these.
+inline float PersonalWeight(degrade::FallbackTier tier, bool is_default) {
+  switch (tier) {
+    case degrade::FallbackTier::kStale1m:
+      return 0.8f;
+    case degrade::FallbackTier::kStale10m:
+      return 0.7f;
+    case degrade::FallbackTier::kStale1h:
+      return 0.5f;
+    case degrade::FallbackTier::kStaleOld:
+      return 0.35f;
+    case degrade::FallbackTier::kSegment:
+      return 0.35f;
+    case degrade::FallbackTier::kGlobal:
+      return 0.2f;
+    case degrade::FallbackTier::kUnspecified:
+      break;
+  }
+  // Fresh, or a default off any ladder (the global mean here).
+  return is_default ? 0.2f : 0.8f;
 }
 
 // Where the hot list (recall's Plan B) can come from besides the built-in
@@ -297,8 +327,11 @@ class Pipeline {
 
     // 3. Rank. The ranker reads its input's tag: default features say
     // nothing about this user, so their personal score is down-weighted and
-    // the recall score carries more of the ranking.
+    // the recall score carries more of the ranking (PersonalWeight: by the
+    // rung served, 0.8 fresh, 0.2 on the global mean).
     const bool default_features = features->is_default();
+    const float personal_weight =
+        PersonalWeight(features->tier(), default_features);
     const std::vector<float>& user_vec = features->value();
     bool ranked_fresh = false;
     degrade::StageResult<std::vector<Candidate>> ranked =
@@ -310,7 +343,7 @@ class Pipeline {
                   Timed(kRank, [&] { return rank_.Call(); });
               if (!model.ok()) return model.status();
               ranked_fresh = true;
-              return Score(in, user_vec, default_features);
+              return Score(in, user_vec, personal_weight);
             },
             std::move(*recalled).value(),
             [](const Candidate& c) { return c.recall_score; });
@@ -403,16 +436,9 @@ class Pipeline {
     return pool;
   }
 
-  // The weight of the personal (feature-based) score. Default features are
-  // the global mean: they rank every user alike, so their say is small.
-  static constexpr float kPersonalWeight = 0.8f;
-  static constexpr float kPersonalWeightOnDefaults = 0.2f;
-
+  // `w`: the personal score's weight (PersonalWeight).
   static std::vector<Candidate> Score(std::vector<Candidate> in,
-                                      const std::vector<float>& user,
-                                      bool default_features) {
-    const float w =
-        default_features ? kPersonalWeightOnDefaults : kPersonalWeight;
+                                      const std::vector<float>& user, float w) {
     for (Candidate& c : in) {
       const std::vector<float> e = ItemEmbedding(c.id);
       float dot = 0;

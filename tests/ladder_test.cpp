@@ -228,6 +228,15 @@ TEST(LadderTest, TheRampSendsCallsItHasNoRoomForToTheStaleRung) {
   EXPECT_GT(limited, 80u);  // about 10% of the old rate went
   EXPECT_LE(rig.store.calls.load() - before, 16u);
   EXPECT_EQ(ladder->stats().ramp_refused, limited);
+  // A key with nothing cached is not held back: a default would cost it
+  // more than one call costs the store. It is charged to the ramp.
+  const uint64_t forced_before = rig.ramp->stats().forced;
+  for (int i = 0; i < 5; ++i) {
+    auto f = ladder->Get(1000 + i, "US", rig.store.Get(1000 + i));
+    ASSERT_TRUE(f.ok());
+    EXPECT_FALSE(f->degraded()) << f->trace().Encode();
+  }
+  EXPECT_GE(rig.ramp->stats().forced - forced_before, 4u);
 }
 
 // The recovery the issue measures: 100,000 keys cached, 500 requests a

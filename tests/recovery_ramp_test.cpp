@@ -161,6 +161,32 @@ TEST(RecoveryRampTest, AClockSteppedBackNeitherRefusesForTheStepNorStretches) {
   EXPECT_EQ(ramp->state(), RampState::kSteady);
 }
 
+// Calls forced through (keys with nothing cached) are charged to the ramp,
+// so the ones it admits wait the longer; the debt is capped at one burst,
+// so a flood of forced calls cannot hold the others back past the ramp.
+TEST(RecoveryRampTest, ForcedCallsAreChargedButTheirDebtIsCapped) {
+  FakeClock clock;
+  auto ramp = MakeRamp(&clock);
+  Drive(ramp.get(), &clock, true, 1000, absl::Seconds(15));
+  Drive(ramp.get(), &clock, false, 1000, absl::Seconds(1));
+  ASSERT_TRUE(ramp->Admit(true));  // the ramp begins
+  uint64_t forced = 0;
+  for (int i = 0; i < 10'000; ++i) {  // a flood, all at one instant
+    if (!ramp->Admit(true)) {
+      ramp->Force();
+      ++forced;
+    }
+  }
+  EXPECT_GT(forced, 9'990u);  // all but the ramp's burst
+  const RecoveryRampStats st = ramp->stats();
+  EXPECT_EQ(st.forced, forced);
+  EXPECT_EQ(st.refused, 0u);
+  EXPECT_EQ(st.admitted - 15'000u, 1u + 10'000u - forced);
+  // One burst later the ramp admits again at its rate.
+  clock.Advance(absl::Milliseconds(60));
+  EXPECT_TRUE(ramp->Admit(true));
+}
+
 TEST(RecoveryRampTest, EveryBadSettingIsNamed) {
   FakeClock clock;
   const auto bad = [&](auto change, const char* field) {

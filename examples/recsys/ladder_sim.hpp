@@ -212,6 +212,12 @@ struct Report {
   // admitted share at the second's start (-1: not ramping, no cap).
   std::vector<double> recovery_ratio;
   std::vector<double> recovery_cap;
+  // Per second of the recovery: of recovery_ratio, the calls the ramp had
+  // no room for but that went anyway (a user with nothing cached), as a
+  // share of pre_outage_rate; and the ramp's forced count at each second's
+  // start.
+  std::vector<double> recovery_forced_ratio;
+  std::vector<uint64_t> recovery_forced_at;
   double max_recovery_ratio = 0;
   degrade::LastGoodCacheStats cache_after_warm;
   // At the end of the warm phase: how many of the `cache_entries` most
@@ -447,6 +453,7 @@ inline absl::StatusOr<Report> Run(const Config& config) {
       if (p == 2 && second != last_second) {
         last_second = second;
         const double allowed = (*ramp)->allowed_rate();
+        report.recovery_forced_at.push_back((*ramp)->stats().forced);
         report.recovery_cap.push_back(std::isfinite(allowed) &&
                                               report.pre_outage_rate > 0
                                           ? allowed / report.pre_outage_rate
@@ -524,6 +531,14 @@ inline absl::StatusOr<Report> Run(const Config& config) {
                              : 0.0;
     report.recovery_ratio.push_back(ratio);
     report.max_recovery_ratio = std::max(report.max_recovery_ratio, ratio);
+  }
+  for (std::size_t s = 0; s + 1 < report.recovery_forced_at.size(); ++s) {
+    report.recovery_forced_ratio.push_back(
+        report.pre_outage_rate > 0
+            ? static_cast<double>(report.recovery_forced_at[s + 1] -
+                                  report.recovery_forced_at[s]) /
+                  report.pre_outage_rate
+            : 0.0);
   }
   report.cache_at_end = (*cache)->stats();
   report.ramp = (*ramp)->stats();

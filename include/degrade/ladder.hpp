@@ -10,16 +10,16 @@
 // ago. A `Ladder` keeps each key's last good value and walks down, rung by
 // rung, only as far as it must:
 //
-//   rung      served when                                   tag
-//   fresh     the live call succeeded (through the          (none)
-//             breaker); written through to the cache
-//   stale     the call failed, was refused, or the ramp features=open/stale-10m
-//             had no room, and the key's cached value is    is_stale()
-//             at most `stale_if_error` old (RFC 5861)
-//   segment   nothing usable cached: the request's features=open/segment
-//             segment's average (segment_defaults.hpp)      is_default()
-//   global    no segment default: the global one features=open/global
-//             (default_features.hpp)                        is_default()
+//   fresh    the live call succeeded (through the breaker); the value is
+//            written through to the cache. No tag.
+//   stale    the call failed or was refused, or the recovery ramp had no
+//            room (a key with nothing cached calls even then), and the
+//            key's cached value is at most `stale_if_error` old (RFC 5861).
+//            `is_stale()`; tag "features=open/stale-10m".
+//   segment  nothing usable cached: the request's segment's average
+//            (segment_defaults.hpp). `is_default()`; "features=open/segment".
+//   global   no segment default: the global one (default_features.hpp).
+//            `is_default()`; "features=open/global".
 //
 // and tells the ranker which rung it got (`StageResult::tier()`, and the
 // trace's third part), so it can trust a ten-minute-old copy of a user's own
@@ -35,8 +35,8 @@
 //
 //   degrade::Ladder<UserId, Features>::Rungs rungs;
 //   rungs.breaker = &feature_cb;              // CircuitBreaker<Features>
-//   rungs.cache = cache.get();                // LastGoodCache<UserId,
-//   Features> rungs.ramp = ramp.get();                  // optional
+//   rungs.cache = cache.get();                // LastGoodCache<UserId, ...>
+//   rungs.ramp = ramp.get();                  // optional
 //   rungs.segment = [&](absl::string_view s) { return segments->Find(s); };
 //   rungs.global = [&] { return defaults->snapshot(); };
 //   auto ladder = degrade::Ladder<UserId, Features>::Create(settings, rungs);
@@ -370,12 +370,19 @@ typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Get(
   if (rungs_.ramp != nullptr) {
     const bool closed = rungs_.breaker->state() == State::kClosed;
     if (!rungs_.ramp->Admit(closed)) {
-      Add(ramp_refused_);
-      return Down(key, segment, DegradeReason::kRateLimited,
-                  absl::UnavailableError(absl::StrCat(
-                      "ladder '", settings_.name,
-                      "': the recovery ramp has no room for the call and no "
-                      "rung has a value")));
+      // No room yet: a key with its own value waits on it; a key with
+      // nothing cached calls anyway (charged to the ramp), since a default
+      // would cost it more than the call costs the store.
+      auto hit = rungs_.cache->FindStale(key);
+      if (hit.value != nullptr) {
+        Add(ramp_refused_);
+        auto r =
+            StageResult<Value>::Stale(std::move(hit.value), settings_.name,
+                                      DegradeReason::kRateLimited, hit.age);
+        CountStale(hit.age, r.tier());
+        return r;
+      }
+      rungs_.ramp->Force();
     }
   }
   absl::StatusOr<Value> live = CallStore(key, std::move(call));

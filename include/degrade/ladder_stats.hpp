@@ -47,6 +47,9 @@ struct RecoveryRampStats {
   uint64_t refused = 0;
   // Calls passed on while the breaker was not closed (the breaker decided).
   uint64_t passed_while_open = 0;
+  // Calls refused and then admitted anyway (`RecoveryRamp::Force`: the
+  // caller had nothing cached to serve instead); not in `refused`.
+  uint64_t forced = 0;
   // Outages seen (the breaker left closed) and ramps begun.
   uint64_t outages = 0;
   uint64_t ramps = 0;

@@ -125,6 +125,14 @@ class RecoveryRamp {
   // again, calls are admitted at the ramp's rate until `period` has passed.
   bool Admit(bool breaker_closed);
 
+  // Admits a call the ramp just refused, because the caller has nothing
+  // else to serve (no last-known-good value for the key): the call is
+  // charged to the ramp, so the calls it admits next wait the longer, and
+  // counted as forced. What reaches the store stays at most the larger of
+  // the ramp's rate and the rate of such calls, which were calls before the
+  // outage too. REQUIRES: `Admit()` just returned false for this call.
+  void Force();
+
   RampState state() const { return state_.load(std::memory_order_acquire); }
   // The rate admitted now, in calls per second: the ramp's rate while
   // ramping, +infinity otherwise.
@@ -178,6 +186,7 @@ class RecoveryRamp {
   std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> passed_{0};
+  std::atomic<uint64_t> forced_{0};
   std::atomic<uint64_t> outages_{0};
   std::atomic<uint64_t> ramps_{0};
   // When steady state last began and the calls counted since: until the
@@ -354,6 +363,30 @@ inline bool RecoveryRamp::Admit(bool breaker_closed) {
   return AdmitRamping();
 }
 
+inline void RecoveryRamp::Force() {
+  refused_.fetch_sub(1, std::memory_order_relaxed);  // it goes after all
+  forced_.fetch_add(1, std::memory_order_relaxed);
+  if (state() != RampState::kRamping) return;
+  const int64_t start = ramp_start_.load(std::memory_order_relaxed);
+  const int64_t now = Now();
+  const int64_t interval =
+      detail::GcraInterval(RateAt(detail::ElapsedNanosSince(now, start)));
+  // The debt is bounded: never more than one burst beyond now, so a flood
+  // of keys with nothing cached cannot hold the cached ones back past the
+  // ramp's end.
+  const int64_t cap = detail::SatAddNanos(now, std::max(interval, burst_));
+  int64_t tat = tat_.load(std::memory_order_relaxed);
+  for (;;) {
+    int64_t next = detail::SatAddNanos(tat > now ? tat : now, interval);
+    if (next > cap) next = cap;
+    if (next <= tat ||
+        tat_.compare_exchange_weak(tat, next, std::memory_order_relaxed)) {
+      break;
+    }
+    detail::CpuRelax(1);
+  }
+}
+
 inline double RecoveryRamp::allowed_rate() const {
   if (state() != RampState::kRamping) {
     return std::numeric_limits<double>::infinity();
@@ -370,6 +403,7 @@ inline RecoveryRampStats RecoveryRamp::stats() const {
   st.admitted = admitted_.load(std::memory_order_relaxed);
   st.refused = refused_.load(std::memory_order_relaxed);
   st.passed_while_open = passed_.load(std::memory_order_relaxed);
+  st.forced = forced_.load(std::memory_order_relaxed);
   st.outages = outages_.load(std::memory_order_relaxed);
   st.ramps = ramps_.load(std::memory_order_relaxed);
   return st;

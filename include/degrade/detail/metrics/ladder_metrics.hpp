@@ -93,7 +93,8 @@ inline void WriteRecoveryRampMetrics(const RecoveryRampStats& st,
           {{label, name}}, st.allowed_rate);
   constexpr absl::string_view kCallsHelp =
       "Live calls through a recovery ramp by result: admitted, refused (sent "
-      "down the fallback ladder), passed (the breaker was not closed).";
+      "down the fallback ladder), forced (refused, then admitted because the "
+      "key had nothing cached), passed (the breaker was not closed).";
   w.Counter("degrade_recovery_ramp_calls_total", kCallsHelp,
             {{label, name}, {"result", "admitted"}},
             static_cast<double>(st.admitted));
@@ -103,6 +104,9 @@ inline void WriteRecoveryRampMetrics(const RecoveryRampStats& st,
   w.Counter("degrade_recovery_ramp_calls_total", kCallsHelp,
             {{label, name}, {"result", "passed"}},
             static_cast<double>(st.passed_while_open));
+  w.Counter("degrade_recovery_ramp_calls_total", kCallsHelp,
+            {{label, name}, {"result", "forced"}},
+            static_cast<double>(st.forced));
   w.Counter("degrade_recovery_ramp_outages_total",
             "Times a recovery ramp saw its breaker leave closed.",
             {{label, name}}, static_cast<double>(st.outages));

@@ -28,7 +28,10 @@
 //
 // Each phase's report is computed from the responses to the requests due
 // in it: non-empty share, fully personalised share (nothing degraded),
-// mean degradation depth, which stages degraded and why, the breakers'
+// mean degradation depth, which stages degraded and why (the features
+// stage with its rung: "features:open/stale-1m"), what the features ladder
+// served (fresh, the user's own stale features, a segment's or the global
+// mean) and its calls per second to the features server, the breakers'
 // states at its end, p50/p99/max latency; and, for the phases that begin
 // with a server's return (3, 5, 7, 9), the time from that return to the
 // first fully personalised response.
@@ -197,6 +200,14 @@ struct PhaseReport {
   // that load tripped.)
   std::optional<absl::Duration> time_to_back;
   uint64_t degraded_after_full = 0;  // requests due after the first full one
+  // What the features ladder served (fresh, the user's own stale features,
+  // the segment's mean, the global mean), and the calls it made to the
+  // features server per second during the phase.
+  uint64_t features_fresh = 0;
+  uint64_t features_stale = 0;
+  uint64_t features_segment = 0;
+  uint64_t features_global = 0;
+  double feature_calls_per_second = 0;
   double non_empty_percent() const { return Percent(non_empty); }
   double full_percent() const { return Percent(full); }
 
@@ -273,6 +284,18 @@ inline void Summarise(const std::vector<Sample>& samples, absl::Time from,
     depth_sum += s.depth;
     latencies.push_back(s.done - s.due);
     for (const std::string& e : s.entries) ++degraded[{StageOrder(e), e}];
+    if (degrade::IsStaleTier(s.features)) {
+      ++phase->features_stale;
+    } else if (s.features == degrade::FallbackTier::kSegment) {
+      ++phase->features_segment;
+    } else if (s.features == degrade::FallbackTier::kGlobal) {
+      ++phase->features_global;
+    } else if (std::none_of(s.entries.begin(), s.entries.end(),
+                            [](const std::string& e) {
+                              return EntryIsFrom(e, kFeatures);
+                            })) {
+      ++phase->features_fresh;
+    }
     if (returned.has_value() && s.due >= *returned && s.depth == 0) {
       const absl::Duration took = s.done - *returned;
       if (!phase->time_to_full.has_value() || took < *phase->time_to_full) {
@@ -392,6 +415,7 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
   std::vector<PhaseReport> phases(script.size());
   std::vector<absl::Time> starts(script.size());
   std::vector<std::optional<absl::Time>> returns(script.size());
+  std::vector<uint64_t> feature_calls(script.size() + 1);
   const absl::Time t0 = absl::Now();
   traffic.Start();
   for (std::size_t k = 0; k < script.size(); ++k) {
@@ -400,6 +424,7 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
     phase.name = plan.name;
     phase.action = plan.action;
     starts[k] = absl::Now();
+    feature_calls[k] = front.ladder_stats().store_calls;
     const std::string role(kRoles[plan.target]);
     absl::Status s;
     switch (plan.action) {
@@ -475,6 +500,7 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
     }
   }
   const absl::Time end = absl::Now();
+  feature_calls[script.size()] = front.ladder_stats().store_calls;
   traffic.Stop();
 
   ChaosReport report;
@@ -493,6 +519,9 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
       back.push_back(script[k].target);
     }
     detail::Summarise(samples, starts[k], to, returns[k], back, &phases[k]);
+    phases[k].feature_calls_per_second =
+        static_cast<double>(feature_calls[k + 1] - feature_calls[k]) /
+        absl::ToDoubleSeconds(to - starts[k]);
   }
   report.phases = std::move(phases);
   return report;
@@ -523,6 +552,14 @@ inline void PrintReport(std::FILE* out, const ChaosReport& r) {
     std::fprintf(
         out, "  %-22s %s\n", "degraded (stage:why)",
         degraded.empty() ? "-" : absl::StrJoin(degraded, ", ").c_str());
+    std::fprintf(
+        out, "  %-22s fresh %llu, stale %llu, segment %llu, global %llu\n",
+        "features by rung", static_cast<unsigned long long>(p.features_fresh),
+        static_cast<unsigned long long>(p.features_stale),
+        static_cast<unsigned long long>(p.features_segment),
+        static_cast<unsigned long long>(p.features_global));
+    std::fprintf(out, "  %-22s %.1f a second\n", "features server calls",
+                 p.feature_calls_per_second);
     std::vector<std::string> states;
     for (std::size_t b = 0; b < kBackends; ++b) {
       states.push_back(

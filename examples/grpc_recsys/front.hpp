@@ -10,12 +10,23 @@
 // process (the driver calls Serve() from its worker threads), which keeps
 // the figures honest: a response is counted where it is made.
 //
-//   features   Features/Get          -> the global mean (DefaultFeatures)
+//   features   Features/Get          -> the user's own last-known-good
+//                                       features, else the segment's mean,
+//                                       else the global mean (a Ladder)
 //   recall     Recall/Recall on two  -> per route: that route's candidates
 //              servers, cf and vec      are missing ("recall.cf=open");
 //              (FanOutRecall)           both routes down: the hot list
 //   rank       Rank/Rank             -> recall-score order (RankOrFallback)
 //   rerank     Rerank/Rerank         -> dedup only (RerankOrFallback)
+//
+// The features stage goes through a `degrade::Ladder` (ladder.hpp): every
+// fresh answer is written through to a last-known-good cache of a million
+// users; when the features server fails, a user seen before gets their own
+// stale features (tagged "features=open/stale-1m"), a new one their
+// segment's mean ("/segment") or the global mean ("/global"); concurrent
+// requests for one user share one call; and once the breaker closes, a
+// recovery ramp lets calls back at 10% of the pre-outage rate rising to
+// all of it over `ramp_period`, serving the rest stale.
 //
 // Each of the five backends has its own circuit breaker (trips after 3
 // consecutive failures, stays open `breaker_timeout`, one half-open probe)
@@ -71,6 +82,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/circuit_breaker.hpp"
+#include "degrade/coalesce.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/default_features.hpp"
 #include "degrade/degradation_trace.hpp"
@@ -79,8 +91,12 @@
 #include "degrade/grpc/outcome.hpp"
 #include "degrade/grpc/status.hpp"
 #include "degrade/hot_list.hpp"
+#include "degrade/ladder.hpp"
+#include "degrade/recovery_ramp.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/segment_defaults.hpp"
 #include "degrade/stage_result.hpp"
+#include "degrade/stale_cache.hpp"
 #include "degrade/telemetry.hpp"
 #include "degrade/trip.hpp"
 #include "degrade/with_fallback.hpp"
@@ -121,7 +137,18 @@ struct FrontOptions {
   degrade::RequestClass request_class{};
   // Candidates asked of each recall route.
   uint32_t recall_limit = 120;
+  // The features' last-known-good cache, and how long the recovery ramp
+  // takes after the features breaker closes.
+  std::size_t cache_users = 1'000'000;
+  absl::Duration ramp_period = absl::Seconds(5);
 };
+
+// The segment a user belongs to: one of kSegments, of which the last two
+// (a new market) have no segment default yet.
+inline constexpr uint64_t kSegments = 24;
+inline std::string SegmentOf(uint64_t user) {
+  return absl::StrCat("s", recsys::Mix(user ^ 0x5e6) % kSegments);
+}
 
 // One request's answer.
 struct FrontResponse {
@@ -143,9 +170,23 @@ class Front {
         std::make_unique<degrade::CircuitBreaker<std::vector<float>>>(
             Settings(kFeatures));
     // The Plan B data, installed before the first request, as in the
-    // in-process demo: the global mean vector and a hot list of 200 items.
+    // in-process demo: the global mean vector, the segments' means and a
+    // hot list of 200 items.
     (void)defaults_.Set(std::vector<float>(recsys::kFeatureDim, 0.25f),
                         "global-mean");
+    degrade::SegmentVectors segs;
+    for (uint64_t k = 0; k + 2 < kSegments; ++k) {
+      std::vector<float> v(recsys::kFeatureDim, 0.25f);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] += 0.2f * (recsys::Unit(k * 131 + i) - 0.5f);
+      segs.emplace(absl::StrCat("s", k), std::move(v));
+    }
+    degrade::SegmentDefaultsOptions so;
+    so.name = "features-segments";
+    so.metrics = degrade::NoTelemetry();
+    segments_ = degrade::SegmentDefaults::Create(so).value();
+    (void)segments_->Set(std::move(segs), "segment-means");
+    BuildLadder();
     std::vector<recsys::Candidate> hot;
     for (std::size_t i = 0; i < recsys::kHotListSize; ++i) {
       hot.push_back(recsys::Candidate{
@@ -193,11 +234,11 @@ class Front {
     // response's trace at the end.
     degrade::DegradationTrace from_servers;
 
-    // 1. Features, or the global mean.
-    absl::StatusOr<degrade::StageResult<std::vector<float>>> features =
-        degrade::WithFallback(
-            *feature_breaker_, kTraceNames[kFeatures],
-            [&]() -> absl::StatusOr<std::vector<float>> {
+    // 1. Features: fresh, or the user's own last-known-good, the
+    // segment's mean, the global mean.
+    absl::StatusOr<degrade::StageResult<FeatureLadder::Value>> features =
+        ladder_->Get(
+            user, SegmentOf(user), [&]() -> absl::StatusOr<std::vector<float>> {
               FeatureRequest req;
               req.set_user(user);
               absl::StatusOr<FeatureReply> r = Rpc<FeatureReply>(
@@ -208,10 +249,9 @@ class Front {
                   });
               if (!r.ok()) return r.status();
               return std::vector<float>(r->values().begin(), r->values().end());
-            },
-            defaults_.Fallback());
+            });
     if (!features.ok()) return FrontResponse{{}, Failed("features")};
-    const std::vector<float>& user_vec = features->value();
+    const std::vector<float>& user_vec = *features->value();
 
     // 2. Recall: two routes, each behind its breaker; the hot list only
     // when both failed.
@@ -301,12 +341,49 @@ class Front {
                                 : list_breakers_[backend]->state();
   }
 
+  // What the features ladder served, and the calls it made.
+  degrade::LadderStats ladder_stats() const { return ladder_->stats(); }
+
   // Replies whose degrade-trace-v1 trailer was malformed (ignored).
   uint64_t malformed_trailers() const { return malformed_trailers_.load(); }
 
   const FrontOptions& options() const { return options_; }
 
  private:
+  using FeatureLadder = degrade::Ladder<uint64_t, std::vector<float>>;
+
+  void BuildLadder() {
+    degrade::LastGoodCacheSettings c;
+    c.name = "features";
+    c.max_entries = options_.cache_users;
+    // A user's vector, its key and the entry's overhead, with room.
+    c.max_bytes =
+        options_.cache_users * (recsys::kFeatureDim * sizeof(float) + 160);
+    c.metrics = degrade::NoTelemetry();
+    cache_ = FeatureLadder::Cache::Create(c).value();
+    degrade::CoalescerSettings co;
+    co.name = "features";
+    co.metrics = degrade::NoTelemetry();
+    coalescer_ = FeatureLadder::Shared::Create(co).value();
+    degrade::RecoveryRampSettings r;
+    r.name = "features";
+    r.period = options_.ramp_period;
+    r.metrics = degrade::NoTelemetry();
+    ramp_ = degrade::RecoveryRamp::Create(r).value();
+    FeatureLadder::Rungs rungs;
+    rungs.breaker = feature_breaker_.get();
+    rungs.cache = cache_.get();
+    rungs.coalescer = coalescer_.get();  // inline: the first request calls
+    rungs.ramp = ramp_.get();
+    rungs.segment = [this](absl::string_view s) { return segments_->Find(s); };
+    rungs.global = [this] { return defaults_.snapshot(); };
+    degrade::LadderSettings l;
+    l.name = std::string(kTraceNames[kFeatures]);
+    l.coalesce_wait = options_.budgets[kFeatures];
+    l.metrics = degrade::NoTelemetry();
+    ladder_ = FeatureLadder::Create(l, rungs).value();
+  }
+
   degrade::BreakerSettings Settings(std::size_t backend) const {
     degrade::BreakerSettings s;
     s.name = std::string(kTraceNames[backend]);
@@ -382,6 +459,11 @@ class Front {
       kBackends>
       list_breakers_;
   degrade::DefaultFeatures defaults_{recsys::kFeatureDim};
+  std::unique_ptr<degrade::SegmentDefaults> segments_;
+  std::unique_ptr<FeatureLadder::Cache> cache_;
+  std::unique_ptr<FeatureLadder::Shared> coalescer_;
+  std::unique_ptr<degrade::RecoveryRamp> ramp_;
+  std::unique_ptr<FeatureLadder> ladder_;  // last: it uses the above
   degrade::HotList<recsys::Candidate> hot_list_{[] {
     degrade::HotListOptions<recsys::Candidate> o;
     o.name = "hot-list";

@@ -9,7 +9,10 @@
 // is measured from that due time, so a stalled front shows up as latency
 // instead of as fewer requests (no coordinated omission). A generator
 // thread queues the requests at their due times; a pool of worker threads
-// serves them through the front and records what came back.
+// serves them through the front and records what came back. Users are
+// drawn from Zipf(0.9) over ten million, as a recommendation service sees
+// them: a few return often (and find their features cached when the
+// features server fails), most are rarely seen.
 //
 // Thread safety: Start() and Stop() from one thread; the rest is internal.
 
@@ -32,6 +35,7 @@
 #include "degrade/degradation_trace.hpp"
 #include "degrade/degrade_reason.hpp"
 #include "front.hpp"
+#include "recsys/ladder_sim.hpp"
 #include "recsys/pipeline.hpp"
 
 namespace grpc_recsys {
@@ -43,7 +47,9 @@ struct Sample {
   absl::Time done;
   uint32_t depth = 0;
   bool non_empty = false;
-  std::vector<std::string> entries;  // "stage:reason"
+  std::vector<std::string> entries;  // "stage:reason" or "stage:reason/tier"
+  // The rung the features stage served: kUnspecified when fresh.
+  degrade::FallbackTier features = degrade::FallbackTier::kUnspecified;
 };
 
 // The open-loop load: a generator thread queues requests at their due
@@ -95,6 +101,13 @@ class Traffic {
 
   void Generate() {
     const absl::Duration interval = absl::Seconds(1.0 / qps_);
+    const recsys::ladder_sim::ZipfSampler users(10'000'000, 0.9);
+    uint64_t draws = 0;
+    const auto uniform = [&] {
+      return static_cast<double>(recsys::Mix(seed_ ^ recsys::Mix(++draws)) >>
+                                 11) *
+             0x1.0p-53;
+    };
     const absl::Time t0 = absl::Now();
     for (uint64_t i = 0;; ++i) {
       const absl::Time at = t0 + interval * static_cast<double>(i);
@@ -104,7 +117,7 @@ class Traffic {
         cv_.wait_for(lock, absl::ToChronoNanoseconds(at - absl::Now()));
       }
       if (stopping_) return;
-      queue_.push_back(Due{at, recsys::Mix(seed_ ^ recsys::Mix(i)) % 100000});
+      queue_.push_back(Due{at, users.Sample(uniform)});
       cv_.notify_one();
     }
   }
@@ -126,8 +139,11 @@ class Traffic {
       s.depth = static_cast<uint32_t>(r.trace.depth());
       s.non_empty = !r.items.empty();
       for (const degrade::TraceEntry& e : r.trace) {
-        s.entries.push_back(
-            absl::StrCat(e.stage(), ":", degrade::ReasonName(e.reason())));
+        const absl::string_view tier = degrade::TierName(e.tier());
+        s.entries.push_back(absl::StrCat(e.stage(), ":",
+                                         degrade::ReasonName(e.reason()),
+                                         tier.empty() ? "" : "/", tier));
+        if (e.stage() == kTraceNames[kFeatures]) s.features = e.tier();
       }
       std::lock_guard<std::mutex> lock(mu_);
       samples_.push_back(std::move(s));

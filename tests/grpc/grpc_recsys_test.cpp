@@ -149,6 +149,22 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
     EXPECT_TRUE(p.time_to_full.has_value());
   }
   EXPECT_EQ(returns, 4);
+  // The features ladder: with every server killed, users seen before get
+  // their own last-known-good features (Zipf traffic repeats users), the
+  // rest a segment's or the global mean; none is fresh.
+  const grpc_recsys::PhaseReport* killed = nullptr;
+  for (const grpc_recsys::PhaseReport& p : report->phases) {
+    if (p.action == grpc_recsys::Action::kKillAll) killed = &p;
+  }
+  ASSERT_NE(killed, nullptr);
+  EXPECT_GT(killed->features_stale, 0u);
+  EXPECT_GT(killed->features_segment, 0u);
+  EXPECT_EQ(killed->features_fresh, 0u);
+  EXPECT_EQ(killed->features_stale + killed->features_segment +
+                killed->features_global,
+            killed->requests);
+  EXPECT_GT(report->phases.front().features_fresh,
+            report->phases.front().requests * 9 / 10);
   EXPECT_EQ(report->malformed_trailers, 0u);
 }
 

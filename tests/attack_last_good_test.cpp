@@ -12,7 +12,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -319,6 +321,80 @@ TEST(AttackLastGoodTest, DISABLED_AClockSteppedBackDoesNotStretchFreshFor) {
     ASSERT_TRUE(ladder->Get(3, "", rig.store.Get(3)).ok());
   }
   EXPECT_GT(rig.store.calls, 1u) << "30 minutes passed, fresh_for is 1";
+}
+
+// Finding: the ramp ends in a cliff whenever demand is above the rate it
+// measured. Severity: Medium. The ramp climbs to base_rate over `period`
+// and then lets everything go. An instance that started during the outage
+// (a deploy, an autoscaler, a crash loop caused by the outage) measured
+// nothing, so its base is min_rate (10/s): it admits 1/s rising to 10/s
+// and then its whole demand, 1,000/s here, in one step; a fleet of such
+// instances steps together. The same cliff follows the base collapse above.
+// Fix: end the ramp on evidence, not on the clock: past `period`, keep
+// raising the rate (say doubling each period, as slow start does) while the
+// ramp still refuses, and go steady only once a period passes with no
+// refusal.
+TEST(AttackLastGoodTest, DISABLED_ARampStartedWithoutAMeasuredRateHasNoCliff) {
+  FakeClock clock;
+  RecoveryRampSettings r;
+  r.name = "features";
+  r.period = absl::Seconds(10);
+  r.clock = &clock;
+  r.metrics = NoTelemetry();
+  auto ramp = RecoveryRamp::Create(r).value();
+  ramp->Admit(false);  // started during the outage
+  clock.Advance(absl::Seconds(60));
+  std::vector<uint64_t> per_second;
+  for (int sec = 0; sec < 12; ++sec) {
+    uint64_t admitted = 0;
+    for (int i = 0; i < 1000; ++i) {
+      admitted += ramp->Admit(true) ? 1 : 0;
+      clock.Advance(absl::Milliseconds(1));
+    }
+    per_second.push_back(admitted);
+  }
+  for (std::size_t i = 1; i < per_second.size(); ++i) {
+    EXPECT_LE(per_second[i], 2 * per_second[i - 1] + 10)
+        << "second " << i << " admitted " << per_second[i] << " after "
+        << per_second[i - 1];
+  }
+}
+
+// Finding: at a low rate the ramp runs ahead of the clock and ends early.
+// Severity: Medium (a store with little traffic, or min_rate set low).
+// Now() floors the line's time at TAT - burst; when the ramp's interval is
+// over 4 s longer than `burst` (a rate under about 0.24/s: 10% of a 1/s
+// base), that floor is more than the line's step-back threshold ahead of
+// the clock, so GcraLine takes it for a clock stepped back and grows its
+// offset by the whole interval, for good. Each admission moves the ramp's
+// time ahead by about ten seconds: a 60 s ramp is over after a handful of
+// calls and a few seconds. Fix: compute the floor from TAT - tolerance
+// (never ahead of the clock), or read the line with the ramp's own floor
+// (ramp_start_) only.
+TEST(AttackLastGoodTest, DISABLED_ALowRateRampLastsItsPeriod) {
+  FakeClock clock;
+  RecoveryRampSettings r;
+  r.name = "features";
+  r.period = absl::Seconds(60);
+  r.min_rate = 1;
+  r.clock = &clock;
+  r.metrics = NoTelemetry();
+  auto ramp = RecoveryRamp::Create(r).value();
+  for (int i = 0; i < 20; ++i) {  // an idle store: 1 call a second
+    ramp->Admit(true);
+    clock.Advance(absl::Seconds(1));
+  }
+  ramp->Admit(false);
+  ASSERT_LT(ramp->base_rate(), 2);
+  clock.Advance(absl::Seconds(60));
+  uint64_t admitted = 0;
+  for (int i = 0; i < 300; ++i) {  // 30 s of demand at 10/s
+    admitted += ramp->Admit(true) ? 1 : 0;
+    clock.Advance(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(ramp->state(), RampState::kRamping) << "30 s into a 60 s ramp";
+  // The ramp's rate over its first half averages under 0.55 x base.
+  EXPECT_LE(admitted, 20u);
 }
 
 // ---- Attacks the code withstood --------------------------------------------
@@ -648,6 +724,126 @@ TEST(AttackLastGoodTest, ABadSegmentReloadNeverReplacesTheServingSet) {
   EXPECT_THAT(*seg->Find("US"), ElementsAre(1, 2, 3));
   EXPECT_EQ(seg->Find(""), nullptr);
   EXPECT_EQ(seg->Find(std::string(1 << 20, 'x')), nullptr);
+}
+
+// Every key in one bucket: each still gets its own value, never a
+// neighbour's.
+struct OneBucketHash {
+  std::size_t operator()(uint64_t) const { return 42; }
+};
+
+TEST(AttackLastGoodTest, KeysThatAllCollideStillGetTheirOwnValues) {
+  using CollidingLadder = Ladder<uint64_t, Features, OneBucketHash>;
+  FakeClock clock;
+  BreakerSettings b;
+  b.clock = &clock;
+  b.metrics = NoTelemetry();
+  CircuitBreaker<Features> breaker(b);
+  LastGoodCacheSettings c;
+  c.max_bytes = 16 << 20;
+  c.max_entries = 1000;
+  c.clock = &clock;
+  c.metrics = NoTelemetry();
+  auto cache = CollidingLadder::Cache::Create(c).value();
+  CoalescerSettings cs;
+  cs.metrics = NoTelemetry();
+  auto coalescer = CollidingLadder::Shared::Create(cs).value();
+  CollidingLadder::Rungs rungs;
+  rungs.breaker = &breaker;
+  rungs.cache = cache.get();
+  rungs.coalescer = coalescer.get();
+  LadderSettings s;
+  s.clock = &clock;
+  s.metrics = NoTelemetry();
+  auto ladder = CollidingLadder::Create(s, rungs).value();
+  AttackStore store;
+  for (uint64_t k = 0; k < 300; ++k) {
+    ASSERT_TRUE(ladder->Get(k, store.Get(k)).ok());
+  }
+  store.up = false;
+  breaker.ForceOpen();
+  // One shard holds them all, so most were evicted (a shard's share of
+  // max_entries): those left must be the right ones.
+  int served = 0;
+  for (uint64_t k = 0; k < 300; ++k) {
+    auto f = ladder->Get(k, store.Get(k));
+    if (!f.ok()) {
+      EXPECT_TRUE(IsBreakerOpen(f.status())) << f.status();
+      continue;
+    }
+    ASSERT_TRUE(f->is_stale()) << k;
+    ASSERT_EQ((*f->value())[0], static_cast<float>(k));
+    ++served;
+  }
+  EXPECT_GT(served, 0);
+  std::printf("colliding keys still cached: %d of 300 (max_entries 1000)\n",
+              served);
+}
+
+// The longest trace the tag can make (every slot a maximal stage name, the
+// longest reason and tier) fits the encoding bound and decodes back.
+TEST(AttackLastGoodTest, TheLongestTieredTraceFitsAndRoundTrips) {
+  DegradationTrace t;
+  for (std::size_t i = 0; i < DegradationTrace::kCapacity + 3; ++i) {
+    std::string stage(kMaxStageNameLength, 'a');
+    stage[0] = static_cast<char>('a' + i % 26);
+    stage[1] = static_cast<char>('a' + i / 26);
+    t.Add(stage, DegradeReason::kRateLimited, FallbackTier::kStaleOld);
+  }
+  const std::string text = t.Encode();
+  EXPECT_LE(text.size(), DegradationTrace::kMaxEncodedSize);
+  auto back = DegradationTrace::Decode(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, t);
+  EXPECT_EQ(t.dropped(), 3u);
+  // A tier outside the enumeration is dropped, not encoded.
+  DegradationTrace u;
+  u.Add("features", DegradeReason::kError, static_cast<FallbackTier>(200));
+  EXPECT_EQ(u.Encode(), "v1;features=error");
+}
+
+// Settings at the edges: non-finite, negative, NaN, zero, huge.
+TEST(AttackLastGoodTest, RampAndLadderRefuseSettingsAtTheEdges) {
+  FakeClock clock;
+  const auto ramp_with = [&](auto edit) {
+    RecoveryRampSettings r;
+    r.clock = &clock;
+    r.metrics = NoTelemetry();
+    edit(r);
+    return RecoveryRamp::Create(r).status();
+  };
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(ramp_with([&](auto& r) { r.start_share = nan; }).ok());
+  EXPECT_FALSE(ramp_with([&](auto& r) { r.start_share = 0; }).ok());
+  EXPECT_FALSE(ramp_with([&](auto& r) { r.min_rate = nan; }).ok());
+  EXPECT_FALSE(ramp_with([&](auto& r) { r.min_rate = inf; }).ok());
+  EXPECT_FALSE(
+      ramp_with([&](auto& r) { r.period = absl::InfiniteDuration(); }).ok());
+  EXPECT_FALSE(
+      ramp_with([&](auto& r) { r.burst = -absl::InfiniteDuration(); }).ok());
+  EXPECT_FALSE(
+      ramp_with([&](auto& r) { r.rate_window = absl::Nanoseconds(1); }).ok());
+  clock.Set(absl::InfiniteFuture());
+  EXPECT_EQ(ramp_with([](auto&) {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  AttackRig rig;
+  for (auto edit : std::vector<std::function<void(LadderSettings&)>>{
+           [](LadderSettings& s) { s.fresh_for = absl::InfiniteDuration(); },
+           [](LadderSettings& s) { s.coalesce_wait = -absl::Nanoseconds(1); },
+           [](LadderSettings& s) {
+             s.revalidate_for = absl::Minutes(1);  // no fresh_for
+           },
+           [](LadderSettings& s) { s.name = "bad name;="; }}) {
+    LadderSettings s;
+    s.metrics = NoTelemetry();
+    edit(s);
+    FeatureLadder::Rungs rungs;
+    rungs.breaker = rig.breaker.get();
+    rungs.cache = rig.cache.get();
+    auto l = FeatureLadder::Create(s, rungs);
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace DEGRADE_TEST_UNIT

@@ -397,6 +397,47 @@ TEST(AttackLastGoodTest, DISABLED_ALowRateRampLastsItsPeriod) {
   EXPECT_LE(admitted, 20u);
 }
 
+// Finding: with the coalescer's table full, stale-while-revalidate starts
+// a refresh per request, not per key. Severity: Medium. A request for a key
+// with no call in flight while max_inflight keys have one gets a call of
+// its own, uncoalesced; for a background refresh that call is not even
+// awaited, so every request in a key's SWR window adds one. The table is
+// full exactly when the store is slow (a recovery): then a hot key sends a
+// call per request to the store that is struggling. Fix: a refresh (a zero
+// wait) that cannot register should be skipped, not run uncoalesced (the
+// stale value was already served); for live misses, consider falling down
+// the ladder rather than calling uncoalesced when the table is full.
+TEST(AttackLastGoodTest, DISABLED_AFullCoalescerStillRefreshesOncePerKey) {
+  AttackRig rig;
+  CoalescerSettings cs;
+  cs.executor = &rig.executor;
+  cs.max_inflight = 1;
+  cs.shards = 1;
+  cs.metrics = NoTelemetry();
+  auto coalescer = FeatureLadder::Shared::Create(cs).value();
+  FeatureLadder::Rungs rungs;
+  rungs.breaker = rig.breaker.get();
+  rungs.cache = rig.cache.get();
+  rungs.coalescer = coalescer.get();
+  LadderSettings s;
+  s.clock = &rig.clock;
+  s.metrics = NoTelemetry();
+  s.coalesce_wait = absl::ZeroDuration();
+  s.fresh_for = absl::Minutes(1);
+  s.revalidate_for = absl::Hours(1);
+  auto ladder = FeatureLadder::Create(s, rungs).value();
+  (void)ladder->Get(99, "", rig.store.Get(99));  // a slow call holds the slot
+  rig.Put(3, 1);
+  rig.clock.Advance(absl::Minutes(2));
+  for (int i = 0; i < 5; ++i) {
+    auto f = ladder->Get(3, "", rig.store.Get(3));
+    ASSERT_TRUE(f.ok());
+    EXPECT_TRUE(f->is_stale());
+  }
+  rig.executor.RunAll();
+  EXPECT_LE(rig.store.calls, 2u) << "one for key 99, at most one for key 3";
+}
+
 // ---- Attacks the code withstood --------------------------------------------
 
 TEST(AttackLastGoodTest, ACallThatThrowsIsAFailureThatWalksDown) {

@@ -105,7 +105,7 @@ struct ThreadedRig {
 // overload taking the stage's Deadline; the leader waits until it, the
 // joiners until min(it, now + coalesce_wait).
 TEST(AttackLastGoodConcurrencyTest,
-     DISABLED_TheLeaderWaitsForItsOwnCallNotJustCoalesceWait) {
+     TheLeaderWaitsForItsOwnCallNotJustCoalesceWait) {
   ThreadedRig rig;
   LadderSettings s;
   s.coalesce_wait = absl::Milliseconds(20);

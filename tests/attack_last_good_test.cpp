@@ -109,6 +109,9 @@ struct AttackRig {
     }
   }
 
+  // The value check the ladder is given (none by default).
+  std::function<absl::Status(const Features&)> validate;
+
   std::unique_ptr<FeatureLadder> Make(LadderSettings s = {}) {
     s.clock = &clock;
     s.metrics = NoTelemetry();
@@ -121,6 +124,7 @@ struct AttackRig {
       return seg == "US" ? us : nullptr;
     };
     rungs.global = [this] { return global; };
+    rungs.validate = validate;
     auto l = FeatureLadder::Create(s, rungs);
     EXPECT_TRUE(l.ok()) << l.status();
     return std::move(l).value();
@@ -198,8 +202,7 @@ TEST(AttackLastGoodTest,
 // refresh to the recovering store at once. Fix: ask the ramp (with the
 // breaker's state) before Revalidate(); when it refuses, serve the stale
 // value without a refresh.
-TEST(AttackLastGoodTest,
-     DISABLED_RevalidationsDuringARecoveryGoThroughTheRamp) {
+TEST(AttackLastGoodTest, RevalidationsDuringARecoveryGoThroughTheRamp) {
   AttackRig rig(/*with_ramp=*/true, /*with_coalescer=*/true);
   LadderSettings s;
   s.coalesce_wait = absl::ZeroDuration();
@@ -236,14 +239,22 @@ TEST(AttackLastGoodTest,
 // the next outage serves the garbage as "stale". Fix: a `validate` rung
 // (V -> absl::Status); a refused value is a failure (DegradeReason::kInvalid
 // exists for it), neither cached nor served, and walks down the ladder.
-TEST(AttackLastGoodTest, DISABLED_AnEmptyOkValueNeverReplacesTheLastGoodOne) {
+TEST(AttackLastGoodTest, AnEmptyOkValueNeverReplacesTheLastGoodOne) {
   AttackRig rig;
+  rig.validate = [](const Features& f) {
+    return f.empty() ? absl::InvalidArgumentError("an empty vector")
+                     : absl::OkStatus();
+  };
   auto ladder = rig.Make();
   ASSERT_TRUE(ladder->Get(7, "", rig.store.Get(7)).ok());
   rig.clock.Advance(absl::Minutes(1));
   auto garbage = ladder->Get(
       7, "", []() -> absl::StatusOr<Features> { return Features{}; });
   ASSERT_TRUE(garbage.ok());
+  // Refused: the key's last good value is served instead, tagged invalid.
+  EXPECT_TRUE(garbage->is_stale());
+  EXPECT_EQ(garbage->trace().Encode(), "v1;features=invalid/stale-1m");
+  EXPECT_THAT(*garbage->value(), ElementsAre(7, 1));
   rig.store.up = false;
   rig.clock.Advance(absl::Minutes(1));
   auto f = ladder->Get(7, "", rig.store.Get(7));
@@ -264,7 +275,7 @@ TEST(AttackLastGoodTest, DISABLED_AnEmptyOkValueNeverReplacesTheLastGoodOne) {
 // Fix: the call captures a shared_ptr to the state it touches (counters,
 // cache, breaker handles) or a weak token checked before it runs, and the
 // destructor stops waiting calls from touching the ladder.
-TEST(AttackLastGoodTest, DISABLED_ACallStillQueuedWhenTheLadderGoesIsHarmless) {
+TEST(AttackLastGoodTest, ACallStillQueuedWhenTheLadderGoesIsHarmless) {
   AttackRig rig(/*with_ramp=*/false, /*with_coalescer=*/true);
   LadderSettings s;
   s.coalesce_wait = absl::ZeroDuration();
@@ -283,7 +294,7 @@ TEST(AttackLastGoodTest, DISABLED_ACallStillQueuedWhenTheLadderGoesIsHarmless) {
 // a key's SWR window read as five refreshes where the store saw one. Fix:
 // count on the coalescer's kLeader role only (DoWithRole), and count the
 // refused ones apart.
-TEST(AttackLastGoodTest, DISABLED_RevalidationsCountTheRefreshesBegun) {
+TEST(AttackLastGoodTest, RevalidationsCountTheRefreshesBegun) {
   AttackRig rig(/*with_ramp=*/false, /*with_coalescer=*/true);
   LadderSettings s;
   s.fresh_for = absl::Minutes(1);
@@ -407,7 +418,7 @@ TEST(AttackLastGoodTest, DISABLED_ALowRateRampLastsItsPeriod) {
 // wait) that cannot register should be skipped, not run uncoalesced (the
 // stale value was already served); for live misses, consider falling down
 // the ladder rather than calling uncoalesced when the table is full.
-TEST(AttackLastGoodTest, DISABLED_AFullCoalescerStillRefreshesOncePerKey) {
+TEST(AttackLastGoodTest, AFullCoalescerStillRefreshesOncePerKey) {
   AttackRig rig;
   CoalescerSettings cs;
   cs.executor = &rig.executor;
@@ -446,7 +457,7 @@ TEST(AttackLastGoodTest, DISABLED_AFullCoalescerStillRefreshesOncePerKey) {
 // never sees, starving other keys' refreshes. Fix: join a call in flight
 // first (the coalescer could expose a join-only Do), and ask the ramp only
 // for a request that would start one.
-TEST(AttackLastGoodTest, DISABLED_JoiningACallInFlightNeedsNoRoomOnTheRamp) {
+TEST(AttackLastGoodTest, JoiningACallInFlightNeedsNoRoomOnTheRamp) {
   AttackRig rig(/*with_ramp=*/true, /*with_coalescer=*/true);
   LadderSettings s;
   s.coalesce_wait = absl::ZeroDuration();

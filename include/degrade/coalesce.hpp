@@ -169,6 +169,21 @@ inline absl::string_view CoalesceRoleName(CoalesceRole r) {
   return "unknown";
 }
 
+// CoalesceWaits
+//
+// How long a request waits, by the part it takes: the request that starts
+// the shared call (or runs one of its own) and one that joins a call in
+// flight may have different budgets, e.g. a fallback ladder's stage
+// deadline for the first and a short wait for the rest. `run_if_full`:
+// when the table is full, whether a request still runs a call of its own
+// (a live miss should) or runs nothing (a background refresh need not:
+// kUncoalesced with UNAVAILABLE). A plain value.
+struct CoalesceWaits {
+  absl::Duration leader = absl::ZeroDuration();
+  absl::Duration joined = absl::ZeroDuration();
+  bool run_if_full = true;
+};
+
 // Coalesced<V>
 //
 // What DoWithRole() returns: the request's result, its role, and whether
@@ -262,7 +277,29 @@ class Coalescer final {
   // DoWithRole(key, wait, call): Do() that also says how the request took
   // part and whether it gave up waiting.
   template <typename F>
-  Coalesced<V> DoWithRole(const K& key, absl::Duration wait, F call);
+  Coalesced<V> DoWithRole(const K& key, absl::Duration wait, F call) {
+    return DoWithRole(key, CoalesceWaits{wait, wait, true}, std::move(call));
+  }
+  // DoWithRole(key, waits, call): the same, waiting by role (see
+  // CoalesceWaits).
+  template <typename F>
+  Coalesced<V> DoWithRole(const K& key, const CoalesceWaits& waits, F call);
+
+  // Join(key, wait)
+  //
+  // Waits up to `wait` for the call in flight for `key`, if there is one,
+  // and returns its outcome (role kJoined, or timed out); nullopt, with
+  // nothing registered or run, when no call for `key` is in flight.
+  // Thread-safe.
+  std::optional<Coalesced<V>> Join(const K& key, absl::Duration wait) {
+    std::shared_ptr<Call> shared;
+    if (core_->Register(key, &shared, /*join_only=*/true) !=
+        Core::Registration::kJoined) {
+      return std::nullopt;
+    }
+    core_->Count(Core::Counter::kJoined);
+    return Wait(shared, wait, CoalesceRole::kJoined);
+  }
 
   // Keys with a shared call in flight now. Thread-safe.
   std::size_t inflight() const { return core_->inflight(); }
@@ -297,7 +334,7 @@ class Coalescer final {
 template <typename K, typename V, typename Hash, typename Eq>
 template <typename F>
 Coalesced<V> Coalescer<K, V, Hash, Eq>::DoWithRole(const K& key,
-                                                   absl::Duration wait,
+                                                   const CoalesceWaits& waits,
                                                    F call) {
   using Counter = typename Core::Counter;
   std::shared_ptr<Call> shared;
@@ -305,14 +342,23 @@ Coalesced<V> Coalescer<K, V, Hash, Eq>::DoWithRole(const K& key,
   switch (core_->Register(key, &shared)) {
     case Core::Registration::kJoined:
       core_->Count(Counter::kJoined);
-      return Wait(shared, wait, CoalesceRole::kJoined);
+      return Wait(shared, waits.joined, CoalesceRole::kJoined);
     case Core::Registration::kLeader:
       role = CoalesceRole::kLeader;
       break;
     case Core::Registration::kFull:
+      if (!waits.run_if_full) {
+        core_->Count(Counter::kUncoalesced);
+        return Coalesced<V>{
+            Result(absl::UnavailableError(absl::StrCat(
+                "coalescer '", core_->name(), "': the table of calls in ",
+                "flight is full; this request runs no call of its own"))),
+            CoalesceRole::kUncoalesced, false};
+      }
       shared = std::make_shared<Call>();
       break;
   }
+  const absl::Duration wait = waits.leader;
   const bool registered = role == CoalesceRole::kLeader;
   if (executor_ == nullptr) {
     core_->Count(registered ? Counter::kLeaders : Counter::kUncoalesced);

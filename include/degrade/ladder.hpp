@@ -59,12 +59,14 @@
 #ifndef DEGRADE_LADDER_HPP_
 #define DEGRADE_LADDER_HPP_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -74,13 +76,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/circuit_breaker.hpp"
 #include "degrade/clock.hpp"
 #include "degrade/coalesce.hpp"
+#include "degrade/deadline.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/detail/setting_error.hpp"
+#include "degrade/detail/status_payload.hpp"
 #include "degrade/ladder_stats.hpp"
 #include "degrade/recovery_ramp.hpp"
 #include "degrade/stage_result.hpp"
@@ -99,9 +104,14 @@ struct LadderSettings {
   // The stage's name: in the trace ("features=open/stale-10m") and in
   // metrics. Must be a valid stage name (`IsValidStageName`).
   std::string name = "features";
+  // With a coalescer that runs calls on an executor: how long the request
+  // that starts a call waits for it (the stage's budget; a `Get` given a
+  // deadline waits at most until it). Inline, that request runs the call
+  // itself. In [0, 1h].
+  absl::Duration call_wait = absl::Seconds(1);
   // How long a request waits for a call another request for the same key
-  // already made (only with a coalescer). In [0, 1h]; 0 = never wait, go
-  // down the ladder at once.
+  // already made (only with a coalescer; never past a `Get`'s deadline).
+  // In [0, 1h]; 0 = never wait, go down the ladder at once.
   absl::Duration coalesce_wait = absl::Milliseconds(100);
   // Serve a cached value younger than this without calling (max-age). 0 =
   // off: every request calls while the store is up. In [0, 24h].
@@ -117,6 +127,13 @@ struct LadderSettings {
   Telemetry* metrics = nullptr;
 };
 
+// True for the status a ladder gives a call whose value its `validate`
+// rung refused (the value is neither cached nor served; the trace says
+// `invalid`).
+inline bool IsInvalidValue(const absl::Status& status) {
+  return detail::HasReason(status, "ladder_invalid_value");
+}
+
 // Ladder<K, V>
 //
 // See the file comment. Built by `Create`; thread-safe.
@@ -127,15 +144,15 @@ class Ladder {
   using Cache = LastGoodCache<K, V, Hash>;
   using Shared = Coalescer<K, Value, Hash>;
 
-  // What the ladder composes. Each must outlive it.
+  // What the ladder composes. Each must outlive the ladder; calls still
+  // queued on a coalescer's executor when the ladder is destroyed do
+  // nothing (the destructor waits for one running).
   struct Rungs {
     // Required: the dependency's breaker, and the cache of last good values.
     CircuitBreaker<V>* breaker = nullptr;
     Cache* cache = nullptr;
     // Optional: concurrent calls for one key share one (and the background
-    // refreshes of stale-while-revalidate run on its executor). Its calls
-    // use the ladder and the rungs: an executor must have finished them
-    // (a ThreadPool destroyed) before the ladder is destroyed.
+    // refreshes of stale-while-revalidate run on its executor).
     Shared* coalescer = nullptr;
     // Optional: after an outage, live calls come back at a rising rate.
     RecoveryRamp* ramp = nullptr;
@@ -143,6 +160,11 @@ class Ladder {
     // and the global default (null when none is loaded). Must not throw.
     std::function<Value(absl::string_view segment)> segment;
     std::function<Value()> global;
+    // Optional: whether a value the call returned is fit to serve and keep
+    // (not an empty vector, not NaNs). A refused value is a failure of the
+    // call (the breaker counts it), is neither cached nor served, and the
+    // request walks down the ladder tagged `invalid`. Must not throw.
+    std::function<absl::Status(const V&)> validate;
   };
 
   static absl::StatusOr<std::unique_ptr<Ladder>> Create(LadderSettings settings,
@@ -150,7 +172,9 @@ class Ladder {
 
   Ladder(const Ladder&) = delete;
   Ladder& operator=(const Ladder&) = delete;
-  ~Ladder() { telemetry_.reset(); }
+  // Waits for a call of this ladder that is running (on an executor); calls
+  // that start later do nothing.
+  ~Ladder();
 
   using Result = absl::StatusOr<StageResult<Value>>;
 
@@ -161,49 +185,64 @@ class Ladder {
   // `segment` picks the segment default; "" means none. With a coalescer
   // whose calls run on an executor, `call` runs there, possibly after this
   // request has gone down the ladder: it must own what it uses (capture by
-  // value).
+  // value). `deadline`: no wait for a call goes past it.
   template <typename F>
-  Result Get(const K& key, absl::string_view segment, F call);
+  Result Get(const K& key, absl::string_view segment, const Deadline& deadline,
+             F call);
+  template <typename F>
+  Result Get(const K& key, absl::string_view segment, F call) {
+    return Get(key, segment, Deadline::In(absl::InfiniteDuration()),
+               std::move(call));
+  }
   template <typename F>
   Result Get(const K& key, F call) {
-    return Get(key, absl::string_view(), std::move(call));
+    return Get(key, absl::string_view(), Deadline::In(absl::InfiniteDuration()),
+               std::move(call));
   }
 
-  const std::string& name() const { return settings_.name; }
+  const std::string& name() const { return core_->settings.name; }
   LadderStats stats() const;
 
  private:
+  // What a call running on an executor uses: shared with it, so a call
+  // that outlives the ladder finds `alive` false and touches nothing else.
+  struct Core {
+    Core(LadderSettings s, Rungs r) : settings(std::move(s)), rungs(r) {}
+    const LadderSettings settings;
+    const Rungs rungs;
+    absl::Mutex mu;
+    bool alive ABSL_GUARDED_BY(mu) = true;
+
+    std::atomic<uint64_t> fresh{0};
+    std::array<std::atomic<uint64_t>, 4> stale{};
+    std::atomic<uint64_t> segment{0};
+    std::atomic<uint64_t> global{0};
+    std::atomic<uint64_t> failed{0};
+    std::atomic<uint64_t> store_calls{0};
+    std::atomic<uint64_t> ramp_refused{0};
+    std::atomic<uint64_t> cached_fresh{0};
+    std::atomic<uint64_t> revalidations{0};
+    std::array<std::atomic<uint64_t>, kStaleAgeBounds.size() + 1> age_buckets{};
+    std::atomic<int64_t> age_sum_ms{0};
+  };
+
   Ladder(LadderSettings settings, Rungs rungs);
 
   template <typename F>
-  auto Through(const K& key, F call);
+  static auto Through(std::shared_ptr<Core> core, const K& key, F call);
   template <typename F>
-  absl::StatusOr<Value> CallStore(const K& key, F call);
+  absl::StatusOr<Value> CallStore(const K& key, const Deadline& deadline,
+                                  F call);
   template <typename F>
   void Revalidate(const K& key, F call);
+  Result Stale(typename Cache::Lookup hit, DegradeReason reason);
   Result Down(const K& key, absl::string_view segment, DegradeReason reason,
               const absl::Status& failure);
-  void CountStale(absl::Duration age, FallbackTier tier);
   static void Add(std::atomic<uint64_t>& c) {
     c.fetch_add(1, std::memory_order_relaxed);
   }
 
-  const LadderSettings settings_;
-  const Rungs rungs_;
-  const Clock* const clock_;
-
-  std::atomic<uint64_t> fresh_{0};
-  std::array<std::atomic<uint64_t>, 4> stale_{};
-  std::atomic<uint64_t> segment_{0};
-  std::atomic<uint64_t> global_{0};
-  std::atomic<uint64_t> failed_{0};
-  std::atomic<uint64_t> store_calls_{0};
-  std::atomic<uint64_t> ramp_refused_{0};
-  std::atomic<uint64_t> cached_fresh_{0};
-  std::atomic<uint64_t> revalidations_{0};
-  std::array<std::atomic<uint64_t>, kStaleAgeBounds.size() + 1> age_buckets_{};
-  std::atomic<int64_t> age_sum_ms_{0};
-
+  const std::shared_ptr<Core> core_;
   const detail::OwnerView<Ladder, LadderStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
 };
@@ -220,6 +259,10 @@ absl::StatusOr<std::unique_ptr<Ladder<K, V, Hash>>> Ladder<K, V, Hash>::Create(
   const auto in = [](absl::Duration d, absl::Duration hi) {
     return d >= absl::ZeroDuration() && d <= hi;
   };
+  if (!in(s.call_wait, absl::Hours(1))) {
+    return who.Invalid("call_wait", absl::FormatDuration(s.call_wait),
+                       "must be in [0, 1h]");
+  }
   if (!in(s.coalesce_wait, absl::Hours(1))) {
     return who.Invalid("coalesce_wait", absl::FormatDuration(s.coalesce_wait),
                        "must be in [0, 1h]");
@@ -253,147 +296,200 @@ absl::StatusOr<std::unique_ptr<Ladder<K, V, Hash>>> Ladder<K, V, Hash>::Create(
 
 template <typename K, typename V, typename Hash>
 Ladder<K, V, Hash>::Ladder(LadderSettings settings, Rungs rungs)
-    : settings_(std::move(settings)),
-      rungs_(std::move(rungs)),
-      clock_(settings_.clock != nullptr ? settings_.clock
-                                        : &RealClock::Instance()) {
-  telemetry_ =
-      detail::Attach(settings_.metrics, &Telemetry::AttachComponent, view_);
+    : core_(std::make_shared<Core>(std::move(settings), std::move(rungs))) {
+  telemetry_ = detail::Attach(core_->settings.metrics,
+                              &Telemetry::AttachComponent, view_);
+}
+
+template <typename K, typename V, typename Hash>
+Ladder<K, V, Hash>::~Ladder() {
+  telemetry_.reset();
+  absl::MutexLock l(&core_->mu);  // a running call holds a reader lock
+  core_->alive = false;
 }
 
 template <typename K, typename V, typename Hash>
 template <typename F>
-auto Ladder<K, V, Hash>::Through(const K& key, F call) {
-  // The store call as the coalescer shares it: through the breaker, written
-  // through to the cache on success, so even a call whose waiters all left
-  // fills the cache for the next request. Errors are never cached.
-  return
-      [this, key, call = std::move(call)]() mutable -> absl::StatusOr<Value> {
-        absl::StatusOr<V> r = rungs_.breaker->Execute([&]() {
-          Add(store_calls_);  // only the calls the breaker lets through
-          return call();
-        });
-        if (!r.ok()) return r.status();
-        Value v = std::make_shared<const V>(*std::move(r));
-        rungs_.cache->Put(key, v);
-        return v;
-      };
+auto Ladder<K, V, Hash>::Through(std::shared_ptr<Core> core, const K& key,
+                                 F call) {
+  // The store call as the coalescer shares it: through the breaker,
+  // validated, written through to the cache on success, so even a call
+  // whose waiters all left fills the cache for the next request. Errors are
+  // never cached. It holds the core, not the ladder: run after the ladder
+  // is gone, it does nothing.
+  return [core = std::move(core), key,
+          call = std::move(call)]() mutable -> absl::StatusOr<Value> {
+    absl::ReaderMutexLock l(&core->mu);
+    if (!core->alive) {
+      return absl::CancelledError(absl::StrCat(
+          "ladder '", core->settings.name, "' was destroyed before the call"));
+    }
+    const Rungs& rungs = core->rungs;
+    absl::StatusOr<V> r = rungs.breaker->Execute([&]() -> absl::StatusOr<V> {
+      Add(core->store_calls);  // only the calls the breaker lets through
+      absl::StatusOr<V> v = call();
+      if (v.ok() && rungs.validate) {
+        absl::Status fit = rungs.validate(*v);
+        if (!fit.ok()) {
+          return detail::WithReason(
+              absl::Status(fit.code() == absl::StatusCode::kOk
+                               ? absl::StatusCode::kInvalidArgument
+                               : fit.code(),
+                           absl::StrCat("ladder '", core->settings.name,
+                                        "': the call's value is refused: ",
+                                        fit.message())),
+              "ladder_invalid_value");
+        }
+      }
+      return v;
+    });
+    if (!r.ok()) return r.status();
+    Value v = std::make_shared<const V>(*std::move(r));
+    rungs.cache->Put(key, v);
+    return v;
+  };
 }
 
 template <typename K, typename V, typename Hash>
 template <typename F>
 absl::StatusOr<typename Ladder<K, V, Hash>::Value>
-Ladder<K, V, Hash>::CallStore(const K& key, F call) {
-  auto through = Through(key, std::move(call));
-  if (rungs_.coalescer == nullptr) return through();
-  return rungs_.coalescer->Do(key, settings_.coalesce_wait, std::move(through));
+Ladder<K, V, Hash>::CallStore(const K& key, const Deadline& deadline, F call) {
+  auto through = Through(core_, key, std::move(call));
+  Shared* coalescer = core_->rungs.coalescer;
+  if (coalescer == nullptr) return through();
+  const absl::Duration left = deadline.remaining();
+  CoalesceWaits waits;
+  waits.leader = std::min(core_->settings.call_wait, left);
+  waits.joined = std::min(core_->settings.coalesce_wait, left);
+  return coalescer->DoWithRole(key, waits, std::move(through)).result;
 }
 
 template <typename K, typename V, typename Hash>
 template <typename F>
 void Ladder<K, V, Hash>::Revalidate(const K& key, F call) {
-  Add(revalidations_);
   // Waits for nothing: the call runs on the coalescer's executor (one per
-  // key however many requests ask) and lands in the cache.
-  (void)rungs_.coalescer->Do(key, absl::ZeroDuration(),
-                             Through(key, std::move(call)));
+  // key however many requests ask: a full table runs none rather than one
+  // per request) and lands in the cache.
+  CoalesceWaits waits;
+  waits.run_if_full = false;
+  const Coalesced<Value> c = core_->rungs.coalescer->DoWithRole(
+      key, waits, Through(core_, key, std::move(call)));
+  if (c.role == CoalesceRole::kLeader) Add(core_->revalidations);
 }
 
 template <typename K, typename V, typename Hash>
-void Ladder<K, V, Hash>::CountStale(absl::Duration age, FallbackTier tier) {
-  Add(stale_[static_cast<std::size_t>(tier) -
-             static_cast<std::size_t>(FallbackTier::kStale1m)]);
-  const double seconds = absl::ToDoubleSeconds(age);
+typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Stale(
+    typename Cache::Lookup hit, DegradeReason reason) {
+  auto r = StageResult<Value>::Stale(std::move(hit.value), core_->settings.name,
+                                     reason, hit.age);
+  Add(core_->stale[static_cast<std::size_t>(r.tier()) -
+                   static_cast<std::size_t>(FallbackTier::kStale1m)]);
+  const double seconds = absl::ToDoubleSeconds(hit.age);
   std::size_t b = 0;
   while (b < kStaleAgeBounds.size() && seconds > kStaleAgeBounds[b]) ++b;
-  Add(age_buckets_[b]);
-  const int64_t ms = absl::ToInt64Milliseconds(age);
-  age_sum_ms_.fetch_add(ms > 0 ? ms : 0, std::memory_order_relaxed);
+  Add(core_->age_buckets[b]);
+  const int64_t ms = absl::ToInt64Milliseconds(hit.age);
+  core_->age_sum_ms.fetch_add(ms > 0 ? ms : 0, std::memory_order_relaxed);
+  return r;
 }
 
 template <typename K, typename V, typename Hash>
 typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Down(
     const K& key, absl::string_view segment, DegradeReason reason,
     const absl::Status& failure) {
-  auto hit = rungs_.cache->FindStale(key);
-  if (hit.value != nullptr) {
-    auto r = StageResult<Value>::Stale(std::move(hit.value), settings_.name,
-                                       reason, hit.age);
-    CountStale(hit.age, r.tier());
-    return r;
-  }
-  if (rungs_.segment && !segment.empty()) {
-    Value v = rungs_.segment(segment);
+  const Rungs& rungs = core_->rungs;
+  auto hit = rungs.cache->FindStale(key);
+  if (hit.value != nullptr) return Stale(std::move(hit), reason);
+  const std::string& name = core_->settings.name;
+  if (rungs.segment && !segment.empty()) {
+    Value v = rungs.segment(segment);
     if (v != nullptr) {
-      Add(segment_);
-      return StageResult<Value>::Fallback(std::move(v), settings_.name, reason,
+      Add(core_->segment);
+      return StageResult<Value>::Fallback(std::move(v), name, reason,
                                           FallbackTier::kSegment);
     }
   }
-  if (rungs_.global) {
-    Value v = rungs_.global();
+  if (rungs.global) {
+    Value v = rungs.global();
     if (v != nullptr) {
-      Add(global_);
-      return StageResult<Value>::Fallback(std::move(v), settings_.name, reason,
+      Add(core_->global);
+      return StageResult<Value>::Fallback(std::move(v), name, reason,
                                           FallbackTier::kGlobal);
     }
   }
-  Add(failed_);
-  return failure.ok() ? absl::UnavailableError(
-                            absl::StrCat("ladder '", settings_.name,
-                                         "': no rung has a value for this key"))
-                      : failure;
+  Add(core_->failed);
+  return failure.ok()
+             ? absl::UnavailableError(absl::StrCat(
+                   "ladder '", name, "': no rung has a value for this key"))
+             : failure;
 }
 
 template <typename K, typename V, typename Hash>
 template <typename F>
 typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Get(
-    const K& key, absl::string_view segment, F call) {
-  if (settings_.fresh_for > absl::ZeroDuration()) {
+    const K& key, absl::string_view segment, const Deadline& deadline, F call) {
+  const LadderSettings& settings = core_->settings;
+  const Rungs& rungs = core_->rungs;
+  const bool closed = rungs.breaker->state() == State::kClosed;
+  if (settings.fresh_for > absl::ZeroDuration()) {
     auto hit =
-        rungs_.cache->Find(key, settings_.fresh_for + settings_.revalidate_for);
+        rungs.cache->Find(key, settings.fresh_for + settings.revalidate_for);
     if (hit.value != nullptr) {
-      if (hit.age <= settings_.fresh_for) {
-        Add(cached_fresh_);
-        Add(fresh_);
+      if (hit.age <= settings.fresh_for) {
+        Add(core_->cached_fresh);
+        Add(core_->fresh);
         return StageResult<Value>::Fresh(std::move(hit.value));
       }
-      // Stale while revalidating: served now, refreshed behind. Tagged
-      // stale with no reason: nothing failed.
-      Revalidate(key, std::move(call));
-      auto r = StageResult<Value>::Stale(std::move(hit.value), settings_.name,
-                                         DegradeReason::kNone, hit.age);
-      CountStale(hit.age, r.tier());
-      return r;
-    }
-  }
-  if (rungs_.ramp != nullptr) {
-    const bool closed = rungs_.breaker->state() == State::kClosed;
-    if (!rungs_.ramp->Admit(closed)) {
-      // No room yet: a key with its own value waits on it; a key with
-      // nothing cached calls anyway (charged to the ramp), since a default
-      // would cost it more than the call costs the store.
-      auto hit = rungs_.cache->FindStale(key);
-      if (hit.value != nullptr) {
-        Add(ramp_refused_);
-        auto r =
-            StageResult<Value>::Stale(std::move(hit.value), settings_.name,
-                                      DegradeReason::kRateLimited, hit.age);
-        CountStale(hit.age, r.tier());
-        return r;
+      // Stale while revalidating: served now, refreshed behind, unless the
+      // recovery ramp has no room (then only served). Tagged stale with no
+      // reason: nothing failed.
+      if (rungs.ramp == nullptr || rungs.ramp->Admit(closed)) {
+        Revalidate(key, std::move(call));
       }
-      rungs_.ramp->Force();
+      return Stale(std::move(hit), DegradeReason::kNone);
     }
   }
-  absl::StatusOr<Value> live = CallStore(key, std::move(call));
+  if (rungs.ramp != nullptr && !rungs.ramp->Admit(closed)) {
+    // No room yet. A call for this key already in flight costs the store
+    // nothing more: wait for it. Otherwise a key with its own value waits
+    // on it, and a key with nothing cached calls anyway (charged to the
+    // ramp), since a default would cost it more than the call costs the
+    // store.
+    if (rungs.coalescer != nullptr) {
+      const absl::Duration wait =
+          std::min(settings.coalesce_wait, deadline.remaining());
+      if (std::optional<Coalesced<Value>> joined =
+              rungs.coalescer->Join(key, wait)) {
+        if (joined->result.ok() && *joined->result != nullptr) {
+          Add(core_->fresh);
+          return StageResult<Value>::Fresh(*std::move(joined->result));
+        }
+        const absl::Status failure = joined->result.status();
+        return Down(key, segment,
+                    IsInvalidValue(failure) ? DegradeReason::kInvalid
+                                            : ReasonFromStatus(failure),
+                    failure);
+      }
+    }
+    auto hit = rungs.cache->FindStale(key);
+    if (hit.value != nullptr) {
+      Add(core_->ramp_refused);
+      return Stale(std::move(hit), DegradeReason::kRateLimited);
+    }
+    rungs.ramp->Force();
+  }
+  absl::StatusOr<Value> live = CallStore(key, deadline, std::move(call));
   if (live.ok() && *live != nullptr) {
-    Add(fresh_);
+    Add(core_->fresh);
     return StageResult<Value>::Fresh(*std::move(live));
   }
   const absl::Status failure =
       live.ok() ? absl::InternalError("the call returned no value")
                 : live.status();
-  return Down(key, segment, ReasonFromStatus(failure), failure);
+  return Down(key, segment,
+              IsInvalidValue(failure) ? DegradeReason::kInvalid
+                                      : ReasonFromStatus(failure),
+              failure);
 }
 
 template <typename K, typename V, typename Hash>
@@ -401,22 +497,23 @@ LadderStats Ladder<K, V, Hash>::stats() const {
   const auto get = [](const std::atomic<uint64_t>& c) {
     return c.load(std::memory_order_relaxed);
   };
+  const Core& c = *core_;
   LadderStats st;
-  st.fresh = get(fresh_);
+  st.fresh = get(c.fresh);
   for (std::size_t i = 0; i < st.stale.size(); ++i)
-    st.stale[i] = get(stale_[i]);
-  st.segment = get(segment_);
-  st.global = get(global_);
-  st.failed = get(failed_);
-  st.store_calls = get(store_calls_);
-  st.ramp_refused = get(ramp_refused_);
-  st.cached_fresh = get(cached_fresh_);
-  st.revalidations = get(revalidations_);
+    st.stale[i] = get(c.stale[i]);
+  st.segment = get(c.segment);
+  st.global = get(c.global);
+  st.failed = get(c.failed);
+  st.store_calls = get(c.store_calls);
+  st.ramp_refused = get(c.ramp_refused);
+  st.cached_fresh = get(c.cached_fresh);
+  st.revalidations = get(c.revalidations);
   for (std::size_t i = 0; i < st.stale_age_buckets.size(); ++i) {
-    st.stale_age_buckets[i] = get(age_buckets_[i]);
+    st.stale_age_buckets[i] = get(c.age_buckets[i]);
   }
   st.stale_age_sum_seconds =
-      static_cast<double>(age_sum_ms_.load(std::memory_order_relaxed)) / 1000;
+      static_cast<double>(c.age_sum_ms.load(std::memory_order_relaxed)) / 1000;
   return st;
 }
 

@@ -142,7 +142,10 @@ class CoalesceCore {
   // Joins the call in flight for `key`, or registers a new one (kLeader)
   // while the table has room, or neither (kFull). `*call` is the call
   // joined or registered.
-  Registration Register(const K& key, std::shared_ptr<Call>* call) {
+  // With `join_only`, never registers: kFull stands for "nothing in flight
+  // to join".
+  Registration Register(const K& key, std::shared_ptr<Call>* call,
+                        bool join_only = false) {
     Shard& shard = ShardOf(key);
     MutexLock lock(&shard.mu);
     auto it = shard.calls.find(key);
@@ -151,6 +154,7 @@ class CoalesceCore {
       (*call)->joined.fetch_add(1, std::memory_order_relaxed);
       return Registration::kJoined;
     }
+    if (join_only) return Registration::kFull;
     // Counted before the entry exists, so concurrent leaders of other
     // shards can never take the table past the bound together.
     if (inflight_.fetch_add(1, std::memory_order_relaxed) >= max_inflight_) {

@@ -15,10 +15,14 @@
 // `rate_window`), freezes that rate when the breaker leaves closed, and
 // after the breaker closes again admits live calls at a rate rising
 // linearly from `start_share` of it (never below `min_rate`) to the whole
-// of it over `period`; after that, everything goes again. A call the ramp
-// refuses is served down the fallback ladder (ladder.hpp: the key's own
-// last-known-good value, else a segment's or the global default), so the
-// users whose values are cached see no difference, and the store sees at
+// of it over `period`. It ends on evidence, not on the clock: once the
+// period is over and half a period has passed without a refusal, everything
+// goes again; while it still refuses (the demand is above the rate it
+// measured, as for an instance started during the outage), the rate keeps
+// rising, doubling each period, rather than stepping to everything at once. A
+// call the ramp refuses is served down the fallback ladder (ladder.hpp: the
+// key's own last-known-good value, else a segment's or the global default), so
+// the users whose values are cached see no difference, and the store sees at
 // most its pre-outage rate.
 //
 //   degrade::RecoveryRampSettings s;
@@ -48,6 +52,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -154,8 +159,11 @@ class RecoveryRamp {
   // stands still there, so the ramp neither restarts nor refuses for the
   // step.
   int64_t Now() const {
-    const int64_t floor =
-        detail::SatSubNanos(tat_.load(std::memory_order_relaxed), burst_);
+    // Never ahead of the clock: the TAT is at most the longest tolerance
+    // (the ramp's lowest rate's interval, or its burst) past now.
+    const int64_t floor = detail::SatSubNanos(
+        tat_.load(std::memory_order_relaxed),
+        std::max(burst_, max_interval_.load(std::memory_order_relaxed)));
     return line_.Now(
         std::max(floor, ramp_start_.load(std::memory_order_relaxed)));
   }
@@ -182,6 +190,10 @@ class RecoveryRamp {
   std::atomic<RampState> state_{RampState::kSteady};
   std::atomic<int64_t> ramp_start_{std::numeric_limits<int64_t>::min()};
   std::atomic<int64_t> tat_{0};
+  // The current ramp's longest interval (its lowest rate), and when it
+  // last refused a call: it ends only after half a period without one.
+  std::atomic<int64_t> max_interval_{0};
+  std::atomic<int64_t> last_refused_{0};
   std::atomic<double> base_rate_{0};
   std::atomic<uint64_t> admitted_{0};
   std::atomic<uint64_t> refused_{0};
@@ -256,11 +268,16 @@ inline RecoveryRamp::RecoveryRamp(RecoveryRampSettings s)
 }
 
 inline double RecoveryRamp::RateAt(int64_t elapsed) const {
-  const double frac = std::min(
-      1.0, static_cast<double>(elapsed) / static_cast<double>(period_));
-  const double share =
-      settings_.start_share + (1.0 - settings_.start_share) * frac;
-  return base_rate_.load(std::memory_order_relaxed) * share;
+  const double base = base_rate_.load(std::memory_order_relaxed);
+  const double t = static_cast<double>(elapsed) / static_cast<double>(period_);
+  if (t <= 1) {
+    return base * (settings_.start_share + (1.0 - settings_.start_share) * t);
+  }
+  // Past the period and still refusing: the demand is above the rate the
+  // ramp was measured against (an instance that started during the
+  // outage measured little), so the rate keeps rising, doubling each
+  // period, instead of stepping to everything at once.
+  return base * std::exp2(std::min(t - 1.0, 40.0));
 }
 
 inline double RecoveryRamp::MeasuredRate(absl::Time now) const {
@@ -286,9 +303,17 @@ inline void RecoveryRamp::EnterOutage() {
   if (s == RampState::kOutage) return;
   if (s == RampState::kSteady) {
     // A breaker reopening during a ramp keeps the rate it was measured
-    // against: the ramp's own admissions are not the demand.
-    base_rate_.store(std::max(settings_.min_rate,
-                              MeasuredRate(settings_.clock->CoarseNow())),
+    // against: the ramp's own admissions are not the demand. Soon after a
+    // ramp the window has not refilled: the old rate is kept if higher.
+    const absl::Time now = settings_.clock->CoarseNow();
+    double measured = MeasuredRate(now);
+    const double since = absl::ToDoubleSeconds(detail::ElapsedSince(
+        now, absl::FromUnixNanos(
+                 steady_since_nanos_.load(std::memory_order_relaxed))));
+    if (since < absl::ToDoubleSeconds(settings_.rate_window)) {
+      measured = std::max(measured, base_rate_.load(std::memory_order_relaxed));
+    }
+    base_rate_.store(std::max(settings_.min_rate, measured),
                      std::memory_order_relaxed);
   }
   outages_.fetch_add(1, std::memory_order_relaxed);
@@ -299,6 +324,9 @@ inline void RecoveryRamp::StartRamp(int64_t now) {
   absl::MutexLock l(&transition_mu_);
   if (state_.load(std::memory_order_relaxed) != RampState::kOutage) return;
   ramp_start_.store(now, std::memory_order_relaxed);
+  max_interval_.store(detail::GcraInterval(RateAt(0)),
+                      std::memory_order_relaxed);
+  last_refused_.store(now, std::memory_order_relaxed);
   // An empty bucket: the first call goes, the next wait their interval.
   tat_.store(now, std::memory_order_relaxed);
   ramps_.fetch_add(1, std::memory_order_relaxed);
@@ -309,7 +337,9 @@ inline bool RecoveryRamp::AdmitRamping() {
   const int64_t start = ramp_start_.load(std::memory_order_relaxed);
   const int64_t now = Now();
   const int64_t elapsed = detail::ElapsedNanosSince(now, start);
-  if (elapsed >= period_) {
+  if (elapsed >= period_ &&
+      detail::ElapsedNanosSince(
+          now, last_refused_.load(std::memory_order_relaxed)) >= period_ / 2) {
     absl::MutexLock l(&transition_mu_);
     if (state_.load(std::memory_order_relaxed) == RampState::kRamping) {
       steady_since_nanos_.store(absl::ToUnixNanos(settings_.clock->CoarseNow()),
@@ -327,6 +357,10 @@ inline bool RecoveryRamp::AdmitRamping() {
         detail::GcraDecide(tat, now, interval, interval, tolerance, 0);
     if (!step.admit) {
       refused_.fetch_add(1, std::memory_order_relaxed);
+      int64_t last = last_refused_.load(std::memory_order_relaxed);
+      while (last < now && !last_refused_.compare_exchange_weak(
+                               last, now, std::memory_order_relaxed)) {
+      }
       return false;
     }
     if (tat_.compare_exchange_weak(tat, step.next, std::memory_order_relaxed)) {

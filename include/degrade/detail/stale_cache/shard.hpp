@@ -134,8 +134,12 @@ class alignas(kCacheLine) StaleCacheGate {
 template <class K, class V>
 struct StaleCacheSlot {
   std::shared_ptr<const V> value;
-  int64_t written = 0;  // the clock's reading at the put, Unix ns
-  uint32_t bytes = 0;   // charged
+  // The clock's reading at the put, Unix ns. Atomic because a reader may
+  // move it back to its own reading: a clock stepped back then reads as
+  // the value's age standing still, not as a fresh value for the length of
+  // the step.
+  std::atomic<int64_t> written{0};
+  uint32_t bytes = 0;  // charged
   uint32_t bucket_next = kStaleCacheNil;
   uint32_t queue_next = kStaleCacheNil;  // FIFO link, or free-list link
   mutable std::atomic<uint8_t> freq{0};  // 0..3, raised by hits
@@ -197,7 +201,16 @@ class StaleCacheShard {
       misses_.fetch_add(1, std::memory_order_relaxed);
     } else {
       Slot& s = slots_[id];
-      *age = ElapsedNanosSince(now, s.written);
+      int64_t written = s.written.load(std::memory_order_relaxed);
+      if (written > now) {
+        // The clock was stepped back past the put (or another reader's
+        // reading was a hair later): the value is as old as it was when
+        // the clock stood here, never younger for the whole step.
+        s.written.compare_exchange_strong(written, now,
+                                          std::memory_order_relaxed);
+        written = now;
+      }
+      *age = ElapsedNanosSince(now, written);
       if (*age > max_age) {
         too_old_.fetch_add(1, std::memory_order_relaxed);
         r = kTooOld;
@@ -233,7 +246,7 @@ class StaleCacheShard {
       pinned_ = kStaleCacheNil;
       graveyard_.push_back(std::move(s.value));
       s.value = std::move(value);
-      s.written = now;
+      s.written.store(now, std::memory_order_relaxed);
       bytes_ = bytes_ - s.bytes + bytes;
       s.bytes = bytes;
       Touch(s);
@@ -248,7 +261,7 @@ class StaleCacheShard {
       free_head_ = s.queue_next;
       s.key = key;
       s.value = std::move(value);
-      s.written = now;
+      s.written.store(now, std::memory_order_relaxed);
       s.bytes = bytes;
       s.freq.store(0, std::memory_order_relaxed);
       uint32_t& head = buckets_[hash & bucket_mask_];
@@ -294,7 +307,9 @@ class StaleCacheShard {
         Slot& s = slots_[id];
         const uint32_t next = s.queue_next;
         const bool dead = s.queue == kDead;
-        if (dead || ElapsedNanosSince(now, s.written) > max_age) {
+        if (dead ||
+            ElapsedNanosSince(now, s.written.load(std::memory_order_relaxed)) >
+                max_age) {
           (prev == kStaleCacheNil ? q->head : slots_[prev].queue_next) = next;
           if (q->tail == id) q->tail = prev;
           --q->count;
@@ -423,7 +438,9 @@ class StaleCacheShard {
       return true;
     }
     const uint64_t hash = hash_(s.key);
-    if (id != pinned_ && ElapsedNanosSince(now, s.written) > max_age) {
+    if (id != pinned_ &&
+        ElapsedNanosSince(now, s.written.load(std::memory_order_relaxed)) >
+            max_age) {
       Drop(id, hash, kFree, &evictions_age_);
       Free(id);
       return true;

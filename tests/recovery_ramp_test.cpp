@@ -200,6 +200,33 @@ TEST(RecoveryRampTest, ForcedCallsAreChargedButTheirDebtIsCapped) {
   EXPECT_TRUE(ramp->Admit(true));
 }
 
+// A thread that read the breaker open, was descheduled past the close and
+// the whole ramp, and then asks: its reading is older than a closed one the
+// ramp saw (by the breaker's generation), so it starts no new outage.
+TEST(RecoveryRampTest, AStaleOpenReadingStartsNoOutageAfterTheClose) {
+  FakeClock clock;
+  auto ramp = MakeRamp(&clock, absl::Seconds(1));
+  for (int i = 0; i < 2000; ++i) {
+    ramp->Admit(true, 2);
+    clock.Advance(absl::Milliseconds(5));
+  }
+  ASSERT_TRUE(ramp->Admit(false, 3));  // opened: generation 3
+  ASSERT_EQ(ramp->state(), RampState::kOutage);
+  for (int i = 0; i < 1000; ++i) {  // closed again at generation 5
+    ramp->Admit(true, 5);
+    clock.Advance(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(ramp->state(), RampState::kSteady);
+  const double base = ramp->base_rate();
+  ramp->Admit(false, 3);  // the late reading
+  EXPECT_EQ(ramp->state(), RampState::kSteady);
+  EXPECT_EQ(ramp->stats().outages, 1u);
+  EXPECT_EQ(ramp->base_rate(), base);
+  ramp->Admit(false, 6);  // a real reopening
+  EXPECT_EQ(ramp->state(), RampState::kOutage);
+  EXPECT_EQ(ramp->stats().outages, 2u);
+}
+
 TEST(RecoveryRampTest, EveryBadSettingIsNamed) {
   FakeClock clock;
   const auto bad = [&](auto change, const char* field) {

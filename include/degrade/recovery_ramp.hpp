@@ -129,6 +129,12 @@ class RecoveryRamp {
   // able to go) and the pre-outage rate stays frozen; once it is closed
   // again, calls are admitted at the ramp's rate until `period` has passed.
   bool Admit(bool breaker_closed);
+  // The same, with the breaker's `generation()` read before its state: a
+  // reading of "not closed" from a generation older than one the ramp has
+  // seen closed is stale (a thread descheduled between reading the breaker
+  // and asking) and is taken as closed, so it cannot start a new outage
+  // after the ramp.
+  bool Admit(bool breaker_closed, uint64_t generation);
 
   // Admits a call the ramp just refused, because the caller has nothing
   // else to serve (no last-known-good value for the key): the call is
@@ -199,6 +205,8 @@ class RecoveryRamp {
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> passed_{0};
   std::atomic<uint64_t> forced_{0};
+  // The newest breaker generation seen with the breaker closed.
+  std::atomic<uint64_t> closed_generation_{0};
   std::atomic<uint64_t> outages_{0};
   std::atomic<uint64_t> ramps_{0};
   // When steady state last began and the calls counted since: until the
@@ -369,6 +377,19 @@ inline bool RecoveryRamp::AdmitRamping() {
     }
     detail::CpuRelax(1);
   }
+}
+
+inline bool RecoveryRamp::Admit(bool breaker_closed, uint64_t generation) {
+  if (breaker_closed) {
+    uint64_t seen = closed_generation_.load(std::memory_order_relaxed);
+    while (seen < generation &&
+           !closed_generation_.compare_exchange_weak(
+               seen, generation, std::memory_order_relaxed)) {
+    }
+  } else if (generation < closed_generation_.load(std::memory_order_relaxed)) {
+    breaker_closed = true;  // a stale reading: it has closed since
+  }
+  return Admit(breaker_closed);
 }
 
 inline bool RecoveryRamp::Admit(bool breaker_closed) {

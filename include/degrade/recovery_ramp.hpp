@@ -277,15 +277,18 @@ inline RecoveryRamp::RecoveryRamp(RecoveryRampSettings s)
 
 inline double RecoveryRamp::RateAt(int64_t elapsed) const {
   const double base = base_rate_.load(std::memory_order_relaxed);
-  const double t = static_cast<double>(elapsed) / static_cast<double>(period_);
-  if (t <= 1) {
-    return base * (settings_.start_share + (1.0 - settings_.start_share) * t);
+  const double periods =
+      static_cast<double>(elapsed) / static_cast<double>(period_);
+  if (periods <= 1) {
+    // raw-time-ok: a share of the rate, not a time.
+    const double rise = 1.0 - settings_.start_share;
+    return base * (settings_.start_share + rise * periods);
   }
   // Past the period and still refusing: the demand is above the rate the
   // ramp was measured against (an instance that started during the
   // outage measured little), so the rate keeps rising, doubling each
   // period, instead of stepping to everything at once.
-  return base * std::exp2(std::min(t - 1.0, 40.0));
+  return base * std::exp2(std::min(periods - 1.0, 40.0));
 }
 
 inline double RecoveryRamp::MeasuredRate(absl::Time now) const {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
@@ -162,6 +163,24 @@ TEST(AttackStaleCacheTest, DISABLED_AKeyCopyThatThrowsLocksReadersOut) {
   if (returned) delete cache;
 }
 
+// FINDING 1a, at its worst: on a shard of one slot the leaked slot was
+// the only one, so the next put of a new key evicts nothing (both queues
+// are empty), takes `free_head_` == kStaleCacheNil as its slot and writes
+// slots_[0xffffffff]: a heap overflow. Run in a child process, which is
+// expected to survive.
+TEST(AttackStaleCacheTest, DISABLED_AKeyCopyThatThrowsOnAOneSlotShardCorrupts) {
+  EXPECT_EXIT(
+      {
+        FakeClock clock;
+        auto cache =
+            FragileCache::Create(AttackSettings(&clock, 1, 1 << 20, 1)).value();
+        PutWithThrowingCopy(cache.get(), 1);
+        const bool stored = cache->Put(FragileKey(2), 2u);
+        std::exit(stored && cache->Contains(FragileKey(2)) ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // Withstood: a throwing copy of the key being replaced (no copy happens on
 // the replace path) and a throwing weigher (called before any lock) leave
 // the cache as it was.
@@ -263,7 +282,9 @@ TEST(AttackStaleCacheTest, FiniteExtremeClocksKeepTheBoundsAndCounts) {
     for (int i = 0; i < 5; ++i) EXPECT_TRUE(cache->Put(key++ % 11, 1u));
     for (uint64_t k = 0; k < 11; ++k) {
       const AttackCache::Lookup l = cache->FindStale(k);
-      if (l.hit()) EXPECT_LE(l.age, absl::Hours(1));
+      if (l.hit()) {
+        EXPECT_LE(l.age, absl::Hours(1));
+      }
       EXPECT_GE(l.age, absl::ZeroDuration());
     }
     cache->SweepExpired();
@@ -385,6 +406,76 @@ TEST(AttackStaleCacheTest, DISABLED_AnIdentityHashLetsAScanIntoMain) {
       IdentityHashCache::Create(AttackSettings(&clock, 100, 1 << 20, 1))
           .value();
   EXPECT_EQ(HotKeysLeftAfterAScan(cache.get()), 50u);
+}
+
+// A Hash that is not a pure function of the key: it reads a salt the
+// test changes (as a hash seeded per process would if keys crossed a
+// restart, or one reading mutable state through a pointer in the key).
+struct SaltedHash {
+  static inline uint64_t salt = 0;
+  std::size_t operator()(uint64_t k) const {
+    return absl::Hash<uint64_t>{}(k ^ salt);
+  }
+};
+
+// FINDING 7 (low: it breaks the Hash contract, but the failure is memory
+// corruption, not a wrong answer): the shard recomputes a held key's hash
+// when it evicts or sweeps it (EvictOne, Sweep: `hash_(s.key)`), and Drop
+// walks the bucket that hash names until it meets the slot. When the hash
+// changed, the slot is not in that bucket: the walk reaches
+// kStaleCacheNil and reads slots_[0xffffffff] (a wild read, then a write
+// through it). Hashing again also runs user code with the reader gate
+// closed (a long string key's hash, per evicted entry, while readers
+// wait). Fix: keep the 64-bit hash (or its low 32 bits plus the
+// fingerprint's) in the slot, and stop the walk at kStaleCacheNil with a
+// debug assertion. Run in a child process, which is expected to survive.
+using SaltedCache = LastGoodCache<uint64_t, uint32_t, SaltedHash>;
+[[noreturn]] void EvictAfterTheHashChanged() {
+  FakeClock clock;
+  auto cache =
+      SaltedCache::Create(AttackSettings(&clock, 4, 1 << 20, 1)).value();
+  for (uint64_t k = 0; k < 4; ++k) cache->Put(k, 1u);
+  SaltedHash::salt = 0x5bd1e995;
+  for (uint64_t k = 10; k < 20; ++k) cache->Put(k, 1u);  // evicts
+  clock.Advance(absl::Hours(25));
+  cache->SweepExpired();
+  std::exit(cache->stats().entries == 0 ? 0 : 1);
+}
+TEST(AttackStaleCacheTest, DISABLED_AHashThatChangesCorruptsMemory) {
+  EXPECT_EXIT(EvictAfterTheHashChanged(), ::testing::ExitedWithCode(0), "");
+}
+
+// FINDING 8 (low-medium): Put's contract says it evicts "values past
+// max_age before any other", but EvictOne only looks at the queue head it
+// pops: a full shard whose main queue holds only expired values (never
+// servable again) evicts a fresh value from the small queue for size, and
+// keeps the expired ones until a sweep. A cache written rarely and swept
+// rarely loses the values it could serve. Fix: say what it does ("a value
+// past max_age is evicted when its queue reaches it, or by
+// SweepExpired"), or, before evicting a live value for size, check main's
+// head (and small's) for expiry first -- cheap, and it catches the common
+// case of a main queue that went stale together.
+TEST(AttackStaleCacheTest, DISABLED_PutEvictsAFreshValueBeforeExpiredOnes) {
+  FakeClock clock;
+  auto cache =
+      AttackCache::Create(AttackSettings(&clock, 10, 1 << 20, 1)).value();
+  for (uint64_t k = 0; k < 10; ++k) ASSERT_TRUE(cache->Put(k, 1u));
+  for (uint64_t k = 0; k < 5; ++k) {
+    cache->FindStale(k);
+    cache->FindStale(k);
+  }
+  ASSERT_TRUE(cache->Put(10, 1u));  // 0..4 move to main, 5 is evicted
+  clock.Advance(absl::Hours(25));   // everything held is past max_age
+  for (uint64_t k = 20; k < 25; ++k) ASSERT_TRUE(cache->Put(k, 1u));
+  LastGoodCacheStats st = cache->stats();
+  ASSERT_EQ(st.evictions_size, 1u);
+  ASSERT_EQ(st.evictions_age, 5u);  // 6..10, from the small queue
+  // Now main holds 0..4, expired; small holds 20..24, fresh.
+  ASSERT_TRUE(cache->Put(25, 1u));
+  for (uint64_t k = 20; k < 26; ++k) EXPECT_TRUE(cache->Contains(k)) << k;
+  st = cache->stats();
+  EXPECT_EQ(st.evictions_size, 1u);
+  EXPECT_EQ(st.evictions_age, 6u);
 }
 
 // ---- Callbacks into the cache
@@ -654,6 +745,27 @@ TEST(AttackStaleCacheTest, TinyTablesAndOneBucketForEveryKey) {
   }
   st = per_entry->stats();
   EXPECT_LE(st.entries, 16u);
+  ExpectCountsAddUp(st);
+}
+
+// Withstood: the most shards there may be, one entry each: every key
+// lands somewhere, no shard holds more than its one entry, and the counts
+// add up.
+TEST(AttackStaleCacheTest, SixtyFiveThousandShardsOfOneEntry) {
+  FakeClock clock;
+  const std::size_t shards = kMaxLastGoodCacheShards;
+  const std::size_t charge = 8 + 4 + AttackCache::kOverhead;
+  auto cache = AttackCache::Create(
+                   AttackSettings(&clock, shards, shards * charge, shards))
+                   .value();
+  ASSERT_EQ(cache->shard_count(), shards);
+  for (uint32_t i = 0; i < 200000; ++i) {
+    ASSERT_TRUE(cache->Put(i, i));
+    ASSERT_EQ(*cache->FindStale(i).value, i);
+  }
+  const LastGoodCacheStats st = cache->stats();
+  EXPECT_GT(st.entries, shards / 2);
+  EXPECT_EQ(st.bytes, st.entries * charge);
   ExpectCountsAddUp(st);
 }
 

@@ -29,6 +29,7 @@
 #include "degrade/coalesce.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/metrics_registry.hpp"
+#include "degrade/rate_limit.hpp"
 #include "degrade/recovery_ramp.hpp"
 #include "degrade/stale_cache.hpp"
 #include "degrade/telemetry.hpp"
@@ -447,6 +448,46 @@ TEST(LadderTest, TheRegistryExportsWhatEachRungServed) {
   ladder.reset();
   EXPECT_EQ(registry.RenderPrometheus().find("degrade_ladder_"),
             std::string::npos);
+}
+
+// A fleet-wide cap on the store (here a local RateLimiter in the place a
+// redis::ClusterQuota takes): a request it refuses makes no call and gets
+// the key's stale value, else a default, tagged rate_limited.
+TEST(LadderTest, TheAdmitRungCapsTheLiveCallsAndServesDownTheLadder) {
+  Rig rig;
+  RateLimitSettings r;
+  r.name = "store-quota";
+  r.rate = 1;
+  r.burst = 1;
+  r.clock = &rig.clock;
+  r.metrics = NoTelemetry();
+  auto quota = RateLimiter::Create(r).value();
+  FeatureLadder::Rungs rungs;
+  rungs.breaker = rig.breaker.get();
+  rungs.cache = rig.cache.get();
+  rungs.segment = [&](absl::string_view) { return rig.us; };
+  rungs.admit = [&] { return quota->Admit(); };
+  LadderSettings s;
+  s.clock = &rig.clock;
+  s.metrics = NoTelemetry();
+  auto ladder = FeatureLadder::Create(s, rungs).value();
+  auto f = ladder->Get(1, "US", rig.store.Get(1));
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(f->degraded());
+  rig.clock.Advance(absl::Milliseconds(100));
+  f = ladder->Get(1, "US", rig.store.Get(1));  // over the quota: its own
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->trace().Encode(), "v1;features=rate_limited/stale-1m");
+  f = ladder->Get(2, "US", rig.store.Get(2));  // nothing cached: a default
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->trace().Encode(), "v1;features=rate_limited/segment");
+  EXPECT_EQ(rig.store.calls.load(), 1u);
+  EXPECT_EQ(ladder->stats().limit_refused, 2u);
+  EXPECT_EQ(rig.breaker->totals().failures, 0u);  // the store did not fail
+  rig.clock.Advance(absl::Seconds(1));
+  f = ladder->Get(2, "US", rig.store.Get(2));
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(f->degraded());
 }
 
 TEST(LadderTest, EveryBadSettingIsNamed) {

@@ -156,6 +156,13 @@ class Ladder {
     Shared* coalescer = nullptr;
     // Optional: after an outage, live calls come back at a rising rate.
     RecoveryRamp* ramp = nullptr;
+    // Optional: a limit on the live calls, asked before each one, e.g. a
+    // fleet-wide quota on the store (`[&] { return quota->Admit(); }` with
+    // a `redis::ClusterQuota`, or a local `RateLimiter`). A refusal serves
+    // the key's stale value, else its segment's or the global default,
+    // tagged by the refusal (`rate_limited`); a call already in flight for
+    // the key is joined instead. Must not throw.
+    std::function<absl::Status()> admit;
     // Optional: the segment's default (null when there is none for it),
     // and the global default (null when none is loaded). Must not throw.
     std::function<Value(absl::string_view segment)> segment;
@@ -220,6 +227,7 @@ class Ladder {
     std::atomic<uint64_t> failed{0};
     std::atomic<uint64_t> store_calls{0};
     std::atomic<uint64_t> ramp_refused{0};
+    std::atomic<uint64_t> limit_refused{0};
     std::atomic<uint64_t> cached_fresh{0};
     std::atomic<uint64_t> revalidations{0};
     std::array<std::atomic<uint64_t>, kStaleAgeBounds.size() + 1> age_buckets{};
@@ -481,6 +489,24 @@ typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Get(
     }
     rungs.ramp->Force();
   }
+  if (rungs.admit) {
+    const absl::Status refused = rungs.admit();
+    if (!refused.ok()) {
+      if (rungs.coalescer != nullptr) {
+        const absl::Duration wait =
+            std::min(settings.coalesce_wait, deadline.remaining());
+        if (std::optional<Coalesced<Value>> joined =
+                rungs.coalescer->Join(key, wait)) {
+          if (joined->result.ok() && *joined->result != nullptr) {
+            Add(core_->fresh);
+            return StageResult<Value>::Fresh(*std::move(joined->result));
+          }
+        }
+      }
+      Add(core_->limit_refused);
+      return Down(key, segment, ReasonFromStatus(refused), refused);
+    }
+  }
   absl::StatusOr<Value> live = CallStore(key, deadline, std::move(call));
   if (live.ok() && *live != nullptr) {
     Add(core_->fresh);
@@ -510,6 +536,7 @@ LadderStats Ladder<K, V, Hash>::stats() const {
   st.failed = get(c.failed);
   st.store_calls = get(c.store_calls);
   st.ramp_refused = get(c.ramp_refused);
+  st.limit_refused = get(c.limit_refused);
   st.cached_fresh = get(c.cached_fresh);
   st.revalidations = get(c.revalidations);
   for (std::size_t i = 0; i < st.stale_age_buckets.size(); ++i) {

@@ -76,6 +76,9 @@ struct LadderStats {
   // requests the recovery ramp sent down the ladder instead.
   uint64_t store_calls = 0;
   uint64_t ramp_refused = 0;
+  // Requests the `admit` rung (a fleet quota, a rate limit) refused a live
+  // call: served down the ladder.
+  uint64_t limit_refused = 0;
   // Of `fresh`, those served from the cache without a call (younger than
   // `fresh_for`); background refreshes begun (stale-while-revalidate).
   uint64_t cached_fresh = 0;

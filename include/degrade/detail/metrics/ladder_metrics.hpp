@@ -51,6 +51,10 @@ inline void WriteLadderMetrics(const LadderStats& st, const std::string& name,
   w.Counter("degrade_ladder_store_calls_total",
             "Live calls a fallback ladder made to its store.", {{label, name}},
             static_cast<double>(st.store_calls));
+  w.Counter("degrade_ladder_limit_refused_total",
+            "Requests a fallback ladder served down the ladder because its "
+            "admit rung (a fleet quota, a rate limit) refused the live call.",
+            {{label, name}}, static_cast<double>(st.limit_refused));
   w.Counter("degrade_ladder_ramp_refused_total",
             "Requests a fallback ladder served down the ladder because its "
             "recovery ramp had no room for the live call.",

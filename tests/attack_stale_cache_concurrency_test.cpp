@@ -382,7 +382,7 @@ struct SlowToFree {
 // Fix: move the graveyard into a local vector under the mutex and destroy
 // it after unlocking.
 TEST(AttackStaleCacheConcurrencyTest,
-     DISABLED_ASlowValueDestructorStallsTheShardsWriters) {
+     ASlowValueDestructorStallsTheShardsWriters) {
   LastGoodCacheSettings s;
   s.name = "slow";
   s.max_entries = 4;

@@ -57,6 +57,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -209,7 +210,7 @@ class LastGoodCache final {
   // not counted, and the key is not kept longer for it. Locks the key's
   // shard; for tests, tools and simulations, not the request path.
   bool Contains(const K& key) const {
-    const uint64_t hash = hasher_(key);
+    const uint64_t hash = detail::StaleCacheHashOf(hasher_, key);
     return ShardOf(hash).Contains(key, hash);
   }
 
@@ -383,7 +384,7 @@ bool LastGoodCache<K, V, Hash>::Put(const K& key,
       detail::StaleCacheAddBytes(detail::StaleCacheDefaultWeigh(key),
                                  weigher_(*value)),
       kOverhead);
-  const uint64_t hash = hasher_(key);
+  const uint64_t hash = detail::StaleCacheHashOf(hasher_, key);
   Shard& shard = ShardOf(hash);
   if (charge > shard.max_bytes() || charge > UINT32_MAX) {
     refused_too_big_.fetch_add(1, std::memory_order_relaxed);
@@ -404,7 +405,7 @@ typename LastGoodCache<K, V, Hash>::Lookup LastGoodCache<K, V, Hash>::Find(
     const K& key, absl::Duration max_age) const {
   const int64_t limit =
       std::min(absl::ToInt64Nanoseconds(max_age), max_age_nanos_);
-  const uint64_t hash = hasher_(key);
+  const uint64_t hash = detail::StaleCacheHashOf(hasher_, key);
   const int64_t now = NowNanos();
   Lookup out;
   int64_t age = 0;
@@ -425,7 +426,7 @@ typename LastGoodCache<K, V, Hash>::Lookup LastGoodCache<K, V, Hash>::Find(
 
 template <class K, class V, class Hash>
 bool LastGoodCache<K, V, Hash>::Erase(const K& key) {
-  const uint64_t hash = hasher_(key);
+  const uint64_t hash = detail::StaleCacheHashOf(hasher_, key);
   return ShardOf(hash).Erase(key, hash);
 }
 
@@ -434,7 +435,14 @@ std::size_t LastGoodCache<K, V, Hash>::SweepExpired() {
   std::size_t swept = 0;
   for (const auto& shard : shards_) {
     // Read per shard: a long sweep must not use a reading from its start.
-    swept += shard->Sweep(NowNanos(), max_age_nanos_);
+    const int64_t now = NowNanos();
+    // A clock at an infinity says nothing about ages (a put is refused
+    // then too): nothing is swept.
+    if (now == std::numeric_limits<int64_t>::max() ||
+        now == std::numeric_limits<int64_t>::min()) {
+      continue;
+    }
+    swept += shard->Sweep(now, max_age_nanos_);
   }
   return swept;
 }

@@ -41,6 +41,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +53,7 @@
 #include "degrade/detail/cache_line.hpp"
 #include "degrade/detail/mutex.hpp"
 #include "degrade/detail/saturating.hpp"
+#include "degrade/detail/splitmix.hpp"
 #include "degrade/stale_cache_stats.hpp"
 #include "degrade/version.hpp"
 
@@ -83,6 +85,15 @@ struct StaleCacheHeapBytes<std::vector<T, A>> {
 template <class T>
 std::size_t StaleCacheDefaultWeigh(const T& v) {
   return sizeof(T) + StaleCacheHeapBytes<T>::Of(v);
+}
+
+// The user's hash, mixed once: the top bits pick the shard, the low bits
+// the bucket and the ghost place, bits 24..55 the ghost fingerprint, and a
+// hash like std::hash of an integer (the identity) would make those the
+// key's own bits: every small key in one shard, one fingerprint for all.
+template <class Hash, class K>
+uint64_t StaleCacheHashOf(const Hash& hash, const K& key) {
+  return SplitMix64Step(static_cast<uint64_t>(hash(key)));
 }
 
 // a + b, clamped to the size_t range: a weigher may report anything.
@@ -118,6 +129,19 @@ class alignas(kCacheLine) StaleCacheGate {
 
   // Lookups completed so far.
   uint64_t completed() const { return exit_.load(std::memory_order_acquire); }
+
+  // Holds the gate for a scope: opened again whatever leaves it (a key's
+  // copy or comparison that throws must not lock readers out).
+  class Held {
+   public:
+    explicit Held(StaleCacheGate* gate) : gate_(gate) { gate_->Lock(); }
+    ~Held() { gate_->Unlock(); }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+
+   private:
+    StaleCacheGate* const gate_;
+  };
 
  private:
   static void Backoff(int* spins) {
@@ -192,6 +216,12 @@ class StaleCacheShard {
   Result Find(const K& key, uint64_t hash, int64_t now, int64_t max_age,
               Value* out, int64_t* age) const {
     gate_.Enter();
+    // Left however the lookup ends (a key comparison that throws too), or
+    // a writer would wait for this reader for ever.
+    struct Leave {
+      const StaleCacheGate& gate;
+      ~Leave() { gate.Exit(); }
+    } leave{gate_};
     uint32_t id = buckets_[hash & bucket_mask_];
     while (id != kStaleCacheNil && !(slots_[id].key == key)) {
       id = slots_[id].bucket_next;
@@ -202,7 +232,7 @@ class StaleCacheShard {
     } else {
       Slot& s = slots_[id];
       int64_t written = s.written.load(std::memory_order_relaxed);
-      if (written > now) {
+      if (written > now && now != std::numeric_limits<int64_t>::min()) {
         // The clock was stepped back past the put (or another reader's
         // reading was a hair later): the value is as old as it was when
         // the clock stood here, never younger for the whole step.
@@ -220,7 +250,6 @@ class StaleCacheShard {
         r = kHit;
       }
     }
-    gate_.Exit();
     return r;
   }
 
@@ -232,66 +261,82 @@ class StaleCacheShard {
   }
 
   // Stores `value` (charged `bytes`, at most max_bytes()) under `key`,
-  // replacing a held value, evicting first so that both bounds hold.
+  // replacing a held value, evicting first so that both bounds hold. The
+  // values it lets go are destroyed after the shard's mutex is released, so
+  // a value's destructor may use the cache. If copying the key throws,
+  // nothing changes and the exception propagates.
   void Put(const K& key, uint64_t hash, Value value, uint32_t bytes,
            int64_t now, int64_t max_age) {
-    MutexLock lock(&mu_);
-    gate_.Lock();
-    uint32_t id = FindLocked(key, hash);
-    if (id != kStaleCacheNil) {
-      Slot& s = slots_[id];
-      pinned_ = id;  // making room must not evict the key being replaced
-      while (bytes_ - s.bytes + bytes > max_bytes_ && EvictOne(now, max_age)) {
-      }
-      pinned_ = kStaleCacheNil;
-      graveyard_.push_back(std::move(s.value));
-      s.value = std::move(value);
-      s.written.store(now, std::memory_order_relaxed);
-      bytes_ = bytes_ - s.bytes + bytes;
-      s.bytes = bytes;
-      Touch(s);
-      ++replaced_;
-    } else {
-      while ((live_ >= max_entries_ || bytes_ + bytes > max_bytes_ ||
-              free_head_ == kStaleCacheNil) &&
-             EvictOne(now, max_age)) {
-      }
-      id = free_head_;
-      Slot& s = slots_[id];
-      free_head_ = s.queue_next;
-      s.key = key;
-      s.value = std::move(value);
-      s.written.store(now, std::memory_order_relaxed);
-      s.bytes = bytes;
-      s.freq.store(0, std::memory_order_relaxed);
-      uint32_t& head = buckets_[hash & bucket_mask_];
-      s.bucket_next = head;
-      head = id;
-      const uint32_t g = hash & ghost_mask_;
-      if (ghost_[g] == Fingerprint(hash)) {
-        ghost_[g] = 0;
-        Push(&main_, id, kMain);
+    std::vector<Value> dead;
+    {
+      MutexLock lock(&mu_);
+      uint32_t id = FindLocked(key, hash);
+      if (id != kStaleCacheNil) {
+        StaleCacheGate::Held gate(&gate_);
+        Slot& s = slots_[id];
+        pinned_ = id;  // making room must not evict the key being replaced
+        while (bytes_ - s.bytes + bytes > max_bytes_ &&
+               EvictOne(now, max_age)) {
+        }
+        pinned_ = kStaleCacheNil;
+        graveyard_.push_back(std::move(s.value));
+        s.value = std::move(value);
+        s.written.store(now, std::memory_order_relaxed);
+        bytes_ = bytes_ - s.bytes + bytes;
+        s.bytes = bytes;
+        Touch(s);
+        ++replaced_;
       } else {
-        Push(&small_, id, kSmall);
+        K copy(key);  // before any slot is taken: it may throw
+        StaleCacheGate::Held gate(&gate_);
+        for (;;) {
+          const bool room =
+              live_ < max_entries_ && bytes_ + bytes <= max_bytes_;
+          if (room && free_head_ != kStaleCacheNil) break;
+          // Below the entry bound with no free slot, a slot erased earlier
+          // is still in its queue: reclaim it rather than evict a value.
+          if (room && ReclaimDead()) break;
+          if (!EvictOne(now, max_age)) break;
+        }
+        id = free_head_;
+        Slot& s = slots_[id];
+        s.key = std::move(copy);
+        free_head_ = s.queue_next;
+        s.value = std::move(value);
+        s.written.store(now, std::memory_order_relaxed);
+        s.bytes = bytes;
+        s.freq.store(0, std::memory_order_relaxed);
+        uint32_t& head = buckets_[hash & bucket_mask_];
+        s.bucket_next = head;
+        head = id;
+        const uint32_t g = hash & ghost_mask_;
+        if (ghost_[g] == Fingerprint(hash)) {
+          ghost_[g] = 0;
+          Push(&main_, id, kMain);
+        } else {
+          Push(&small_, id, kSmall);
+        }
+        ++live_;
+        bytes_ += bytes;
+        ++inserts_;
       }
-      ++live_;
-      bytes_ += bytes;
-      ++inserts_;
+      dead.swap(graveyard_);
     }
-    gate_.Unlock();
-    graveyard_.clear();  // values freed outside the gate
   }
 
   bool Erase(const K& key, uint64_t hash) {
-    MutexLock lock(&mu_);
-    gate_.Lock();
-    const uint32_t id = FindLocked(key, hash);
-    // The slot stays in its queue, marked dead, until the queue reaches it
-    // or a sweep passes: unlinking from a singly linked FIFO would cost a
-    // walk, and a slot link per entry more memory.
-    if (id != kStaleCacheNil) Drop(id, hash, kDead, &evictions_explicit_);
-    gate_.Unlock();
-    graveyard_.clear();
+    std::vector<Value> dead;
+    uint32_t id;
+    {
+      MutexLock lock(&mu_);
+      StaleCacheGate::Held gate(&gate_);
+      id = FindLocked(key, hash);
+      // The slot stays in its queue, marked dead, until the queue reaches
+      // it, a sweep passes or a put below the entry bound needs it:
+      // unlinking from a singly linked FIFO costs a walk.
+      if (id != kStaleCacheNil) Drop(id, hash, kDead, &evictions_explicit_);
+      dead.swap(graveyard_);
+    }
     return id != kStaleCacheNil;
   }
 
@@ -299,34 +344,37 @@ class StaleCacheShard {
   // Holds the mutex for one pass over the queues and the gate only for
   // each removal, so lookups wait at most one unlink.
   std::size_t Sweep(int64_t now, int64_t max_age) {
-    MutexLock lock(&mu_);
+    std::vector<Value> dead_values;
     std::size_t swept = 0;
-    for (Queue* q : {&small_, &main_}) {
-      uint32_t prev = kStaleCacheNil;
-      for (uint32_t id = q->head; id != kStaleCacheNil;) {
-        Slot& s = slots_[id];
-        const uint32_t next = s.queue_next;
-        const bool dead = s.queue == kDead;
-        if (dead ||
-            ElapsedNanosSince(now, s.written.load(std::memory_order_relaxed)) >
-                max_age) {
-          (prev == kStaleCacheNil ? q->head : slots_[prev].queue_next) = next;
-          if (q->tail == id) q->tail = prev;
-          --q->count;
-          if (!dead) {
-            gate_.Lock();
-            Drop(id, hash_(s.key), kFree, &evictions_age_);
-            gate_.Unlock();
-            ++swept;
+    {
+      MutexLock lock(&mu_);
+      for (Queue* q : {&small_, &main_}) {
+        uint32_t prev = kStaleCacheNil;
+        for (uint32_t id = q->head; id != kStaleCacheNil;) {
+          Slot& s = slots_[id];
+          const uint32_t next = s.queue_next;
+          const bool dead = s.queue == kDead;
+          if (dead ||
+              ElapsedNanosSince(
+                  now, s.written.load(std::memory_order_relaxed)) > max_age) {
+            (prev == kStaleCacheNil ? q->head : slots_[prev].queue_next) = next;
+            if (q->tail == id) q->tail = prev;
+            --q->count;
+            if (!dead) {
+              const uint64_t hash = StaleCacheHashOf(hash_, s.key);
+              StaleCacheGate::Held gate(&gate_);
+              Drop(id, hash, kFree, &evictions_age_);
+              ++swept;
+            }
+            Free(id);
+          } else {
+            prev = id;
           }
-          Free(id);
-        } else {
-          prev = id;
+          id = next;
         }
-        id = next;
       }
+      dead_values.swap(graveyard_);
     }
-    graveyard_.clear();
     return swept;
   }
 
@@ -410,7 +458,21 @@ class StaleCacheShard {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Slot& s = slots_[id];
     uint32_t* link = &buckets_[hash & bucket_mask_];
-    while (*link != id) link = &slots_[*link].bucket_next;
+    while (*link != id && *link != kStaleCacheNil) {
+      link = &slots_[*link].bucket_next;
+    }
+    if (*link == kStaleCacheNil) {
+      // Not in its bucket: the key's hash changed since it was put (a Hash
+      // that breaks its contract). Find it wherever it is rather than walk
+      // off the table.
+      for (uint64_t b = 0; b <= bucket_mask_ && *link != id; ++b) {
+        link = &buckets_[b];
+        while (*link != id && *link != kStaleCacheNil) {
+          link = &slots_[*link].bucket_next;
+        }
+      }
+      if (*link != id) return;  // not linked at all: nothing to unlink
+    }
     *link = s.bucket_next;
     graveyard_.push_back(std::move(s.value));
     s.value.reset();
@@ -421,15 +483,47 @@ class StaleCacheShard {
     ++*counter;
   }
 
+  // Unlinks one dead (erased) slot from its queue and frees it; false when
+  // there is none. A walk, paid only by a put that needs the slot.
+  bool ReclaimDead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (Queue* q : {&small_, &main_}) {
+      uint32_t prev = kStaleCacheNil;
+      for (uint32_t id = q->head; id != kStaleCacheNil;
+           prev = id, id = slots_[id].queue_next) {
+        if (slots_[id].queue != kDead) continue;
+        (prev == kStaleCacheNil ? q->head : slots_[prev].queue_next) =
+            slots_[id].queue_next;
+        if (q->tail == id) q->tail = prev;
+        --q->count;
+        Free(id);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether the value at the head of `q` is past `max_age`.
+  bool HeadExpired(const Queue& q, int64_t now, int64_t max_age) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (q.head == kStaleCacheNil || q.head == pinned_) return false;
+    const Slot& s = slots_[q.head];
+    return s.queue != kDead &&
+           ElapsedNanosSince(now, s.written.load(std::memory_order_relaxed)) >
+               max_age;
+  }
+
   // Frees one slot or moves one entry between queues; false when both
-  // queues are empty. REQUIRES: the gate held.
+  // queues are empty. Values past `max_age` at either queue's head (FIFO
+  // order is write order, so the heads are the oldest) go first.
+  // REQUIRES: the gate held.
   bool EvictOne(int64_t now, int64_t max_age)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // Main holding only the key being replaced has nothing to give.
+    const bool main_expired = HeadExpired(main_, now, max_age);
     const bool from_small =
-        small_.count > 0 &&
-        (small_.count >= small_target_ || main_.count == 0 ||
-         (main_.count == 1 && main_.head == pinned_));
+        !main_expired && small_.count > 0 &&
+        (HeadExpired(small_, now, max_age) || small_.count >= small_target_ ||
+         main_.count == 0 || (main_.count == 1 && main_.head == pinned_));
     if (!from_small && main_.count == 0) return false;
     const uint32_t id = Pop(from_small ? &small_ : &main_);
     Slot& s = slots_[id];
@@ -437,7 +531,7 @@ class StaleCacheShard {
       Free(id);
       return true;
     }
-    const uint64_t hash = hash_(s.key);
+    const uint64_t hash = StaleCacheHashOf(hash_, s.key);
     if (id != pinned_ &&
         ElapsedNanosSince(now, s.written.load(std::memory_order_relaxed)) >
             max_age) {

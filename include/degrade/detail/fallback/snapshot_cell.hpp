@@ -107,10 +107,14 @@ class SnapshotCell {
   // and leaves the serving value alone. Returns that status.
   template <typename Accept>
   absl::Status Install(Snapshot fresh, absl::Time at, Accept&& accept) {
+    // The value replaced is destroyed after the lock (it may be the last
+    // reference to a large set): readers copying the pointer never wait
+    // for its destructor.
+    Snapshot replaced;
     MutexLock lock(&mu_);
     absl::Status accepted = accept(static_cast<const Snapshot&>(snapshot_));
     if (!accepted.ok()) return FailLocked(std::move(accepted));
-    snapshot_ = std::move(fresh);
+    replaced = std::exchange(snapshot_, std::move(fresh));
     installed_at_ = at;
     ++updates_;
     last_status_ = absl::OkStatus();

@@ -490,6 +490,41 @@ TEST(LadderTest, TheAdmitRungCapsTheLiveCallsAndServesDownTheLadder) {
   EXPECT_FALSE(f->degraded());
 }
 
+// A background refresh is a live call too: the admit rung (a fleet quota)
+// is asked before it, and a refusal leaves the stale value served with no
+// refresh.
+TEST(LadderTest, RevalidationsAskTheAdmitRungToo) {
+  auto pool = std::make_unique<ThreadPool>(1);
+  Rig rig;
+  CoalescerSettings cs;
+  cs.executor = pool.get();
+  auto coalescer = FeatureLadder::Shared::Create(cs).value();
+  FeatureLadder::Rungs rungs;
+  rungs.breaker = rig.breaker.get();
+  rungs.cache = rig.cache.get();
+  rungs.coalescer = coalescer.get();
+  int asked = 0;
+  rungs.admit = [&] {
+    ++asked;
+    return absl::ResourceExhaustedError("over the fleet quota");
+  };
+  LadderSettings s;
+  s.clock = &rig.clock;
+  s.metrics = NoTelemetry();
+  s.fresh_for = absl::Minutes(1);
+  s.revalidate_for = absl::Minutes(10);
+  auto ladder = FeatureLadder::Create(s, rungs).value();
+  rig.cache->Put(4, Features{4, 0});
+  rig.clock.Advance(absl::Minutes(2));
+  auto f = ladder->Get(4, "", rig.store.Get(4));
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->is_stale());
+  pool.reset();  // any refresh would have run by now
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(rig.store.calls.load(), 0u);
+  EXPECT_EQ(ladder->stats().revalidations, 0u);
+}
+
 TEST(LadderTest, EveryBadSettingIsNamed) {
   Rig rig;
   FeatureLadder::Rungs rungs;

@@ -452,9 +452,10 @@ typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Get(
         return StageResult<Value>::Fresh(std::move(hit.value));
       }
       // Stale while revalidating: served now, refreshed behind, unless the
-      // recovery ramp has no room (then only served). Tagged stale with no
-      // reason: nothing failed.
-      if (rungs.ramp == nullptr || rungs.ramp->Admit(closed, generation)) {
+      // recovery ramp or the admit rung has no room (then only served).
+      // Tagged stale with no reason: nothing failed.
+      if ((rungs.ramp == nullptr || rungs.ramp->Admit(closed, generation)) &&
+          (!rungs.admit || rungs.admit().ok())) {
         Revalidate(key, std::move(call));
       }
       return Stale(std::move(hit), DegradeReason::kNone);

@@ -438,10 +438,14 @@ typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Get(
     const K& key, absl::string_view segment, const Deadline& deadline, F call) {
   const LadderSettings& settings = core_->settings;
   const Rungs& rungs = core_->rungs;
-  // The generation first: a ramp told "not closed" with a generation older
+  // Asks the ramp, reading the breaker only then (no ramp, no reads). The
+  // generation first: a ramp told "not closed" with a generation older
   // than a closed one it saw knows the reading is stale.
-  const uint64_t generation = rungs.breaker->generation();
-  const bool closed = rungs.breaker->state() == State::kClosed;
+  const auto ramp_admits = [&rungs] {
+    const uint64_t generation = rungs.breaker->generation();
+    const bool closed = rungs.breaker->state() == State::kClosed;
+    return rungs.ramp->Admit(closed, generation);
+  };
   if (settings.fresh_for > absl::ZeroDuration()) {
     auto hit =
         rungs.cache->Find(key, settings.fresh_for + settings.revalidate_for);
@@ -454,14 +458,14 @@ typename Ladder<K, V, Hash>::Result Ladder<K, V, Hash>::Get(
       // Stale while revalidating: served now, refreshed behind, unless the
       // recovery ramp or the admit rung has no room (then only served).
       // Tagged stale with no reason: nothing failed.
-      if ((rungs.ramp == nullptr || rungs.ramp->Admit(closed, generation)) &&
+      if ((rungs.ramp == nullptr || ramp_admits()) &&
           (!rungs.admit || rungs.admit().ok())) {
         Revalidate(key, std::move(call));
       }
       return Stale(std::move(hit), DegradeReason::kNone);
     }
   }
-  if (rungs.ramp != nullptr && !rungs.ramp->Admit(closed, generation)) {
+  if (rungs.ramp != nullptr && !ramp_admits()) {
     // No room yet. A call for this key already in flight costs the store
     // nothing more: wait for it. Otherwise a key with its own value waits
     // on it, and a key with nothing cached calls anyway (charged to the

@@ -108,12 +108,15 @@ TEST(AttackLastGoodConcurrencyTest,
      TheLeaderWaitsForItsOwnCallNotJustCoalesceWait) {
   ThreadedRig rig;
   LadderSettings s;
-  s.coalesce_wait = absl::Milliseconds(20);
+  // "Never wait" for a call another request made: the request that starts
+  // the call still waits for it (call_wait), however long the executor
+  // takes to run it. Before the fix it gave up at once, every time.
+  s.coalesce_wait = absl::ZeroDuration();
+  s.call_wait = absl::Hours(1);
   auto ladder = rig.Make(s);
   int fresh = 0;
   for (uint64_t k = 0; k < 5; ++k) {
     auto f = ladder->Get(k, "", [k]() -> absl::StatusOr<Features> {
-      std::this_thread::sleep_for(std::chrono::milliseconds(40));
       return Features{static_cast<float>(k), 1};
     });
     ASSERT_TRUE(f.ok());

@@ -76,7 +76,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "degrade/breaker_types.hpp"
 #include "degrade/circuit_breaker.hpp"
@@ -84,6 +83,7 @@
 #include "degrade/coalesce.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/degradation_trace.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/detail/setting_error.hpp"
 #include "degrade/detail/status_payload.hpp"
 #include "degrade/ladder_stats.hpp"
@@ -217,7 +217,7 @@ class Ladder {
     Core(LadderSettings s, Rungs r) : settings(std::move(s)), rungs(r) {}
     const LadderSettings settings;
     const Rungs rungs;
-    absl::Mutex mu;
+    detail::SharedMutex mu;
     bool alive ABSL_GUARDED_BY(mu) = true;
 
     std::atomic<uint64_t> fresh{0};
@@ -312,7 +312,7 @@ Ladder<K, V, Hash>::Ladder(LadderSettings settings, Rungs rungs)
 template <typename K, typename V, typename Hash>
 Ladder<K, V, Hash>::~Ladder() {
   telemetry_.reset();
-  absl::MutexLock l(&core_->mu);  // a running call holds a reader lock
+  detail::WriterLock l(&core_->mu);  // a running call holds a reader lock
   core_->alive = false;
 }
 
@@ -327,7 +327,7 @@ auto Ladder<K, V, Hash>::Through(std::shared_ptr<Core> core, const K& key,
   // is gone, it does nothing.
   return [core = std::move(core), key,
           call = std::move(call)]() mutable -> absl::StatusOr<Value> {
-    absl::ReaderMutexLock l(&core->mu);
+    detail::ReaderLock l(&core->mu);
     if (!core->alive) {
       return absl::CancelledError(absl::StrCat(
           "ladder '", core->settings.name, "' was destroyed before the call"));

@@ -63,9 +63,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/detail/rate_limit/gcra.hpp"
 #include "degrade/detail/saturating.hpp"
 #include "degrade/detail/setting_error.hpp"
@@ -213,7 +213,7 @@ class RecoveryRamp {
   // window has passed, it still holds calls from before the last outage.
   std::atomic<int64_t> steady_since_nanos_;
   std::atomic<uint64_t> steady_count_{0};
-  absl::Mutex transition_mu_;
+  detail::Mutex transition_mu_;
 
   const detail::OwnerView<RecoveryRamp, RecoveryRampStats> view_{this};
   std::unique_ptr<TelemetryAttachment> telemetry_;
@@ -309,7 +309,7 @@ inline double RecoveryRamp::MeasuredRate(absl::Time now) const {
 }
 
 inline void RecoveryRamp::EnterOutage() {
-  absl::MutexLock l(&transition_mu_);
+  detail::MutexLock l(&transition_mu_);
   const RampState s = state_.load(std::memory_order_relaxed);
   if (s == RampState::kOutage) return;
   if (s == RampState::kSteady) {
@@ -332,7 +332,7 @@ inline void RecoveryRamp::EnterOutage() {
 }
 
 inline void RecoveryRamp::StartRamp(int64_t now) {
-  absl::MutexLock l(&transition_mu_);
+  detail::MutexLock l(&transition_mu_);
   if (state_.load(std::memory_order_relaxed) != RampState::kOutage) return;
   ramp_start_.store(now, std::memory_order_relaxed);
   max_interval_.store(detail::GcraInterval(RateAt(0)),
@@ -351,7 +351,7 @@ inline bool RecoveryRamp::AdmitRamping() {
   if (elapsed >= period_ &&
       detail::ElapsedNanosSince(
           now, last_refused_.load(std::memory_order_relaxed)) >= period_ / 2) {
-    absl::MutexLock l(&transition_mu_);
+    detail::MutexLock l(&transition_mu_);
     if (state_.load(std::memory_order_relaxed) == RampState::kRamping) {
       steady_since_nanos_.store(absl::ToUnixNanos(settings_.clock->CoarseNow()),
                                 std::memory_order_relaxed);

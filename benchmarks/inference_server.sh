@@ -103,15 +103,17 @@ for bin in "$server_bin" "$load_bin"; do
   [ -x "$bin" ] || { echo "inference_server.sh: $bin is missing (is cpp-httplib installed? Debian: libcpp-httplib-dev)" >&2; exit 1; }
 done
 
-# start_server MODE: starts it in the background; sets server_pid, port, and
-# out and err (the files its stdout and stderr go to).
+# start_server MODE [FLAG...]: starts it in the background with FLAGs; sets
+# server_pid, port, and out and err (the files its stdout and stderr go to).
 runs=0
 start_server() {
   runs=$((runs + 1))
   out="$work/server.$runs.out"
   err="$work/server.$runs.err"
   # shellcheck disable=SC2086  # server_args is a list of flags
-  "$server_bin" --mode="$1" --port=0 --batch-ms="$batch_ms" $server_args >"$out" 2>"$err" &
+  local mode="$1"
+  shift
+  "$server_bin" --mode="$mode" --port=0 --batch-ms="$batch_ms" $server_args "$@" >"$out" 2>"$err" &
   server_pid=$!
   port=""
   for _ in $(seq 100); do
@@ -152,7 +154,21 @@ if [ "$smoke" = 1 ]; then
   pid="$server_pid"
   stop_server
   if kill -0 "$pid" 2>/dev/null; then echo "FAIL: server $pid still running" >&2; exit 1; fi
-  echo "PASS: answered $good requests in time ($ka_good on $ka_opened keep-alive connections), 400 for a malformed class, server stopped"
+  # This server trusted no address: every CRITICAL_PLUS claim (a quarter of
+  # the load's) was lowered to CRITICAL and counted.
+  capped="$(sed -n 's/^inference_server: stats .* class_capped=\([0-9]*\).*/\1/p' "$err")"
+  [ "${capped:-0}" -gt 0 ] ||
+    { echo "FAIL: no claim was capped by a server that trusts no one:" >&2; cat "$err" >&2; exit 1; }
+  # Trusting the load's address, the same claim is believed.
+  start_server discipline --trust=127.0.0.1
+  "$load_bin" --port="$port" --once --class=CRITICAL_PLUS:0 >"$work/trusted.txt" || true
+  grep -q '^status=200' "$work/trusted.txt" ||
+    { echo "FAIL: a trusted request was not served:" >&2; cat "$work/trusted.txt" >&2; exit 1; }
+  stop_server
+  trusted_capped="$(sed -n 's/^inference_server: stats .* class_capped=\([0-9]*\).*/\1/p' "$err")"
+  [ "${trusted_capped:-x}" = 0 ] ||
+    { echo "FAIL: a claim from a trusted address was capped:" >&2; cat "$err" >&2; exit 1; }
+  echo "PASS: answered $good requests in time ($ka_good on $ka_opened keep-alive connections), 400 for a malformed class, $capped untrusted CRITICAL_PLUS claims capped and a trusted one believed, server stopped"
   exit 0
 fi
 
@@ -170,7 +186,8 @@ for load in $loads; do
     label="$mode@${load}x"
     [ "$clients" = close ] || label="$label/$client"
     echo "== $label: $rate requests/s for ${seconds}s"
-    start_server "$mode"
+    # The load generator plays the front end that assigns classes.
+    start_server "$mode" --trust=127.0.0.1
     # shellcheck disable=SC2086  # client_args is a list of flags
     "$load_bin" --port="$port" --rate="$rate" --seconds="$seconds" --label="$label" $client_args \
       | tee "$work/run.txt"

@@ -19,7 +19,8 @@
 //
 // Endpoints:
 //   GET /infer    headers: x-degrade-class: SHEDDABLE_PLUS:17 (default
-//                 CRITICAL:0; malformed -> 400), x-degrade-deadline-ms: 1000
+//                 CRITICAL:0; malformed -> 400; capped by the trust policy,
+//                 below), x-degrade-deadline-ms: 1000
 //                 (default 1000; malformed -> 400). 200 when served; 503
 //                 with Retry-After when shed, and x-degrade-drop naming why.
 //   GET /stats    one line of key=value counters (batches, drops, limit...),
@@ -31,7 +32,16 @@
 //                    [--threads=N] [--batch-ms=MS] [--queue-capacity=N]
 //                    [--duration-seconds=S] [--admission-target-batches=X]
 //                    [--codel-target-batches=X] [--codel-interval-batches=X]
-//                    [--rtt-tolerance=X]
+//                    [--rtt-tolerance=X] [--trust=ADDR[,ADDR...]]
+//
+// The class a request claims is capped by a degrade::TrustPolicy keyed by
+// the peer's address: the addresses in --trust (a front end, a sidecar)
+// may claim any class; every other peer at most CRITICAL, what a request
+// without the header gets, so forging the header buys nothing. A lowered
+// claim is served at the cap and counted (`class_capped=` in /stats). Plain
+// HTTP proves no identity, so an address is the only key here; a server
+// reachable beyond a private network belongs behind mTLS (the gRPC
+// adapter's PeerOf reads certificate names).
 //
 // The discipline's delays are given in full batches (defaults: admission
 // target 1, CoDel target 1 of an interval of 5; Gradient2's tolerance 3):
@@ -67,6 +77,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -75,6 +86,7 @@
 #include "degrade/concurrency_limiter.hpp"
 #include "degrade/request_class.hpp"
 #include "degrade/status.hpp"
+#include "degrade/trust_policy.hpp"
 #include "httplib.h"
 #include "inference_server/model.hpp"
 
@@ -95,6 +107,8 @@ struct Flags {
   double codel_target_batches = 1;
   double codel_interval_batches = 5;
   double rtt_tolerance = 3;
+  // Addresses allowed to claim any request class.
+  std::vector<std::string> trust;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -109,6 +123,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     } else if (key == "--mode") {
       f->mode = std::string(value);
       ok = f->mode == "plain" || f->mode == "discipline";
+    } else if (key == "--trust") {
+      f->trust = absl::StrSplit(value, ',', absl::SkipEmpty());
+      ok = !f->trust.empty();
     } else if (key == "--bind") {
       f->bind = std::string(value);
     } else if (key == "--port") {
@@ -176,6 +193,7 @@ struct Counters {
   std::atomic<uint64_t> full_batches{0};
   std::atomic<uint64_t> full_batch_us{0};
   std::atomic<uint64_t> refused{0};  // limiter or admission at arrival
+  std::atomic<uint64_t> class_capped{0};  // claims the trust policy lowered
 };
 
 // The two ways of queueing in front of the model.
@@ -485,6 +503,19 @@ int main(int argc, char** argv) {
   model.Calibrate();
 
   Counters counters;
+  degrade::TrustPolicySettings trust_settings;
+  for (const std::string& address : flags.trust) {
+    trust_settings.addresses.push_back(
+        {address, degrade::Criticality::kCriticalPlus});
+  }
+  absl::StatusOr<degrade::TrustPolicy> trust_or =
+      degrade::TrustPolicy::Create(std::move(trust_settings));
+  if (!trust_or.ok()) {
+    std::fprintf(stderr, "inference_server: --trust: %s\n",
+                 std::string(trust_or.status().message()).c_str());
+    return 1;
+  }
+  const degrade::TrustPolicy trust = *std::move(trust_or);
   std::unique_ptr<Backend> backend;
   if (flags.mode == "plain") {
     backend = std::make_unique<PlainBackend>();
@@ -510,7 +541,12 @@ int main(int argc, char** argv) {
         res.set_content(absl::StrCat(rc.status().message(), "\n"), "text/plain");
         return;
       }
-      job->rc = *rc;
+      degrade::PeerIdentity peer;
+      peer.address = req.remote_addr;
+      bool lowered = false;
+      job->rc = trust.Apply(*rc, peer, &lowered);
+      if (lowered)
+        counters.class_capped.fetch_add(1, std::memory_order_relaxed);
     }
     int deadline_ms = 1000;
     if (req.has_header("x-degrade-deadline-ms") &&
@@ -535,13 +571,15 @@ int main(int argc, char** argv) {
     const double full_ms =
         full == 0 ? 0.0
                   : counters.full_batch_us.load(std::memory_order_relaxed) / 1000.0 / full;
-    return absl::StrCat("mode=", flags.mode,
-                        " batches=", counters.batches.load(std::memory_order_relaxed),
-                        " served=", counters.served.load(std::memory_order_relaxed),
-                        " busy_s=", counters.busy_us.load(std::memory_order_relaxed) / 1e6,
-                        " full_batch_ms=", full_ms,
-                        " refused=", counters.refused.load(std::memory_order_relaxed),
-                        backend->Stats());
+    return absl::StrCat(
+        "mode=", flags.mode,
+        " batches=", counters.batches.load(std::memory_order_relaxed),
+        " served=", counters.served.load(std::memory_order_relaxed),
+        " busy_s=", counters.busy_us.load(std::memory_order_relaxed) / 1e6,
+        " full_batch_ms=", full_ms,
+        " refused=", counters.refused.load(std::memory_order_relaxed),
+        " class_capped=", counters.class_capped.load(std::memory_order_relaxed),
+        backend->Stats());
   };
   server.Get("/stats", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(stats_line() + "\n", "text/plain");

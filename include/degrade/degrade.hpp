@@ -78,6 +78,7 @@
 #include "degrade/telemetry.hpp"            // IWYU pragma: export
 #include "degrade/throttle.hpp"             // IWYU pragma: export
 #include "degrade/trip.hpp"                 // IWYU pragma: export
+#include "degrade/trust_policy.hpp"         // IWYU pragma: export
 #include "degrade/version.hpp"              // IWYU pragma: export
 #include "degrade/with_fallback.hpp"        // IWYU pragma: export
 

@@ -134,6 +134,10 @@ struct GrpcServerStats {
   // Calls whose caller identity was malformed or repeated; they were
   // limited as the anonymous caller.
   uint64_t malformed_caller = 0;
+  // Claims the trust policy lowered (ServerOptions::trust), by the class
+  // claimed: [0] CRITICAL_PLUS, [1] CRITICAL, [2] SHEDDABLE_PLUS. The
+  // calls were served at their cap, so they are also in the counts above.
+  std::array<uint64_t, 3> class_capped{};
 };
 
 // What a Telemetry may read of a gRPC client's or server's counters while

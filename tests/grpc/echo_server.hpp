@@ -50,10 +50,14 @@ class EchoServer final : public degrade::test::Echo::Service {
         handler;
   };
 
-  explicit EchoServer(Script script) : script_(std::move(script)) {
+  explicit EchoServer(Script script)
+      : EchoServer(std::move(script), ::grpc::InsecureServerCredentials()) {}
+  // Listening with `credentials` (TLS, mTLS).
+  EchoServer(Script script,
+             std::shared_ptr<::grpc::ServerCredentials> credentials)
+      : script_(std::move(script)) {
     ::grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(),
-                             &port_);
+    builder.AddListeningPort("127.0.0.1:0", std::move(credentials), &port_);
     builder.RegisterService(this);
     server_ = builder.BuildAndStart();
   }

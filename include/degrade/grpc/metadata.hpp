@@ -48,17 +48,21 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "degrade/clock.hpp"
 #include "degrade/deadline.hpp"
 #include "degrade/degradation_trace.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/trust_policy.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -146,6 +150,40 @@ inline absl::StatusOr<std::optional<RequestClass>> ReadRequestClass(
   absl::StatusOr<RequestClass> rc = DecodeRequestClass(**value);
   if (!rc.ok()) return detail::grpc::NamingKey(kRequestClassKey, rc.status());
   return std::optional<RequestClass>(*rc);
+}
+
+// PeerOf(context)
+//
+// What the transport proved about the caller, for a TrustPolicy: with a
+// verified client certificate (mTLS), `authenticated` and the
+// certificate's subject alternative names (its common name when it has
+// none); always the peer's IP (from context.peer(), "ipv4:10.0.0.7:5100"
+// -> "10.0.0.7", "ipv6:[::1]:5100" -> "::1"; empty for a Unix socket or
+// an in-process channel). Touches only `context`.
+inline PeerIdentity PeerOf(const ::grpc::ServerContextBase& context) {
+  PeerIdentity peer;
+  const std::shared_ptr<const ::grpc::AuthContext> auth =
+      context.auth_context();
+  if (auth != nullptr && auth->IsPeerAuthenticated()) {
+    peer.authenticated = true;
+    for (const char* property :
+         {"x509_subject_alternative_name", "x509_common_name"}) {
+      for (const ::grpc::string_ref& v : auth->FindPropertyValues(property)) {
+        peer.names.emplace_back(v.data(), v.size());
+      }
+      if (!peer.names.empty()) break;
+    }
+  }
+  const std::string where = context.peer();
+  absl::string_view text = where;
+  if (absl::ConsumePrefix(&text, "ipv4:")) {
+    peer.address = std::string(text.substr(0, text.rfind(':')));
+  } else if (absl::ConsumePrefix(&text, "ipv6:")) {
+    // "[addr]:port", possibly with a zone ("%25eth0") inside the brackets.
+    if (absl::ConsumePrefix(&text, "[")) text = text.substr(0, text.find(']'));
+    peer.address = std::string(text);
+  }
+  return peer;
 }
 
 // ReadDeadline(context[, clock])

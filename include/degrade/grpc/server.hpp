@@ -9,7 +9,11 @@
 // in the handler, first thing. A `ServerCall` built at the top:
 //   * reads the caller's request class (metadata.hpp). A missing or
 //     malformed one gets the configured default, and a malformed one is
-//     counted;
+//     counted. A claimed class is capped by `ServerOptions::trust`
+//     (trust_policy.hpp), from what the transport proved about the peer
+//     (an mTLS certificate's names, its address): by default no caller
+//     may claim more than CRITICAL, so CRITICAL_PLUS is for the peers a
+//     rule names. A claim above the cap is lowered to it and counted;
 //   * reads the caller's deadline;
 //   * with a per-caller limit (a KeyedRateLimiter), reads the caller's
 //     identity from `caller_header` (kCallerIdKey, "degrade-caller-id", by
@@ -82,6 +86,7 @@
 #include "degrade/stats_view.hpp"
 #include "degrade/status.hpp"
 #include "degrade/telemetry.hpp"
+#include "degrade/trust_policy.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -133,6 +138,11 @@ class ServerCounters {
     kRateLimitedCaller,
     kRateLimitedClass,
     kMalformedCaller,
+    // Claims lowered by the trust policy, by the class claimed (a claim of
+    // SHEDDABLE is never above a cap).
+    kCappedCriticalPlus,
+    kCappedCritical,
+    kCappedSheddablePlus,
     kNumSlots
   };
 
@@ -163,6 +173,9 @@ class ServerCounters {
     st.rate_limited_caller = counts_.Load(kRateLimitedCaller);
     st.rate_limited_class = counts_.Load(kRateLimitedClass);
     st.malformed_caller = counts_.Load(kMalformedCaller);
+    for (std::size_t c = 0; c + 1 < kNumCriticalities; ++c) {
+      st.class_capped[c] = counts_.Load(kCappedCriticalPlus + c);
+    }
     return st;
   }
 
@@ -192,6 +205,12 @@ struct ServerOptions {
   // default: an unlabelled caller is not shed before labelled sheddable
   // traffic.
   RequestClass default_class{};
+  // The most important class each caller may claim (trust_policy.hpp).
+  // The default caps every peer at CRITICAL; name the front ends allowed
+  // CRITICAL_PLUS (by mTLS name or address), or ask for TrustPolicy::
+  // TrustAll() on a back end only trusted front ends can reach. Lowering
+  // default_class? Lower the policy's `others` with it.
+  TrustPolicy trust;
   // The clock the call's Deadline runs on. nullptr means the real clock.
   const Clock* clock = nullptr;
   // Where calls accepted, shed and rate-limited, handler errors, malformed
@@ -234,6 +253,19 @@ class ServerCall {
       Count(ServerCounters::kMalformedMetadata);
     } else if (rc->has_value()) {
       request_class_ = **rc;
+      // The peer is read only for a claim the policy might lower.
+      if (!options.trust.trusts_all() &&
+          request_class_.criticality != Criticality::kSheddable) {
+        bool lowered = false;
+        request_class_ =
+            options.trust.Apply(request_class_, PeerOf(*context), &lowered);
+        if (lowered) {
+          claimed_ = **rc;
+          Count(static_cast<ServerCounters::Slot>(
+              ServerCounters::kCappedCriticalPlus +
+              static_cast<std::size_t>(claimed_->criticality)));
+        }
+      }
     }
     if (options.per_caller != nullptr) {
       ReadCaller(*context, options.caller_header);
@@ -282,8 +314,12 @@ class ServerCall {
   // The identity the per-caller limit was asked for ("" for the anonymous
   // caller, and when there is no per-caller limit).
   const std::string& caller() const { return caller_; }
-  // The caller's class, or the default (see metadata_error()).
+  // The class the call is admitted by: the caller's claim, capped by the
+  // trust policy, or the default (see metadata_error()).
   const RequestClass& request_class() const { return request_class_; }
+  // The class the caller claimed when the trust policy lowered it, else
+  // nullopt.
+  const std::optional<RequestClass>& claimed_class() const { return claimed_; }
   // The caller's deadline on options.clock; infinite when it set none.
   const Deadline& deadline() const { return deadline_; }
   // Why the request class metadata was not used, or OK.
@@ -353,6 +389,7 @@ class ServerCall {
   ServerCounters* const counters_;
   const Deadline deadline_;
   RequestClass request_class_;
+  std::optional<RequestClass> claimed_;
   absl::Status metadata_error_;
   absl::Status shed_;
   ServerCounters::Slot refused_by_ = ServerCounters::kNumSlots;

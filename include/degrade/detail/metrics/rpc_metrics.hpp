@@ -17,6 +17,7 @@
 #ifndef DEGRADE_DETAIL_METRICS_RPC_METRICS_HPP_
 #define DEGRADE_DETAIL_METRICS_RPC_METRICS_HPP_
 
+#include <array>
 #include <cstddef>
 #include <string>
 
@@ -92,6 +93,16 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
             "malformed or repeated; they were limited as the anonymous "
             "caller.",
             {{label, name}}, static_cast<double>(st.malformed_caller));
+  constexpr absl::string_view kCappedHelp =
+      "Calls whose claimed request class was above what the trust policy "
+      "lets their peer claim; served at the cap. By the class claimed.";
+  constexpr std::array<absl::string_view, 3> kClaimed = {
+      "CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS"};
+  for (std::size_t c = 0; c < kClaimed.size(); ++c) {
+    w.Counter("degrade_grpc_server_class_capped_total", kCappedHelp,
+              {{label, name}, {"claimed", std::string(kClaimed[c])}},
+              static_cast<double>(st.class_capped[c]));
+  }
 }
 
 }  // namespace detail

@@ -73,6 +73,7 @@
 #include "degrade/grpc/outcome.hpp"
 #include "degrade/grpc/server.hpp"
 #include "degrade/request_class.hpp"
+#include "degrade/trust_policy.hpp"
 #include "recsys.grpc.pb.h"
 #include "recsys/pipeline.hpp"
 #endif
@@ -424,6 +425,11 @@ class GrpcRoundTrip {
     o.manager = manager;
     o.no_retry_from_level = 3;
     o.counters = counters;
+    // The caller is this process's own front end, over loopback: it may
+    // claim any class (docs/security.md on trusting a peer by address).
+    degrade::TrustPolicySettings trust;
+    trust.addresses = {{"127.0.0.1", degrade::Criticality::kCriticalPlus}};
+    o.trust = degrade::TrustPolicy::Create(std::move(trust)).value();
     return o;
   }
 

@@ -30,6 +30,9 @@
 #                               servers on loopback inside the test process).
 #                               Without them degrade builds and tests the
 #                               rest.
+#   TLS:         openssl (the command: the mutual-TLS tests and the gRPC
+#                               demo make their certificates with it, per
+#                               run, in their own temporary directories)
 #   --sanitizers   also clang's sanitizer runtimes (libclang-rt-14-dev), which
 #                  Debian's clang only Recommends, so minimal installs lack it
 #   --dry-run      only report what is missing; exit 1 if anything is
@@ -69,7 +72,8 @@ packages=(cmake g++ clang make ninja-build
   prometheus libcpp-httplib-dev python3
   libhiredis-dev redis-server
   etcd-server etcd-client
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  openssl)
 if ((want_sanitizers)); then
   packages+=(libclang-rt-14-dev)
 fi

@@ -64,6 +64,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -86,6 +87,7 @@
 #include "recsys.grpc.pb.h"
 #include "recsys/pipeline.hpp"
 #include "traffic.hpp"
+#include "trust.hpp"
 
 namespace grpc_recsys {
 
@@ -105,6 +107,9 @@ struct ChaosOptions {
   // at its budget (0.3 s); main.cpp raises it for a higher --qps.
   int workers = 64;
   uint64_t seed = 42;
+  // Mutual TLS between the front and the servers, which trust only the
+  // front (trust.hpp); false runs plain TCP.
+  bool tls = true;
 };
 
 // The test's run: 3 s phases (27 s of traffic) and a 1 s breaker timeout,
@@ -224,6 +229,8 @@ struct ChaosReport {
   std::vector<PhaseReport> phases;
   absl::Duration traffic_time;
   uint64_t malformed_trailers = 0;
+  // With TLS: what the servers did with each kind of caller.
+  std::optional<TrustReport> trust;
 };
 
 namespace detail {
@@ -335,13 +342,10 @@ inline void Summarise(const std::vector<Sample>& samples, absl::Time from,
 }
 
 // Sets `role`'s added latency through its Control service.
-inline absl::Status SetLatency(int port, absl::string_view role,
-                               absl::Duration latency) {
-  ::grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-  auto channel =
-      ::grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
-                                  ::grpc::InsecureChannelCredentials(), args);
+inline absl::Status SetLatency(
+    int port, absl::string_view role, absl::Duration latency,
+    std::shared_ptr<::grpc::ChannelCredentials> credentials) {
+  auto channel = DemoChannel(port, std::move(credentials));
   ::grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
   LatencyRequest req;
@@ -379,7 +383,32 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
   // Destroyed in reverse: the traffic stops, then the front goes, then
   // every child is killed.
   Children children(options.start_timeout);
-  Front front(FrontOptionsFor(options));
+  std::optional<DemoTls> tls;
+  // The keys go with the run, whether or not the logs are kept.
+  struct RemoveOnExit {
+    std::string dir;
+    ~RemoveOnExit() {
+      std::error_code ignored;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } keys;
+  if (options.tls) {
+    absl::StatusOr<DemoTls> made = MakeDemoTls(children.log_dir());
+    keys.dir = children.log_dir() + "/tls";
+    if (!made.ok()) return made.status();
+    tls = *std::move(made);
+  }
+  // The chaos driver's own certificate: the only one the servers let
+  // change their latency.
+  const auto control = [&] {
+    return tls.has_value() ? ClientCredentials(&*tls, tls->chaos)
+                           : ::grpc::InsecureChannelCredentials();
+  };
+  FrontOptions front_options = FrontOptionsFor(options);
+  if (tls.has_value()) {
+    front_options.credentials = ClientCredentials(&*tls, tls->front);
+  }
+  Front front(front_options);
   std::array<int, kBackends> ports{};
   std::array<pid_t, kBackends> pids{};
 
@@ -393,8 +422,12 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
   };
   const auto start = [&](Backend b) -> absl::Status {
     const std::string role(kRoles[b]);
-    absl::StatusOr<Child> c =
-        children.Start(role, options.server_binary, {"--role", role});
+    std::vector<std::string> args = {"--role", role};
+    if (tls.has_value()) {
+      args.push_back("--tls-dir");
+      args.push_back(tls->dir);
+    }
+    absl::StatusOr<Child> c = children.Start(role, options.server_binary, args);
     if (!c.ok()) return c.status();
     ports[b] = c->port;
     pids[b] = c->pid;
@@ -450,11 +483,13 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
         phase.did =
             absl::StrCat(role, " +", absl::FormatDuration(options.slow_latency),
                          " per call (Control/SetLatency)");
-        s = detail::SetLatency(ports[plan.target], role, options.slow_latency);
+        s = detail::SetLatency(ports[plan.target], role, options.slow_latency,
+                               control());
         break;
       case Action::kUnslow:
         phase.did = absl::StrCat(role, " +0 ms per call (Control/SetLatency)");
-        s = detail::SetLatency(ports[plan.target], role, absl::ZeroDuration());
+        s = detail::SetLatency(ports[plan.target], role, absl::ZeroDuration(),
+                               control());
         break;
       case Action::kRestart:
         s = start(plan.target);
@@ -507,6 +542,7 @@ inline absl::StatusOr<ChaosReport> RunChaos(const ChaosOptions& options,
   report.options = options;
   report.traffic_time = end - t0;
   report.malformed_trailers = front.malformed_trailers();
+  if (tls.has_value()) report.trust = CheckTrust(*tls, ports[kFeatures]);
   const std::vector<detail::Sample> samples = traffic.TakeSamples();
   for (std::size_t k = 0; k < phases.size(); ++k) {
     const absl::Time to = k + 1 < phases.size() ? starts[k + 1] : end;
@@ -586,6 +622,7 @@ inline void PrintReport(std::FILE* out, const ChaosReport& r) {
                     .c_str());
     }
   }
+  if (r.trust.has_value()) PrintTrust(out, *r.trust);
   std::fprintf(out,
                "\n| phase | requests | non-empty | full | mean depth | p50 | "
                "p99 | back to full |\n");

@@ -102,6 +102,7 @@
 #include "degrade/with_fallback.hpp"
 #include "recsys.grpc.pb.h"
 #include "recsys/pipeline.hpp"
+#include "trust.hpp"
 
 namespace grpc_recsys {
 
@@ -133,8 +134,12 @@ struct FrontOptions {
   std::array<absl::Duration, kBackends> budgets = {
       absl::Milliseconds(50), absl::Milliseconds(50), absl::Milliseconds(50),
       absl::Milliseconds(100), absl::Milliseconds(50)};
-  // Sent with every call (degrade-request-class-v1).
-  degrade::RequestClass request_class{};
+  // Sent with every call (degrade-request-class-v1): the front assigns
+  // the class; the servers believe CRITICAL_PLUS only from a caller whose
+  // certificate names the front (trust.hpp).
+  degrade::RequestClass request_class{degrade::Criticality::kCriticalPlus, 0};
+  // The front's certificate for the servers' mutual TLS; nullptr: plain.
+  std::shared_ptr<::grpc::ChannelCredentials> credentials;
   // Candidates asked of each recall route.
   uint32_t recall_limit = 120;
   // The features' last-known-good cache, and how long the recovery ramp
@@ -213,8 +218,11 @@ class Front {
     // Each channel its own connection, never one shared with an old
     // channel to the same address.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    std::shared_ptr<::grpc::Channel> channel = ::grpc::CreateCustomChannel(
-        address, ::grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<::grpc::Channel> channel = DemoChannel(
+        port,
+        options_.credentials != nullptr ? options_.credentials
+                                        : ::grpc::InsecureChannelCredentials(),
+        args);
     if (!channel->WaitForConnected(
             std::chrono::system_clock::now() +
             absl::ToChronoMilliseconds(connect_timeout))) {

@@ -6,6 +6,7 @@
 // or hung backend does in production.
 //
 //   grpc_recsys_server --role features|recall_cf|recall_vec|rank|rerank
+//                      [--tls-dir DIR]
 //
 // It listens on 127.0.0.1:0 (loopback only, a port the kernel picks, so
 // that runs never collide), prints "PORT <n>" on stdout once it serves, and
@@ -31,6 +32,17 @@
 // (default features get a smaller personal weight), the same re-ranking
 // (dedup, then interleave five categories).
 //
+// With --tls-dir, it serves mutual TLS only, with DIR's certificates
+// (chaos.hpp makes them: ca.crt signs everything; server.crt/.key is this
+// server's): a client without a certificate the CA signed never reaches a
+// handler. It then trusts only the front end: a caller whose certificate
+// names front.grpc-recsys may claim any request class; every other caller
+// (a batch job with a certificate of its own, say) at most CRITICAL
+// (ServerOptions::trust). Control/SetLatency, which changes the server's
+// state, answers PERMISSION_DENIED to anyone but chaos.grpc-recsys. Every
+// stage reply says the class it was served at in the trailer
+// grpc-recsys-served-class, so the driver can show what the policy did.
+//
 // Exit status: 2 for a bad command line (an unknown role names the roles it
 // knows), 1 when it cannot listen. Neither is ever silent.
 
@@ -55,8 +67,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "degrade/trust_policy.hpp"
 #include "recsys.grpc.pb.h"
 #include "recsys/pipeline.hpp"
+#include "tls_certificates.hpp"
 
 namespace {
 
@@ -76,8 +90,21 @@ absl::Duration ServiceTime(absl::string_view role) {
 struct ServerState {
   std::string role;
   std::atomic<int64_t> added_latency_ms{0};
-  degrade::grpc::ServerOptions options;  // admits everything; see the top
+  // Admits everything (see the top); with --tls-dir, trusts the front end.
+  degrade::grpc::ServerOptions options;
+  bool tls = false;
 };
+
+inline constexpr const char* kFrontName = "front.grpc-recsys";
+inline constexpr const char* kChaosName = "chaos.grpc-recsys";
+inline constexpr const char* kServedClassKey = "grpc-recsys-served-class";
+
+// Sends the class the call was admitted at (after the trust policy).
+void TellServedClass(::grpc::ServerContext* ctx,
+                     const degrade::grpc::ServerCall& call) {
+  ctx->AddTrailingMetadata(kServedClassKey,
+                           degrade::EncodeRequestClass(call.request_class()));
+}
 
 // Spends the stage's service time plus the added latency, but never past
 // the caller's deadline. Returns false when the deadline cut it short: the
@@ -148,6 +175,7 @@ class FeatureService final : public grpc_recsys::Features::Service {
                      const grpc_recsys::FeatureRequest* req,
                      grpc_recsys::FeatureReply* reply) override {
     degrade::grpc::ServerCall call(ctx, state_->options);
+    TellServedClass(ctx, call);
     if (!Work(*state_, call.deadline()))
       return call.Finish(TooLate("features"));
     // The in-process demo's personalised features: a base of 0.25 plus a
@@ -173,6 +201,7 @@ class RecallService final : public grpc_recsys::Recall::Service {
                         const grpc_recsys::RecallRequest* req,
                         grpc_recsys::CandidateList* reply) override {
     degrade::grpc::ServerCall call(ctx, state_->options);
+    TellServedClass(ctx, call);
     if (!Work(*state_, call.deadline()))
       return call.Finish(TooLate(state_->role));
     const std::size_t limit =
@@ -215,6 +244,7 @@ class RankService final : public grpc_recsys::Rank::Service {
                       const grpc_recsys::RankRequest* req,
                       grpc_recsys::CandidateList* reply) override {
     degrade::grpc::ServerCall call(ctx, state_->options);
+    TellServedClass(ctx, call);
     if (!Work(*state_, call.deadline())) return call.Finish(TooLate("rank"));
     // The in-process demo's rule: default features say nothing about this
     // user, so their personal score weighs 0.2 instead of 0.8.
@@ -244,6 +274,7 @@ class RerankService final : public grpc_recsys::Rerank::Service {
                         const grpc_recsys::RerankRequest* req,
                         grpc_recsys::CandidateList* reply) override {
     degrade::grpc::ServerCall call(ctx, state_->options);
+    TellServedClass(ctx, call);
     if (!Work(*state_, call.deadline())) return call.Finish(TooLate("rerank"));
     // Diversity: drop duplicates, then interleave five categories (id % 5)
     // so that no category takes the first screen.
@@ -271,9 +302,20 @@ class RerankService final : public grpc_recsys::Rerank::Service {
 class ControlService final : public grpc_recsys::Control::Service {
  public:
   explicit ControlService(ServerState* state) : state_(state) {}
-  ::grpc::Status SetLatency(::grpc::ServerContext*,
+  ::grpc::Status SetLatency(::grpc::ServerContext* ctx,
                             const grpc_recsys::LatencyRequest* req,
                             grpc_recsys::LatencyReply* reply) override {
+    // A remote change of the server's state: only the chaos driver's
+    // certificate may make it, when the server runs TLS.
+    if (state_->tls) {
+      const degrade::PeerIdentity peer = degrade::grpc::PeerOf(*ctx);
+      if (!peer.authenticated || std::find(peer.names.begin(), peer.names.end(),
+                                           kChaosName) == peer.names.end()) {
+        return ::grpc::Status(::grpc::StatusCode::PERMISSION_DENIED,
+                              "Control/SetLatency: only the chaos driver's "
+                              "certificate may change a server's latency");
+      }
+    }
     state_->added_latency_ms.store(req->added_latency_ms(),
                                    std::memory_order_relaxed);
     reply->set_role(state_->role);
@@ -286,7 +328,7 @@ class ControlService final : public grpc_recsys::Control::Service {
 };
 
 int Usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s --role <%s>\n", argv0,
+  std::fprintf(stderr, "usage: %s --role <%s> [--tls-dir DIR]\n", argv0,
                absl::StrJoin(kRoles, "|").c_str());
   return 2;
 }
@@ -295,10 +337,13 @@ int Usage(const char* argv0) {
 
 int main(int argc, char** argv) {
   std::string role;
+  std::string tls_dir;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     if (arg == "--role" && i + 1 < argc) {
       role = argv[++i];
+    } else if (arg == "--tls-dir" && i + 1 < argc) {
+      tls_dir = argv[++i];
     } else {
       std::fprintf(stderr, "grpc_recsys_server: unexpected argument '%s'\n",
                    argv[i]);
@@ -319,6 +364,31 @@ int main(int argc, char** argv) {
   (void)Embedding(0);  // the table, before the first call's budget runs
   ServerState state;
   state.role = role;
+  std::shared_ptr<::grpc::ServerCredentials> credentials =
+      ::grpc::InsecureServerCredentials();
+  if (!tls_dir.empty()) {
+    const std::string ca = tls_certificates::ReadWholeFile(tls_dir + "/ca.crt");
+    const std::string key =
+        tls_certificates::ReadWholeFile(tls_dir + "/server.key");
+    const std::string cert =
+        tls_certificates::ReadWholeFile(tls_dir + "/server.crt");
+    if (ca.empty() || key.empty() || cert.empty()) {
+      std::fprintf(stderr,
+                   "grpc_recsys_server: --tls-dir %s: ca.crt, server.crt and "
+                   "server.key must be readable and non-empty\n",
+                   tls_dir.c_str());
+      return 2;
+    }
+    ::grpc::SslServerCredentialsOptions tls(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    tls.pem_root_certs = ca;
+    tls.pem_key_cert_pairs.push_back({key, cert});
+    credentials = ::grpc::SslServerCredentials(tls);
+    degrade::TrustPolicySettings trust;
+    trust.peers = {{kFrontName, degrade::Criticality::kCriticalPlus}};
+    state.options.trust = degrade::TrustPolicy::Create(trust).value();
+    state.tls = true;
+  }
   FeatureService features(&state);
   RecallService recall(&state);
   RankService rank(&state);
@@ -328,8 +398,7 @@ int main(int argc, char** argv) {
   ::grpc::ServerBuilder builder;
   int port = 0;
   // Loopback only, and a port of the kernel's choosing.
-  builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort("127.0.0.1:0", credentials, &port);
   if (role == "features") {
     builder.RegisterService(&features);
   } else if (role == "rank") {

@@ -166,6 +166,16 @@ TEST(GrpcRecsysTest, ShortChaosRunStaysNonEmptyBoundedAndRecovers) {
   EXPECT_GT(report->phases.front().features_fresh,
             report->phases.front().requests * 9 / 10);
   EXPECT_EQ(report->malformed_trailers, 0u);
+  // The trust boundary, against the real servers: the front's
+  // CRITICAL_PLUS is believed, a batch job's lowered to CRITICAL; no
+  // certificate, no call; only the chaos driver may set latency (the slow
+  // phase above did, as it).
+  ASSERT_TRUE(report->trust.has_value());
+  EXPECT_THAT(report->trust->front_served,
+              testing::StartsWith("CRITICAL_PLUS:"));
+  EXPECT_THAT(report->trust->batch_served, testing::StartsWith("CRITICAL:"));
+  EXPECT_EQ(report->trust->no_certificate, absl::StatusCode::kUnavailable);
+  EXPECT_EQ(report->trust->batch_control, absl::StatusCode::kPermissionDenied);
 }
 
 TEST(GrpcRecsysTest, MissingServerBinaryIsNamed) {

@@ -138,6 +138,9 @@ struct GrpcServerStats {
   // claimed: [0] CRITICAL_PLUS, [1] CRITICAL, [2] SHEDDABLE_PLUS. The
   // calls were served at their cap, so they are also in the counts above.
   std::array<uint64_t, 3> class_capped{};
+  // Calls whose deadline had passed before their handler began: answered
+  // DEADLINE_EXCEEDED, not run, not in `accepted` or `shed`.
+  uint64_t expired = 0;
 };
 
 // What a Telemetry may read of a gRPC client's or server's counters while

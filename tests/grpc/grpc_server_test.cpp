@@ -32,6 +32,7 @@
 #include "echo_server.hpp"
 #include "gtest/gtest.h"
 #include "metrics_test_util.hpp"
+#include "support/notification.hpp"
 
 namespace degrade {
 namespace DEGRADE_TEST_UNIT {
@@ -50,9 +51,9 @@ class GrpcServerTest : public ::testing::Test {
     ManagerOptions mo;
     mo.clock = &clock_;
     mo.metrics = NoTelemetry();
-    manager_ = DegradationManager::Create(ParseDegradationConfig(kFloors).value(),
-                                          mo)
-                   .value();
+    manager_ =
+        DegradationManager::Create(ParseDegradationConfig(kFloors).value(), mo)
+            .value();
     AdmissionOptions ao;
     ao.manager = manager_.get();
     ao.clock = &clock_;
@@ -80,8 +81,8 @@ class GrpcServerTest : public ::testing::Test {
     return s;
   }
 
-  std::unique_ptr<degrade::test::Echo::Stub> Stub(const degrade_test::EchoServer& s,
-                                                  bool grpc_retries = false) {
+  std::unique_ptr<degrade::test::Echo::Stub> Stub(
+      const degrade_test::EchoServer& s, bool grpc_retries = false) {
     ::grpc::ChannelArguments args;
     // gRPC's own retry policy, retrying RESOURCE_EXHAUSTED: only the
     // pushback can stop it.
@@ -91,7 +92,8 @@ class GrpcServerTest : public ::testing::Test {
         R"("maxBackoff":"0.001s","backoffMultiplier":1,)"
         R"("retryableStatusCodes":["RESOURCE_EXHAUSTED"]}}]})");
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, grpc_retries ? 1 : 0);
-    return degrade::test::Echo::NewStub(degrade_test::LoopbackChannel(s.address(), args));
+    return degrade::test::Echo::NewStub(
+        degrade_test::LoopbackChannel(s.address(), args));
   }
 
   // One call as `rc` (or with raw class metadata); returns the status read
@@ -104,7 +106,8 @@ class GrpcServerTest : public ::testing::Test {
   Answer Call(degrade::test::Echo::Stub& stub, const RequestClass& rc,
               const char* raw_class = nullptr) {
     ::grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
     if (raw_class != nullptr) {
       ctx.AddMetadata(std::string(grpc::kRequestClassKey), raw_class);
     } else {
@@ -226,6 +229,50 @@ TEST_F(GrpcServerTest, WithoutAControllerEverythingIsAdmitted) {
   const Answer a = Call(*stub, Of(Criticality::kSheddable));
   EXPECT_TRUE(a.status.ok());
   EXPECT_EQ(a.level, 2);
+}
+
+// A call that waited past its deadline before its handler began (here the
+// handler waits until the client has seen DEADLINE_EXCEEDED, as a call
+// queued behind busy threads does) is not run: DEADLINE_EXCEEDED, counted
+// as expired, and admission is never asked.
+TEST_F(GrpcServerTest, ACallWhoseDeadlinePassedBeforeItsHandlerIsNotRun) {
+  degrade_tests::Notification client_gave_up;
+  std::atomic<bool> ran{false};
+  std::atomic<int> code{-1};
+  degrade_test::EchoServer::Script script;
+  script.handler = [&](::grpc::ServerContext* ctx, const auto&, auto*) {
+    client_gave_up.WaitForNotification();
+    grpc::ServerCall call(ctx, options_);
+    code.store(static_cast<int>(call.shed().code()));
+    if (!call.admitted()) return call.Finish();
+    ran.store(true);
+    return call.Finish();
+  };
+  degrade_test::EchoServer server(script);
+  ASSERT_TRUE(server.started());
+  auto stub = Stub(server);
+  ::grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(200));
+  degrade::test::EchoRequest request;
+  degrade::test::EchoReply reply;
+  EXPECT_EQ(stub->Say(&ctx, request, &reply).error_code(),
+            ::grpc::StatusCode::DEADLINE_EXCEEDED);
+  client_gave_up.Notify();
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (code.load() < 0 && absl::Now() < give_up)
+    absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_EQ(code.load(), static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_FALSE(ran.load());
+  const GrpcServerStats st = counters_.stats();
+  EXPECT_EQ(st.expired, 1u);
+  EXPECT_EQ(st.accepted, 0u);
+  EXPECT_EQ(st.shed, 0u);
+  const AdmissionStats as = admission_->stats();
+  uint64_t asked = 0;
+  for (std::size_t c = 0; c < kNumCriticalities; ++c)
+    asked += as.admitted[c] + as.shed[c];
+  EXPECT_EQ(asked, 0u);
 }
 
 TEST_F(GrpcServerTest, TheRegistryRendersCallsByOutcomeUntilTheCountersGo) {

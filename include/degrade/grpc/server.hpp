@@ -14,7 +14,11 @@
 //     (an mTLS certificate's names, its address): by default no caller
 //     may claim more than CRITICAL, so CRITICAL_PLUS is for the peers a
 //     rule names. A claim above the cap is lowered to it and counted;
-//   * reads the caller's deadline;
+//   * reads the caller's deadline. A call whose deadline passed before
+//     its handler began (it waited in gRPC's queue, or behind busy
+//     threads) is not admitted: DEADLINE_EXCEEDED, counted as expired,
+//     spending no permit and asking no admission, because the caller has
+//     already given up and the work would be thrown away;
 //   * with a per-caller limit (a KeyedRateLimiter), reads the caller's
 //     identity from `caller_header` (kCallerIdKey, "degrade-caller-id", by
 //     default) and spends one of that caller's permits; a call without
@@ -143,6 +147,7 @@ class ServerCounters {
     kCappedCriticalPlus,
     kCappedCritical,
     kCappedSheddablePlus,
+    kExpired,
     kNumSlots
   };
 
@@ -173,6 +178,7 @@ class ServerCounters {
     st.rate_limited_caller = counts_.Load(kRateLimitedCaller);
     st.rate_limited_class = counts_.Load(kRateLimitedClass);
     st.malformed_caller = counts_.Load(kMalformedCaller);
+    st.expired = counts_.Load(kExpired);
     for (std::size_t c = 0; c + 1 < kNumCriticalities; ++c) {
       st.class_capped[c] = counts_.Load(kCappedCriticalPlus + c);
     }
@@ -267,6 +273,14 @@ class ServerCall {
         }
       }
     }
+    if (deadline_.expired()) {
+      shed_ = absl::DeadlineExceededError(
+          "gRPC server: the caller's deadline had passed before the handler "
+          "began; the call was not run");
+      refused_by_ = ServerCounters::kExpired;
+      Count(ServerCounters::kExpired);
+      return;
+    }
     if (options.per_caller != nullptr) {
       ReadCaller(*context, options.caller_header);
       shed_ = options.per_caller->Admit(caller_);
@@ -304,7 +318,8 @@ class ServerCall {
   // Whether the handler should do the work. When false, return Finish().
   bool admitted() const { return shed_.ok(); }
   // The refusal when not admitted (a ShedError; IsRateLimited when a rate
-  // limit refused), else OK.
+  // limit refused; DEADLINE_EXCEEDED when the deadline had passed on
+  // arrival), else OK.
   const absl::Status& shed() const { return shed_; }
   // Whether a rate limit (per caller or per class) refused the call.
   bool rate_limited() const {
@@ -335,8 +350,8 @@ class ServerCall {
   ::grpc::Status Finish(const absl::Status& status = absl::OkStatus()) {
     absl::Status reply = admitted() ? status : shed_;
     const int level = manager_ != nullptr ? manager_->level() : -1;
-    if (!admitted() && no_retry_from_level_ >= 0 &&
-        level >= no_retry_from_level_) {
+    if (!admitted() && refused_by_ != ServerCounters::kExpired &&
+        no_retry_from_level_ >= 0 && level >= no_retry_from_level_) {
       reply = WithRetryAfter(std::move(reply), absl::Milliseconds(-1));
       Count(ServerCounters::kShedDoNotRetry);
     }

@@ -57,7 +57,8 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
   constexpr absl::string_view kCallsHelp =
       "gRPC server calls by admission outcome: accepted (the handler ran), "
       "shed by admission or rate_limited (per caller or per class; both "
-      "answered RESOURCE_EXHAUSTED).";
+      "answered RESOURCE_EXHAUSTED), or expired (the deadline had passed "
+      "before the handler began; DEADLINE_EXCEEDED, not run).";
   w.Counter("degrade_grpc_server_calls_total", kCallsHelp,
             {{label, name}, {"outcome", "accepted"}},
             static_cast<double>(st.accepted));
@@ -67,6 +68,9 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
       "degrade_grpc_server_calls_total", kCallsHelp,
       {{label, name}, {"outcome", "rate_limited"}},
       static_cast<double>(st.rate_limited_caller + st.rate_limited_class));
+  w.Counter("degrade_grpc_server_calls_total", kCallsHelp,
+            {{label, name}, {"outcome", "expired"}},
+            static_cast<double>(st.expired));
   constexpr absl::string_view kLimitedHelp =
       "gRPC server calls refused by a rate limit, by which: caller (the "
       "per-caller limit) or class (the limit of the call's criticality).";

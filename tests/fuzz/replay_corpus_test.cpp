@@ -18,6 +18,7 @@
 #include "fuzz/config_fuzz.hpp"
 #include "fuzz/default_features_fuzz.hpp"
 #include "fuzz/hot_list_baseline_fuzz.hpp"
+#include "fuzz/request_class_fuzz.hpp"
 #include "fuzz/segment_defaults_fuzz.hpp"
 #include "fuzz/settings_fuzz.hpp"
 #include "fuzz/trace_decode_fuzz.hpp"
@@ -72,7 +73,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Target{"default_features", &FuzzDefaultFeatures},
                       Target{"hot_list_baseline", &FuzzHotListBaseline},
                       Target{"settings", &FuzzSettings},
-                      Target{"segment_defaults", &FuzzSegmentDefaults}),
+                      Target{"segment_defaults", &FuzzSegmentDefaults},
+                      Target{"request_class", &FuzzRequestClass}),
     [](const ::testing::TestParamInfo<Target>& info) {
       return std::string(info.param.corpus);
     });

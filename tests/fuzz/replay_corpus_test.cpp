@@ -22,6 +22,7 @@
 #include "fuzz/segment_defaults_fuzz.hpp"
 #include "fuzz/settings_fuzz.hpp"
 #include "fuzz/trace_decode_fuzz.hpp"
+#include "fuzz/trace_trailer_fuzz.hpp"
 #include "gtest/gtest.h"
 
 namespace degrade_fuzz {
@@ -74,7 +75,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Target{"hot_list_baseline", &FuzzHotListBaseline},
                       Target{"settings", &FuzzSettings},
                       Target{"segment_defaults", &FuzzSegmentDefaults},
-                      Target{"request_class", &FuzzRequestClass}),
+                      Target{"request_class", &FuzzRequestClass},
+                      Target{"trace_trailer", &FuzzTraceTrailer}),
     [](const ::testing::TestParamInfo<Target>& info) {
       return std::string(info.param.corpus);
     });

@@ -171,7 +171,7 @@ fuzz_one() {
 # Runs every fuzz target for $1 seconds under the probed wrapper. New inputs
 # go to a scratch directory (removed at exit), never into the repository.
 fuzz_targets=(config trace_decode default_features hot_list_baseline settings
-              segment_defaults request_class trace_trailer)
+              segment_defaults request_class trace_trailer control_document)
 run_fuzzers() {
   local seconds="$1" work artifacts failed=() target dict
   work="$(mktemp -d "${TMPDIR:-/tmp}/degrade-fuzz.XXXXXX")"
@@ -180,7 +180,7 @@ run_fuzzers() {
   for target in "${fuzz_targets[@]}"; do
     case "$target" in
       trace_decode | trace_trailer) dict="$root/tests/fuzz/trace.dict" ;;
-      request_class) dict="$root/tests/fuzz/request_class.dict" ;;
+      request_class | control_document) dict="$root/tests/fuzz/$target.dict" ;;
       *) dict="$root/tests/fuzz/json.dict" ;;
     esac
     log "fuzzing $target for ${seconds} s"

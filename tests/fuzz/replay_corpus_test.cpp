@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fuzz/config_fuzz.hpp"
+#include "fuzz/control_document_fuzz.hpp"
 #include "fuzz/default_features_fuzz.hpp"
 #include "fuzz/hot_list_baseline_fuzz.hpp"
 #include "fuzz/request_class_fuzz.hpp"
@@ -76,7 +77,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Target{"settings", &FuzzSettings},
                       Target{"segment_defaults", &FuzzSegmentDefaults},
                       Target{"request_class", &FuzzRequestClass},
-                      Target{"trace_trailer", &FuzzTraceTrailer}),
+                      Target{"trace_trailer", &FuzzTraceTrailer},
+                      Target{"control_document", &FuzzControlDocument}),
     [](const ::testing::TestParamInfo<Target>& info) {
       return std::string(info.param.corpus);
     });

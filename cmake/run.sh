@@ -171,7 +171,8 @@ fuzz_one() {
 # Runs every fuzz target for $1 seconds under the probed wrapper. New inputs
 # go to a scratch directory (removed at exit), never into the repository.
 fuzz_targets=(config trace_decode default_features hot_list_baseline settings
-              segment_defaults request_class trace_trailer control_document)
+              segment_defaults request_class trace_trailer control_document
+              etcd_watch)
 run_fuzzers() {
   local seconds="$1" work artifacts failed=() target dict
   work="$(mktemp -d "${TMPDIR:-/tmp}/degrade-fuzz.XXXXXX")"
@@ -180,9 +181,16 @@ run_fuzzers() {
   for target in "${fuzz_targets[@]}"; do
     case "$target" in
       trace_decode | trace_trailer) dict="$root/tests/fuzz/trace.dict" ;;
-      request_class | control_document) dict="$root/tests/fuzz/$target.dict" ;;
+      request_class | control_document | etcd_watch)
+        dict="$root/tests/fuzz/$target.dict" ;;
       *) dict="$root/tests/fuzz/json.dict" ;;
     esac
+    # etcd_watch is built only with the etcd adapter (cpp-httplib).
+    if [[ "$target" == etcd_watch &&
+      ! -x "$root/build/fuzz/tests/fuzz/${target}_fuzzer" ]]; then
+      log "skipping $target: the fuzz build has no etcd adapter (cpp-httplib)"
+      continue
+    fi
     log "fuzzing $target for ${seconds} s"
     if timed fuzz_one "$target" "$seconds" "$dict" "$work" "$artifacts"; then
       grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' \

@@ -171,15 +171,26 @@ fuzz_one() {
 # Runs every fuzz target for $1 seconds under the probed wrapper. New inputs
 # go to a scratch directory (removed at exit), never into the repository.
 fuzz_targets=(config trace_decode default_features hot_list_baseline settings
-              segment_defaults)
+              segment_defaults request_class trace_trailer control_document
+              etcd_watch)
 run_fuzzers() {
   local seconds="$1" work artifacts failed=() target dict
   work="$(mktemp -d "${TMPDIR:-/tmp}/degrade-fuzz.XXXXXX")"
   probe_dirs+=("$work")
   artifacts="$root/build/fuzz/artifacts"
   for target in "${fuzz_targets[@]}"; do
-    dict="$root/tests/fuzz/json.dict"
-    [[ "$target" == trace_decode ]] && dict="$root/tests/fuzz/trace.dict"
+    case "$target" in
+      trace_decode | trace_trailer) dict="$root/tests/fuzz/trace.dict" ;;
+      request_class | control_document | etcd_watch)
+        dict="$root/tests/fuzz/$target.dict" ;;
+      *) dict="$root/tests/fuzz/json.dict" ;;
+    esac
+    # etcd_watch is built only with the etcd adapter (cpp-httplib).
+    if [[ "$target" == etcd_watch &&
+      ! -x "$root/build/fuzz/tests/fuzz/${target}_fuzzer" ]]; then
+      log "skipping $target: the fuzz build has no etcd adapter (cpp-httplib)"
+      continue
+    fi
     log "fuzzing $target for ${seconds} s"
     if timed fuzz_one "$target" "$seconds" "$dict" "$work" "$artifacts"; then
       grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' \

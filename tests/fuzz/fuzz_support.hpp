@@ -80,6 +80,47 @@ inline absl::string_view AsText(const uint8_t* data, std::size_t size) {
   return absl::string_view(reinterpret_cast<const char*>(data), size);
 }
 
+// True when `s` is well-formed UTF-8 with no C0 control byte: what may
+// reach a (JSON) log line from a client's header. DEL is left as it is, as
+// JSON does (detail/json_text.hpp).
+inline bool IsPrintableUtf8(absl::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20) return false;
+      ++i;
+      continue;
+    }
+    std::size_t need = 0;
+    uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      need = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      need = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      need = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + need >= s.size()) return false;  // the sequence is cut off
+    for (std::size_t k = 1; k <= need; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[need] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += need + 1;
+  }
+  return true;
+}
+
 // A file in $TMPDIR that the process rewrites with each input, for loaders
 // that take a path. Created once per process (mkstemp), removed at exit.
 class ScratchFile {

@@ -16,11 +16,17 @@
 #include <vector>
 
 #include "fuzz/config_fuzz.hpp"
+#include "fuzz/control_document_fuzz.hpp"
 #include "fuzz/default_features_fuzz.hpp"
+#ifdef DEGRADE_FUZZ_HAVE_ETCD
+#include "fuzz/etcd_watch_fuzz.hpp"
+#endif
 #include "fuzz/hot_list_baseline_fuzz.hpp"
+#include "fuzz/request_class_fuzz.hpp"
 #include "fuzz/segment_defaults_fuzz.hpp"
 #include "fuzz/settings_fuzz.hpp"
 #include "fuzz/trace_decode_fuzz.hpp"
+#include "fuzz/trace_trailer_fuzz.hpp"
 #include "gtest/gtest.h"
 
 namespace degrade_fuzz {
@@ -72,10 +78,24 @@ INSTANTIATE_TEST_SUITE_P(
                       Target{"default_features", &FuzzDefaultFeatures},
                       Target{"hot_list_baseline", &FuzzHotListBaseline},
                       Target{"settings", &FuzzSettings},
-                      Target{"segment_defaults", &FuzzSegmentDefaults}),
+                      Target{"segment_defaults", &FuzzSegmentDefaults},
+                      Target{"request_class", &FuzzRequestClass},
+                      Target{"trace_trailer", &FuzzTraceTrailer},
+                      Target{"control_document", &FuzzControlDocument}),
     [](const ::testing::TestParamInfo<Target>& info) {
       return std::string(info.param.corpus);
     });
+
+#ifdef DEGRADE_FUZZ_HAVE_ETCD
+// Built with the etcd adapter only: the watch stream's reader needs
+// cpp-httplib.
+INSTANTIATE_TEST_SUITE_P(EtcdTargets, ReplayCorpusTest,
+                         ::testing::Values(Target{"etcd_watch",
+                                                  &FuzzEtcdWatch}),
+                         [](const ::testing::TestParamInfo<Target>& info) {
+                           return std::string(info.param.corpus);
+                         });
+#endif
 
 }  // namespace DEGRADE_TEST_UNIT
 }  // namespace degrade_fuzz

@@ -61,6 +61,39 @@ TEST(JsonObjectSplitterTest, TruncatedGarbageAndOversizeAreReported) {
   EXPECT_TRUE(absl::IsResourceExhausted(st)) << st;
 }
 
+// Found by tests/fuzz/etcd_watch: the size was checked only after a byte
+// was handled, so an object whose closing brace was its one byte over the
+// maximum was handed on before the check. The maximum now holds exactly.
+TEST(JsonObjectSplitterTest, AnObjectOneByteOverTheMaximumIsRefused) {
+  const std::string at_max = "{\"k\":\"" + std::string(8, 'v') + "\"}";
+  ASSERT_EQ(at_max.size(), 16u);
+  for (const std::size_t step : {std::size_t{1}, at_max.size()}) {
+    SCOPED_TRACE(step);
+    for (const std::size_t max : {at_max.size(), at_max.size() - 1}) {
+      JsonObjectSplitter s(max);
+      std::vector<std::string> seen;
+      bool stopped = false;
+      absl::Status st;
+      for (std::size_t i = 0; i < at_max.size() && st.ok(); i += step) {
+        st = s.Feed(
+            absl::string_view(at_max).substr(i, step),
+            [&](absl::string_view o) {
+              seen.emplace_back(o);
+              return true;
+            },
+            &stopped);
+      }
+      if (max == at_max.size()) {
+        EXPECT_TRUE(st.ok()) << st;
+        EXPECT_THAT(seen, ElementsAre(at_max));
+      } else {
+        EXPECT_TRUE(absl::IsResourceExhausted(st)) << st;
+        EXPECT_THAT(seen, ElementsAre());
+      }
+    }
+  }
+}
+
 TEST(JsonObjectSplitterTest, StopsWhenTheCallbackSaysSo) {
   JsonObjectSplitter s(100);
   int seen = 0;

@@ -35,7 +35,15 @@ class JsonObjectSplitter {
   absl::Status Feed(absl::string_view data, F&& on_object, bool* stopped) {
     *stopped = false;
     for (const char c : data) {
-      if (depth_ > 0) buffer_.push_back(c);
+      if (depth_ > 0) {
+        buffer_.push_back(c);
+        // Checked as the object grows, before its closing brace can hand
+        // it on: an object one byte over must not get through.
+        if (buffer_.size() > max_) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("a message over ", max_, " bytes"));
+        }
+      }
       if (in_string_) {
         if (escaped_) {
           escaped_ = false;
@@ -60,10 +68,6 @@ class JsonObjectSplitter {
         return absl::InternalError(
             absl::StrCat("unexpected byte '", absl::CHexEscape({&c, 1}),
                          "' between messages"));
-      }
-      if (buffer_.size() > max_) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("a message over ", max_, " bytes"));
       }
     }
     return absl::OkStatus();

@@ -1,0 +1,9 @@
+// Copyright 2026 The degrade Authors. SPDX-License-Identifier: Apache-2.0
+//
+// libFuzzer entry point for control_document_fuzz.hpp (see it for what is
+// checked). Built by the `fuzz` preset; run with `./cmake/run.sh fuzz
+// [seconds]`.
+
+#include "fuzz/control_document_fuzz.hpp"
+
+DEGRADE_FUZZ_TARGET(degrade_fuzz::FuzzControlDocument)

@@ -314,7 +314,9 @@ def check_endpoints(name, port):
     if "degrade_breaker_state" not in names:
         raise TestFailure(f"{name} /metrics.json: HTTP {status}, families {sorted(names)}")
     # No endpoint takes a body: one is refused (413), not read into memory.
-    post = urllib.request.Request(f"{base}/metrics", data=b"x" * (1 << 20), method="POST")
+    # Not form-encoded: cpp-httplib caps those at 8 KiB by itself.
+    post = urllib.request.Request(f"{base}/metrics", data=b"x" * (1 << 20), method="POST",
+                                  headers={"Content-Type": "application/octet-stream"})
     try:
         with urllib.request.urlopen(post, timeout=5.0) as resp:
             status = resp.status

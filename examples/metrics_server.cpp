@@ -707,6 +707,9 @@ int main(int argc, char** argv) {
   // Prometheus keeps its connection alive between scrapes; a short idle
   // timeout bounds how long stop() waits for it.
   server.set_keep_alive_timeout(1);
+  // No endpoint takes a body, and cpp-httplib would otherwise read any
+  // body it is sent (to a POST anywhere) into memory: 413, unkept.
+  server.set_payload_max_length(0);
   server.Get("/metrics",
              [&driver](const httplib::Request&, httplib::Response& res) {
                res.set_content(driver.registry()->RenderPrometheus(),

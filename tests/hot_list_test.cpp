@@ -247,7 +247,7 @@ TEST_F(HotListTest, StartRefreshesInTheBackgroundAndStopsCleanly) {
     hot.Stop();  // idempotent
     ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());
     ASSERT_TRUE(hot.Start(absl::Hours(1)).ok());  // restart
-  }                             // the destructor stops the running thread
+  }  // the destructor stops the running thread
 }
 
 // What a call from the source back into its own list does, on the list's
@@ -348,6 +348,9 @@ TEST_F(HotListTest, BadBaselinesAreNamedAndKeepTheSnapshot) {
       {"hot_float_id.json", "[1, 2.5]", "[1] = 2.5: must be an integer id"},
       {"hot_too_big.json", "[18446744073709551615]", "out of int64 range"},
       {"hot_no_items.json", "[]", "has no items"},
+      // Refused before it is read or parsed: the cap bounds the memory.
+      {"hot_over_cap.json", std::string(kMaxHotListBytes + 1, ' '),
+       "larger than 16777216 bytes"},
   };
   for (const BadFile& c : cases) {
     SCOPED_TRACE(c.name);

@@ -529,6 +529,9 @@ int main(int argc, char** argv) {
   httplib::Server server;
   const int threads = flags.threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // No endpoint takes a body, and cpp-httplib would otherwise read any
+  // body it is sent (to a POST anywhere) into memory: 413, unkept.
+  server.set_payload_max_length(0);
 
   server.Get("/infer", [&](const httplib::Request& req, httplib::Response& res) {
     auto job = std::make_shared<Job>();

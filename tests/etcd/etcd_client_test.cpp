@@ -4,6 +4,7 @@
 // binary keys, connection refused) and against a fake gateway answering
 // garbage (every malformed response is a clear status, never a crash).
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
@@ -192,6 +193,22 @@ TEST(EtcdClientTest, AMissingFieldIsItsDefault) {
 // the middle of the response. Asserted by the status and by the bytes the
 // server had sent; the wall-clock bound is generous (the bound plus 2 s,
 // for a loaded machine), far below the response's 5 s.
+TEST(EtcdClientTest, AResponseOverTheCapIsRefusedUnparsed) {
+  // The client keeps at most 256 MiB of a response (kMaxResponseBytes):
+  // one byte more and it stops reading, whatever the gateway sends.
+  constexpr std::size_t kCap = std::size_t{256} << 20;
+  FakeGateway fake;
+  fake.Reply("/v3/kv/range", 200, std::string(kCap + 1, ' '));
+  EtcdClientOptions o = At(fake.endpoint());
+  o.request_timeout = absl::Seconds(30);  // 256 MiB on a busy machine
+  EtcdClient client(o);
+  absl::StatusOr<RangeResult> r = client.Range("/p/");
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              AllOf(HasSubstr(fake.endpoint()), HasSubstr("Range '/p/'"),
+                    HasSubstr("over 268435456 bytes")));
+}
+
 TEST(EtcdClientTest, RequestTimeoutBoundsAWholeTrickledResponse) {
   const std::string body = R"({"header":{"revision":"7"}})";
   const std::string reply = absl::StrCat(

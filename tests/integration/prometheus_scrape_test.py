@@ -313,6 +313,17 @@ def check_endpoints(name, port):
     names = {m["name"] for m in json.loads(js)["metrics"]} if status == 200 else set()
     if "degrade_breaker_state" not in names:
         raise TestFailure(f"{name} /metrics.json: HTTP {status}, families {sorted(names)}")
+    # No endpoint takes a body: one is refused (413), not read into memory.
+    # Not form-encoded: cpp-httplib caps those at 8 KiB by itself.
+    post = urllib.request.Request(f"{base}/metrics", data=b"x" * (1 << 20), method="POST",
+                                  headers={"Content-Type": "application/octet-stream"})
+    try:
+        with urllib.request.urlopen(post, timeout=5.0) as resp:
+            status = resp.status
+    except urllib.error.HTTPError as e:
+        status = e.code
+    if status != 413:
+        raise TestFailure(f"{name} POST /metrics with a 1 MiB body: HTTP {status}, expected 413")
     return body
 
 

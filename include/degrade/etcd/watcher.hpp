@@ -129,8 +129,14 @@ namespace etcd {
 // Every field has a usable default except `prefix` and the callbacks you
 // care about (an unset callback is skipped).
 struct EtcdWatcherOptions {
-  std::string endpoint = "127.0.0.1:2379";  // host:port, plain HTTP
+  std::string endpoint = "127.0.0.1:2379";  // host:port
   std::string prefix;                       // "" follows every key
+  // HTTPS and etcd's auth, as EtcdClientOptions has them (client.hpp):
+  // the reads and the watch stream use both. A token refused mid-way is
+  // renewed and the watch resumed (see the file comment).
+  EtcdTlsOptions tls{};
+  std::string user{};
+  std::string password{};
   // Values longer than this are refused (not delivered). Default 1 MiB.
   std::size_t max_value_bytes = std::size_t{1} << 20;
   // Full-jitter backoff between attempts after a failure; both > 0 and
@@ -176,6 +182,9 @@ struct EtcdWatcherCounters {
   uint64_t events_delivered = 0;  // on_put and on_delete calls
   uint64_t values_refused = 0;    // values over max_value_bytes
   uint64_t callback_errors = 0;   // callbacks that threw
+  // Auth tokens obtained: the first, then one per renewal (0 without a
+  // user).
+  uint64_t authentications = 0;
 };
 
 // EtcdPrefixWatcher
@@ -220,6 +229,16 @@ class EtcdPrefixWatcher {
   };
   static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
+  static EtcdClientOptions ClientOptions(const EtcdWatcherOptions& o) {
+    EtcdClientOptions c;
+    c.endpoint = o.endpoint;
+    c.connect_timeout = o.connect_timeout;
+    c.request_timeout = o.request_timeout;
+    c.tls = o.tls;
+    c.user = o.user;
+    c.password = o.password;
+    return c;
+  }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void Run();
   // Sleeps the backoff for `failures`; false when Stop() came first.
@@ -300,6 +319,7 @@ class EtcdPrefixWatcher {
   bool in_outage_ = false;
   bool garbled_ = false;  // the outage is a stream that failed once created
   bool stream_created_ = false;  // the last watch got its "created"
+  std::string stream_token_;     // the auth token the last watch sent
   uint64_t stream_events_ = 0;   // events the last watch delivered
   int empty_ends_ = 0;           // quick empty stream ends in a row
   uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
@@ -321,8 +341,7 @@ class EtcdPrefixWatcher {
 
 inline EtcdPrefixWatcher::EtcdPrefixWatcher(EtcdWatcherOptions options)
     : options_(std::move(options)),
-      client_(EtcdClientOptions{options_.endpoint, options_.connect_timeout,
-                                options_.request_timeout}),
+      client_(ClientOptions(options_)),
       rng_(options_.jitter_seed),
       name_(options_.name.empty() ? options_.prefix : options_.name),
       // Last: the view must be complete before a telemetry may read it.
@@ -331,10 +350,7 @@ inline EtcdPrefixWatcher::EtcdPrefixWatcher(EtcdWatcherOptions options)
 
 inline absl::Status EtcdPrefixWatcher::Start() {
   const EtcdWatcherOptions& o = options_;
-  std::string host;
-  int port = 0;
-  if (absl::Status s = detail::etcd::SplitEndpoint(o.endpoint, &host, &port);
-      !s.ok()) {
+  if (absl::Status s = EtcdClient::CheckOptions(ClientOptions(o)); !s.ok()) {
     return s;
   }
   if (o.backoff_initial <= absl::ZeroDuration() ||
@@ -390,6 +406,7 @@ inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
   c.events_delivered = events_.load(std::memory_order_relaxed);
   c.values_refused = refused_count_.load(std::memory_order_relaxed);
   c.callback_errors = callback_errors_.load(std::memory_order_relaxed);
+  c.authentications = client_.authentications();
   return c;
 }
 
@@ -444,7 +461,15 @@ inline void EtcdPrefixWatcher::Run() {
     first_watch = false;
     absl::Status status;
     const absl::Time opened = RealClock::Instance().Now();
-    const StreamEnd end = Watch(r->revision + 1, &status);
+    StreamEnd end = Watch(r->revision + 1, &status);
+    if (end == StreamEnd::kFailed && !stream_created_ &&
+        !stream_token_.empty() && EtcdClient::TokenRefused(status)) {
+      // The token lapsed between the read and the watch: renewed, the
+      // watch resumes where it was to start (nothing was delivered since).
+      client_.DropToken(stream_token_);
+      status = absl::OkStatus();
+      end = Watch(watch_start_, &status);
+    }
     if (end == StreamEnd::kStopped) break;
     if (end == StreamEnd::kCompacted) Bump(compactions_);
     if (end == StreamEnd::kClusterChanged) {

@@ -49,6 +49,7 @@ struct WatchMessage {
   uint64_t cluster_id = 0;       // result.header.cluster_id, 0 if absent
   int64_t header_revision = 0;   // result.header.revision, 0 if absent
   std::string canceled_result;   // the result, described, when canceled
+  std::string cancel_reason;     // etcd's result.cancel_reason, if any
   std::vector<WatchEvent> events;
 };
 
@@ -120,6 +121,33 @@ inline absl::Status StreamEndStatus(absl::string_view where, int http_status,
   return absl::OkStatus();
 }
 
+// A watch etcd canceled for `reason` (its cancel_reason, e.g. "rpc error:
+// code = Unauthenticated desc = etcdserver: invalid auth token"): the gRPC
+// code the reason names (UNAUTHENTICATED, PERMISSION_DENIED, ...), else
+// INTERNAL.
+inline absl::Status CancelStatus(absl::string_view where,
+                                 absl::string_view reason) {
+  static constexpr struct {
+    const char* name;
+    absl::StatusCode code;
+  } kCodes[] = {{"code = Unauthenticated", absl::StatusCode::kUnauthenticated},
+                {"code = PermissionDenied",
+                 absl::StatusCode::kPermissionDenied},
+                {"code = InvalidArgument", absl::StatusCode::kInvalidArgument},
+                {"code = FailedPrecondition",
+                 absl::StatusCode::kFailedPrecondition},
+                {"code = Unavailable", absl::StatusCode::kUnavailable}};
+  absl::StatusCode code = absl::StatusCode::kInternal;
+  for (const auto& c : kCodes) {
+    if (reason.find(c.name) != absl::string_view::npos) code = c.code;
+  }
+  if (reason.find("permission denied") != absl::string_view::npos) {
+    code = absl::StatusCode::kPermissionDenied;
+  }
+  return absl::Status(
+      code, absl::StrCat(where, ": stream: watch canceled: ", reason));
+}
+
 // Parses one message; a message that makes no sense is INTERNAL or
 // DATA_LOSS naming the field, its text prefixed by `where`.
 inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,
@@ -168,6 +196,10 @@ inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,
                                &out.compact_revision);
     if (!s.ok()) return fail(s.code(), s.message());
     out.canceled_result = detail::json::Describe(r);
+    if (auto why = r.find("cancel_reason");
+        why != r.end() && why->is_string()) {
+      out.cancel_reason = why->get<std::string>();
+    }
   }
   auto events = r.find("events");
   if (events == r.end()) return out;

@@ -443,16 +443,15 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Exchange(
         message = it->get<std::string>();
       }
     }
-    return absl::Status(code, absl::StrCat(where, ": HTTP ", http_status, ": ",
-                                           message));
+    return absl::Status(
+        code, absl::StrCat(where, ": HTTP ", http_status, ": ", message));
   }
   if (!json.ok()) {
     return absl::InternalError(json.status().message());
   }
   if (!json->is_object()) {
-    return absl::InternalError(
-        absl::StrCat(source, ": not a JSON object: ",
-                     detail::json::Describe(*json)));
+    return absl::InternalError(absl::StrCat(
+        source, ": not a JSON object: ", detail::json::Describe(*json)));
   }
   return json;
 }
@@ -466,9 +465,9 @@ inline absl::StatusOr<int64_t> EtcdClient::HeaderRevision(
           ? absl::InternalError("no header")
           : detail::etcd::ReadInt64(*header, "revision", "header", &revision);
   if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("etcd ", options_.endpoint, " ",
-                                               op, ": response: ",
-                                               s.message()));
+    return absl::Status(s.code(),
+                        absl::StrCat("etcd ", options_.endpoint, " ", op,
+                                     ": response: ", s.message()));
   }
   return revision;
 }

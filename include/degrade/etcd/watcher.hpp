@@ -173,9 +173,9 @@ struct EtcdWatcherOptions {
 
 // Counts since construction; each read with relaxed ordering.
 struct EtcdWatcherCounters {
-  uint64_t reconnects = 0;        // watch streams opened after the first
-  uint64_t resyncs = 0;           // reads of the prefix after the first
-  uint64_t compactions = 0;       // watches cancelled by a compaction
+  uint64_t reconnects = 0;   // watch streams opened after the first
+  uint64_t resyncs = 0;      // reads of the prefix after the first
+  uint64_t compactions = 0;  // watches cancelled by a compaction
   // Watch streams whose header showed another cluster_id than the read's,
   // or a revision below one seen (etcd wiped or restored after the read).
   uint64_t cluster_changes = 0;
@@ -304,7 +304,7 @@ class EtcdPrefixWatcher {
   EtcdClient client_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::thread::id> worker_{};  // the thread's id once it runs
-  detail::Mutex join_mu_;  // held by the one Stop() that joins
+  detail::Mutex join_mu_;                  // held by the one Stop() that joins
   detail::Mutex mu_;
   detail::CondVar cv_;  // wakes a backoff sleep for Stop()
   bool started_ ABSL_GUARDED_BY(mu_) = false;
@@ -313,19 +313,22 @@ class EtcdPrefixWatcher {
   std::thread thread_;
   // Watcher thread only. The hash tells a key rewritten at the same
   // mod_revision (a cluster remade unseen) from a duplicate.
-  struct Delivered { int64_t rev = 0; uint64_t hash = 0; };
+  struct Delivered {
+    int64_t rev = 0;
+    uint64_t hash = 0;
+  };
   std::map<std::string, Delivered> delivered_;
-  std::map<std::string, int64_t> refused_;    // key -> refused revision
+  std::map<std::string, int64_t> refused_;  // key -> refused revision
   bool in_outage_ = false;
   bool garbled_ = false;  // the outage is a stream that failed once created
-  bool stream_created_ = false;  // the last watch got its "created"
-  std::string stream_token_;     // the auth token the last watch sent
-  uint64_t stream_events_ = 0;   // events the last watch delivered
-  int empty_ends_ = 0;           // quick empty stream ends in a row
-  uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
+  bool stream_created_ = false;   // the last watch got its "created"
+  std::string stream_token_;      // the auth token the last watch sent
+  uint64_t stream_events_ = 0;    // events the last watch delivered
+  int empty_ends_ = 0;            // quick empty stream ends in a row
+  uint64_t cluster_id_ = 0;       // of the last read; 0 unknown
   bool cluster_changed_ = false;  // a stream saw it: the next read starts over
-  int64_t seen_revision_ = 0;    // the highest revision seen
-  int64_t watch_start_ = 0;      // the start_revision of the last watch
+  int64_t seen_revision_ = 0;     // the highest revision seen
+  int64_t watch_start_ = 0;       // the start_revision of the last watch
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
       cluster_changes_{0}, events_{0}, refused_count_{0}, callback_errors_{0},
@@ -355,10 +358,11 @@ inline absl::Status EtcdPrefixWatcher::Start() {
   }
   if (o.backoff_initial <= absl::ZeroDuration() ||
       o.backoff_max < o.backoff_initial) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "etcd watcher: backoff_initial (", absl::FormatDuration(
-            o.backoff_initial), ") must be > 0 and <= backoff_max (",
-        absl::FormatDuration(o.backoff_max), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd watcher: backoff_initial (",
+                     absl::FormatDuration(o.backoff_initial),
+                     ") must be > 0 and <= backoff_max (",
+                     absl::FormatDuration(o.backoff_max), ")"));
   }
   detail::MutexLock l(&mu_);
   if (started_ || stopping()) {
@@ -567,8 +571,8 @@ void EtcdPrefixWatcher::Guard(const char* which, F&& f) {
       [&](absl::string_view what) {
         Bump(callback_errors_);
         if (absl::string_view(which) != "on_status") {
-          Report(absl::UnknownError(absl::StrCat(
-              "etcd watcher: callback ", which, " threw: ", what)));
+          Report(absl::UnknownError(absl::StrCat("etcd watcher: callback ",
+                                                 which, " threw: ", what)));
         }
         return false;
       });

@@ -54,9 +54,8 @@ inline absl::Status EtcdClient::CheckOptions(const EtcdClientOptions& o) {
   if (!t.enabled) {
     if (!t.ca_file.empty() || !t.cert_file.empty() || !t.key_file.empty()) {
       // Files without `enabled` would otherwise be a silent plain link.
-      return absl::InvalidArgumentError(
-          absl::StrCat("etcd ", o.endpoint,
-                       ": tls files are set but tls.enabled is false"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "etcd ", o.endpoint, ": tls files are set but tls.enabled is false"));
     }
     return absl::OkStatus();
   }
@@ -104,10 +103,24 @@ inline absl::StatusOr<std::unique_ptr<httplib::Client>> EtcdClient::NewHttp(
       absl::StrCat("https://", host, ":", port), t.cert_file, t.key_file);
   if (!http->is_valid()) {
     (void)TakeSslErrors();
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": tls.cert_file '", t.cert_file,
-                     "' and tls.key_file '", t.key_file,
-                     "' are not a PEM certificate and its key"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": tls.cert_file '", t.cert_file, "' and tls.key_file '",
+        t.key_file, "' are not a PEM certificate and its key"));
+  }
+  if (!t.cert_file.empty()) {
+    // etcd answers a certificate out of its validity only by closing the
+    // connection (with TLS 1.3 after the handshake, so no alert reaches
+    // this side): said here, it is a clear status.
+    if (X509* cert = SSL_CTX_get0_certificate(http->ssl_context())) {
+      const bool early = X509_cmp_current_time(X509_get0_notBefore(cert)) > 0;
+      const bool late = X509_cmp_current_time(X509_get0_notAfter(cert)) < 0;
+      if (early || late) {
+        return absl::UnauthenticatedError(absl::StrCat(
+            where, ": TLS: tls.cert_file '", t.cert_file, "' is ",
+            late ? "expired" : "not valid yet",
+            ": etcd would refuse it; renew the client certificate"));
+      }
+    }
   }
   if (t.verify_server_name) {
     // cpp-httplib verifies the chain and then the host's name.
@@ -119,10 +132,9 @@ inline absl::StatusOr<std::unique_ptr<httplib::Client>> EtcdClient::NewHttp(
   // chain fails it), cpp-httplib's name check stays off.
   http->enable_server_certificate_verification(false);
   SSL_CTX* ctx = http->ssl_context();
-  const int loaded =
-      t.ca_file.empty()
-          ? SSL_CTX_set_default_verify_paths(ctx)
-          : SSL_CTX_load_verify_locations(ctx, t.ca_file.c_str(), nullptr);
+  const int loaded = t.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                       : SSL_CTX_load_verify_locations(
+                                             ctx, t.ca_file.c_str(), nullptr);
   if (loaded != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": tls.ca_file '", t.ca_file,
@@ -188,6 +200,18 @@ inline absl::Status EtcdClient::TransportFailure(
   // TLS 1.3: at the first read after it) or a failed verification.
   const bool certificate = absl::StrContains(ssl_errors, "certificate") ||
                            absl::StrContains(ssl_errors, "alert");
+  if (err == httplib::Error::Write && !o.tls.cert_file.empty()) {
+    // Each request makes a new connection: a write failing right after
+    // the handshake is etcd closing it, which is how it refuses a client
+    // certificate with TLS 1.3 (an expired one, one from another CA).
+    return absl::UnauthenticatedError(absl::StrCat(
+        where,
+        ": TLS: etcd closed the connection after the handshake: it "
+        "refuses tls.cert_file '",
+        o.tls.cert_file,
+        "' (not signed by its --trusted-ca-file, expired, or revoked)",
+        ssl_errors.empty() ? "" : ": ", ssl_errors));
+  }
   if (err == httplib::Error::SSLConnection ||
       ((err == httplib::Error::Read || err == httplib::Error::Write) &&
        certificate)) {

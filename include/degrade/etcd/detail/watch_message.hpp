@@ -95,8 +95,8 @@ inline absl::Status WatchHttpError(absl::string_view where, int http_status,
   if (json.ok() && CodeOfErrorBody(*json) != absl::StatusCode::kInternal) {
     code = CodeOfErrorBody(*json);
   }
-  return absl::Status(code, absl::StrCat(where, ": HTTP ", http_status, ": ",
-                                         Quoted(body)));
+  return absl::Status(
+      code, absl::StrCat(where, ": HTTP ", http_status, ": ", Quoted(body)));
 }
 
 // Why a watch stream that ended by itself (not stopped, not cut short by
@@ -130,13 +130,12 @@ inline absl::Status CancelStatus(absl::string_view where,
   static constexpr struct {
     const char* name;
     absl::StatusCode code;
-  } kCodes[] = {{"code = Unauthenticated", absl::StatusCode::kUnauthenticated},
-                {"code = PermissionDenied",
-                 absl::StatusCode::kPermissionDenied},
-                {"code = InvalidArgument", absl::StatusCode::kInvalidArgument},
-                {"code = FailedPrecondition",
-                 absl::StatusCode::kFailedPrecondition},
-                {"code = Unavailable", absl::StatusCode::kUnavailable}};
+  } kCodes[] = {
+      {"code = Unauthenticated", absl::StatusCode::kUnauthenticated},
+      {"code = PermissionDenied", absl::StatusCode::kPermissionDenied},
+      {"code = InvalidArgument", absl::StatusCode::kInvalidArgument},
+      {"code = FailedPrecondition", absl::StatusCode::kFailedPrecondition},
+      {"code = Unavailable", absl::StatusCode::kUnavailable}};
   absl::StatusCode code = absl::StatusCode::kInternal;
   for (const auto& c : kCodes) {
     if (reason.find(c.name) != absl::string_view::npos) code = c.code;
@@ -184,16 +183,16 @@ inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,
   out.created = flag("created");
   out.canceled = flag("canceled");
   if (auto h = r.find("header"); h != r.end()) {
-    absl::Status s = ReadUint64(*h, "cluster_id", "result.header",
-                                &out.cluster_id);
+    absl::Status s =
+        ReadUint64(*h, "cluster_id", "result.header", &out.cluster_id);
     if (s.ok()) {
       s = ReadInt64(*h, "revision", "result.header", &out.header_revision);
     }
     if (!s.ok()) return fail(s.code(), s.message());
   }
   if (out.canceled) {
-    absl::Status s = ReadInt64(r, "compact_revision", "result",
-                               &out.compact_revision);
+    absl::Status s =
+        ReadInt64(r, "compact_revision", "result", &out.compact_revision);
     if (!s.ok()) return fail(s.code(), s.message());
     out.canceled_result = detail::json::Describe(r);
     if (auto why = r.find("cancel_reason");

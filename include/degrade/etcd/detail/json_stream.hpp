@@ -57,9 +57,9 @@ class JsonObjectSplitter {
         }
       } else if (depth_ == 0 && c != '\n' && c != '\r' && c != ' ' &&
                  c != '\t') {
-        return absl::InternalError(absl::StrCat("unexpected byte '",
-                                                absl::CHexEscape({&c, 1}),
-                                                "' between messages"));
+        return absl::InternalError(
+            absl::StrCat("unexpected byte '", absl::CHexEscape({&c, 1}),
+                         "' between messages"));
       }
       if (buffer_.size() > max_) {
         return absl::ResourceExhaustedError(

@@ -5,10 +5,11 @@
 // -----------------------------------------------------------------------------
 //
 // A small etcd v3 client for the few calls degrade's config sources need:
-// read a prefix, put, delete, compact. It talks to etcd's JSON gateway over
-// plain HTTP on loopback (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange,
-// /v3/kv/compaction), with cpp-httplib, so it needs no gRPC. Keys and values
-// are bytes (base64 on the wire); revisions are int64 (strings on the wire).
+// read a prefix, put, delete, compact. It talks to etcd's JSON gateway
+// (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/compaction)
+// over HTTP or HTTPS with cpp-httplib, so the adapter needs no gRPC. Keys
+// and values are bytes (base64 on the wire); revisions are int64 (strings
+// on the wire).
 //
 //   degrade::etcd::EtcdClientOptions o;
 //   o.endpoint = "127.0.0.1:2379";
@@ -21,6 +22,23 @@
 //     Use(kv.key, kv.value, kv.mod_revision);
 //   }
 //   // r->revision: the store's revision the read was taken at
+//
+// In production etcd serves HTTPS and has auth on; an instance then reads
+// as a user whose role may only read its prefix:
+//
+//   o.tls.enabled = true;
+//   o.tls.ca_file = "/etc/etcd/ca.crt";          // signed etcd's certificate
+//   o.tls.cert_file = "/etc/svc/etcd-client.crt";  // for --client-cert-auth
+//   o.tls.key_file = "/etc/svc/etcd-client.key";
+//   o.user = "instance";                           // role: read on the prefix
+//   o.password = ReadSecret("etcd-instance");
+//
+// With a user, the client exchanges the password for a token (POST
+// /v3/auth/authenticate) on its first request and sends it in the
+// Authorization header of each one. A token etcd refuses as invalid
+// (--auth-token-ttl passed without use, etcd restarted) or as older than
+// the auth store is renewed once and the request retried; `authentications()`
+// counts the tokens obtained.
 //
 // Errors are statuses, never exceptions, and each names the endpoint, the
 // operation and the cause, e.g. "etcd 127.0.0.1:2379 Range '/flags/':
@@ -41,10 +59,20 @@
 //                                          HTTP status
 //   body not JSON, wrong shape             INTERNAL, naming the field
 //   bad base64, a revision not a number    DATA_LOSS, naming the field
+//   wrong user or password                 UNAUTHENTICATED, naming the user
+//   a role without the permission          PERMISSION_DENIED (etcd's)
+//   etcd's certificate not trusted (CA,    UNAUTHENTICATED, naming the cause
+//     name), or ours refused or expired      and the option's file
+//   bad TLS options (a file unreadable,    INVALID_ARGUMENT, naming the option
+//     a certificate without its key)
+//   TLS asked for, no OpenSSL in the build FAILED_PRECONDITION (never plain)
 //
-// Optional: this header needs cpp-httplib (Debian: libcpp-httplib-dev) and
-// the CMake target `degrade::etcd`; the core library never includes it.
-// Only loopback/plain HTTP is supported (no TLS, no auth).
+// Optional: this header needs cpp-httplib (Debian: libcpp-httplib-dev; for
+// TLS built with OpenSSL, libssl-dev) and the CMake target `degrade::etcd`;
+// the core library never includes it. CPPHTTPLIB_OPENSSL_SUPPORT must be
+// defined alike in every translation unit that includes httplib.h (it
+// changes cpp-httplib's classes): `degrade::etcd` carries it when its
+// cpp-httplib has OpenSSL; define it yourself only to match.
 //
 // Thread safety: `EtcdClient` is thread-safe; requests are serialised on one
 // connection object (a second caller waits for the first). `Interrupt()`
@@ -92,7 +120,8 @@ namespace etcd {
 
 // EtcdClientOptions
 //
-// `endpoint` is "host:port" (an IPv4 address or name; plain HTTP). The
+// `endpoint` is "host:port" (an IPv4 address or name; HTTPS with
+// `tls.enabled`, plain HTTP otherwise). The
 // timeouts bound each phase of one request (`connect_timeout` the connect,
 // `request_timeout` each socket read and write), and their sum the whole
 // request: a response that has not arrived complete by then is

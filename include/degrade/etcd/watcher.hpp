@@ -63,6 +63,14 @@
 //     at once without an event, 3 in a row (a gateway that cancels every
 //     watch as compacted or closes it), are an outage too: UNAVAILABLE,
 //     with the backoff growing, until a stream delivers or lasts.
+//   * TLS and auth. `tls`, `user` and `password` are the client's (client.hpp);
+//     the token goes on the reads and the watch stream. An expired token is
+//     renewed at the next read, transparently; a watch refused for its token
+//     (etcd cancels it at creation) is renewed and re-created from the same
+//     start revision, so no change is missed or delivered twice. A refused
+//     password, a revoked role, an untrusted certificate are an outage
+//     (UNAUTHENTICATED, PERMISSION_DENIED) reported once; the delivered
+//     state stays the caller's (nothing is deleted) until a read succeeds.
 //   * Size limit. A value over `max_value_bytes` is not delivered: on_status
 //     gets INVALID_ARGUMENT naming the key and the size, once per key
 //     revision; the previously delivered value (if any) stays the caller's.
@@ -229,16 +237,7 @@ class EtcdPrefixWatcher {
   };
   static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
-  static EtcdClientOptions ClientOptions(const EtcdWatcherOptions& o) {
-    EtcdClientOptions c;
-    c.endpoint = o.endpoint;
-    c.connect_timeout = o.connect_timeout;
-    c.request_timeout = o.request_timeout;
-    c.tls = o.tls;
-    c.user = o.user;
-    c.password = o.password;
-    return c;
-  }
+  static EtcdClientOptions ClientOptions(const EtcdWatcherOptions& o);
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void Run();
   // Sleeps the backoff for `failures`; false when Stop() came first.

@@ -196,31 +196,27 @@ inline absl::Status EtcdClient::TransportFailure(
         absl::StrCat(where, ": TLS: tls.ca_file '", o.tls.ca_file,
                      "' cannot be loaded: ", cause));
   }
-  // A refused certificate shows as an alert (TLS 1.2: in the handshake;
-  // TLS 1.3: at the first read after it) or a failed verification.
-  const bool certificate = absl::StrContains(ssl_errors, "certificate") ||
-                           absl::StrContains(ssl_errors, "alert");
-  if (err == httplib::Error::Write && !o.tls.cert_file.empty()) {
-    // Each request makes a new connection: a write failing right after
-    // the handshake is etcd closing it, which is how it refuses a client
-    // certificate with TLS 1.3 (an expired one, one from another CA).
+  // etcd refuses a client certificate (from another CA, expired, revoked)
+  // with an alert (TLS 1.2: in the handshake; TLS 1.3: read after it) or,
+  // with TLS 1.3, by closing the connection after the handshake, so that
+  // the request's write fails: each request makes a new connection, so a
+  // write failing is that. This side refusing etcd's certificate is
+  // "certificate verify failed".
+  const bool alert = absl::StrContains(ssl_errors, "alert");
+  if (!o.tls.cert_file.empty() &&
+      (alert || err == httplib::Error::Write ||
+       (err == httplib::Error::SSLConnection && ssl_errors.empty()))) {
     return absl::UnauthenticatedError(absl::StrCat(
-        where,
-        ": TLS: etcd closed the connection after the handshake: it "
-        "refuses tls.cert_file '",
-        o.tls.cert_file,
-        "' (not signed by its --trusted-ca-file, expired, or revoked)",
-        ssl_errors.empty() ? "" : ": ", ssl_errors));
+        where, ": TLS: etcd refuses tls.cert_file '", o.tls.cert_file,
+        "' (not signed by its --trusted-ca-file, expired, or revoked): ",
+        alert ? ssl_errors : "it closed the connection after the handshake"));
   }
-  if (err == httplib::Error::SSLConnection ||
-      ((err == httplib::Error::Read || err == httplib::Error::Write) &&
-       certificate)) {
-    if (certificate) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          where, ": TLS: a certificate was refused (etcd's by tls.ca_file '",
-          o.tls.ca_file, "', or tls.cert_file '", o.tls.cert_file,
-          "' by etcd): ", cause));
-    }
+  if (absl::StrContains(ssl_errors, "certificate verify failed")) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        where, ": TLS: etcd's certificate is not trusted (tls.ca_file '",
+        o.tls.ca_file, "'): ", ssl_errors));
+  }
+  if (err == httplib::Error::SSLConnection) {
     return absl::UnavailableError(
         absl::StrCat(where, ": TLS handshake failed: ", cause));
   }
@@ -228,8 +224,9 @@ inline absl::Status EtcdClient::TransportFailure(
 }
 
 inline bool EtcdClient::TokenRefused(const absl::Status& s) {
-  return absl::IsUnauthenticated(s) ||
-         absl::StrContains(s.message(), "invalid auth token") ||
+  // etcd's words (also inside a watch's cancel_reason), not the code: a
+  // refused certificate is UNAUTHENTICATED too, and no token cures it.
+  return absl::StrContains(s.message(), "invalid auth token") ||
          absl::StrContains(s.message(), "revision of auth store is old");
 }
 

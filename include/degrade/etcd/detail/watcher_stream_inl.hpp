@@ -38,6 +38,18 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace etcd {
 
+inline EtcdClientOptions EtcdPrefixWatcher::ClientOptions(
+    const EtcdWatcherOptions& o) {
+  EtcdClientOptions c;
+  c.endpoint = o.endpoint;
+  c.connect_timeout = o.connect_timeout;
+  c.request_timeout = o.request_timeout;
+  c.tls = o.tls;
+  c.user = o.user;
+  c.password = o.password;
+  return c;
+}
+
 inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     int64_t start_revision, absl::Status* status) {
   const std::string where = Where();

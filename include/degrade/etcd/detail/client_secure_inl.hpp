@@ -206,10 +206,14 @@ inline absl::Status EtcdClient::TransportFailure(
   if (!o.tls.cert_file.empty() &&
       (alert || err == httplib::Error::Write ||
        (err == httplib::Error::SSLConnection && ssl_errors.empty()))) {
+    // Without an alert it is an inference (etcd going away at that very
+    // moment looks the same), and the message says so.
     return absl::UnauthenticatedError(absl::StrCat(
-        where, ": TLS: etcd refuses tls.cert_file '", o.tls.cert_file,
+        where, ": TLS: etcd ", alert ? "refuses" : "most likely refuses",
+        " tls.cert_file '", o.tls.cert_file,
         "' (not signed by its --trusted-ca-file, expired, or revoked): ",
-        alert ? ssl_errors : "it closed the connection after the handshake"));
+        alert ? ssl_errors
+              : "it closed the connection right after the handshake"));
   }
   if (absl::StrContains(ssl_errors, "certificate verify failed")) {
     return absl::UnauthenticatedError(absl::StrCat(

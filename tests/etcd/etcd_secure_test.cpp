@@ -494,4 +494,42 @@ TEST_F(EtcdSecureTest, AWatchRefusedForItsTokenResumesFromItsStartRevision) {
   EXPECT_TRUE(rec.statuses().empty()) << rec.statuses()[0];
 }
 
+TEST_F(EtcdSecureTest, APasswordChangedUnderAWatcherKeepsItsLastGoodState) {
+  DEGRADE_REQUIRE_ETCDCTL();
+  EtcdServer etcd(ServerOptions());
+  absl::Status s = etcd.Start();
+  ASSERT_TRUE(s.ok()) << s;
+  EnableAuth(&etcd);
+  EtcdClient op(etcd.ClientOptions("operator", "operatorpw"));
+  ASSERT_TRUE(op.Put("/p/mode", "normal").ok());
+
+  Recorder rec;
+  EtcdWatcherOptions wo = WatcherOptions(etcd, &rec, "instance", "instancepw");
+  wo.stream_idle_timeout = absl::Milliseconds(300);  // reads again often
+  EtcdPrefixWatcher watcher(wo);
+  ASSERT_TRUE(watcher.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return rec.events().size() == 1; }));
+
+  // The user made anew with another password: etcd drops its tokens, and
+  // the watcher's password no longer gets one.
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"user", "delete", "instance"},
+           {"user", "add", "instance:rotated"},
+           {"user", "grant-role", "instance", "reader"}}) {
+    s = etcd.Ctl(args);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  ASSERT_TRUE(Eventually([&] { return !rec.statuses().empty(); }));
+  ASSERT_TRUE(op.Put("/p/mode", "degraded").ok());  // not seen: no token
+  watcher.Stop();
+  EXPECT_TRUE(absl::IsUnauthenticated(rec.statuses()[0])) << rec.statuses()[0];
+  EXPECT_THAT(rec.statuses()[0].message(),
+              AllOf(HasSubstr(etcd.endpoint()), HasSubstr("'instance'"),
+                    HasSubstr("authentication failed")));
+  EXPECT_EQ(rec.statuses().size(), 1u);  // one outage, reported once
+  EXPECT_THAT(rec.events(), ElementsAre("put /p/mode=normal"));
+  EXPECT_EQ(rec.view(),
+            (std::map<std::string, std::string>{{"/p/mode", "normal"}}));
+}
+
 }  // namespace DEGRADE_TEST_UNIT

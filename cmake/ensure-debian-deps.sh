@@ -22,7 +22,8 @@
 #                  etcd:        etcd-server etcd-client (the optional
 #                               degrade::etcd adapter's tests start private
 #                               etcd processes on loopback; the adapter
-#                               itself needs only libcpp-httplib-dev).
+#                               itself needs libcpp-httplib-dev, and
+#                               libssl-dev for TLS to etcd).
 #                               Without them those tests are not built.
 #   gRPC:        libgrpc++-dev libprotobuf-dev protobuf-compiler
 #                               protobuf-compiler-grpc (the optional
@@ -69,7 +70,7 @@ fi
 
 packages=(cmake g++ clang make ninja-build
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus libcpp-httplib-dev python3
+  prometheus libcpp-httplib-dev libssl-dev python3
   libhiredis-dev redis-server
   etcd-server etcd-client
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

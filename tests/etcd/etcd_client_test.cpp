@@ -105,6 +105,28 @@ TEST(EtcdClientTest, ConnectionRefusedIsUnavailableNamingEndpointAndOp) {
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("Put 'k'"));
 }
 
+TEST(EtcdClientTest, TlsNeverFallsBackToPlainHttp) {
+  EtcdServer etcd;  // plain HTTP
+  absl::Status started = etcd.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  EtcdClientOptions o = At(etcd.endpoint());
+  o.tls.enabled = true;
+  EtcdClient client(o);
+  absl::StatusOr<RangeResult> r = client.Range("/p/");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(etcd.endpoint()));
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  // A handshake with a plain server fails: never a plain request.
+  EXPECT_THAT(r.status().message(), HasSubstr("TLS"));
+  EXPECT_TRUE(EtcdClient::CheckOptions(o).ok());
+#else
+  // No OpenSSL in this build: refused before connecting, naming why.
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("OpenSSL"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(EtcdClient::CheckOptions(o)));
+#endif
+}
+
 TEST(EtcdClientTest, BadEndpointIsInvalidArgument) {
   EtcdClient client(At("no-port"));
   EXPECT_TRUE(absl::IsInvalidArgument(client.Range("").status()));

@@ -5,10 +5,11 @@
 // -----------------------------------------------------------------------------
 //
 // A small etcd v3 client for the few calls degrade's config sources need:
-// read a prefix, put, delete, compact. It talks to etcd's JSON gateway over
-// plain HTTP on loopback (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange,
-// /v3/kv/compaction), with cpp-httplib, so it needs no gRPC. Keys and values
-// are bytes (base64 on the wire); revisions are int64 (strings on the wire).
+// read a prefix, put, delete, compact. It talks to etcd's JSON gateway
+// (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/compaction)
+// over HTTP or HTTPS with cpp-httplib, so the adapter needs no gRPC. Keys
+// and values are bytes (base64 on the wire); revisions are int64 (strings
+// on the wire).
 //
 //   degrade::etcd::EtcdClientOptions o;
 //   o.endpoint = "127.0.0.1:2379";
@@ -21,6 +22,23 @@
 //     Use(kv.key, kv.value, kv.mod_revision);
 //   }
 //   // r->revision: the store's revision the read was taken at
+//
+// In production etcd serves HTTPS and has auth on; an instance then reads
+// as a user whose role may only read its prefix:
+//
+//   o.tls.enabled = true;
+//   o.tls.ca_file = "/etc/etcd/ca.crt";          // signed etcd's certificate
+//   o.tls.cert_file = "/etc/svc/etcd-client.crt";  // for --client-cert-auth
+//   o.tls.key_file = "/etc/svc/etcd-client.key";
+//   o.user = "instance";                           // role: read on the prefix
+//   o.password = ReadSecret("etcd-instance");
+//
+// With a user, the client exchanges the password for a token (POST
+// /v3/auth/authenticate) on its first request and sends it in the
+// Authorization header of each one. A token etcd refuses as invalid
+// (--auth-token-ttl passed without use, etcd restarted) or as older than
+// the auth store is renewed once and the request retried; `authentications()`
+// counts the tokens obtained.
 //
 // Errors are statuses, never exceptions, and each names the endpoint, the
 // operation and the cause, e.g. "etcd 127.0.0.1:2379 Range '/flags/':
@@ -41,10 +59,20 @@
 //                                          HTTP status
 //   body not JSON, wrong shape             INTERNAL, naming the field
 //   bad base64, a revision not a number    DATA_LOSS, naming the field
+//   wrong user or password                 UNAUTHENTICATED, naming the user
+//   a role without the permission          PERMISSION_DENIED (etcd's)
+//   etcd's certificate not trusted (CA,    UNAUTHENTICATED, naming the cause
+//     name), or ours refused or expired      and the option's file
+//   bad TLS options (a file unreadable,    INVALID_ARGUMENT, naming the option
+//     a certificate without its key)
+//   TLS asked for, no OpenSSL in the build FAILED_PRECONDITION (never plain)
 //
-// Optional: this header needs cpp-httplib (Debian: libcpp-httplib-dev) and
-// the CMake target `degrade::etcd`; the core library never includes it.
-// Only loopback/plain HTTP is supported (no TLS, no auth).
+// Optional: this header needs cpp-httplib (Debian: libcpp-httplib-dev; for
+// TLS built with OpenSSL, libssl-dev) and the CMake target `degrade::etcd`;
+// the core library never includes it. CPPHTTPLIB_OPENSSL_SUPPORT must be
+// defined alike in every translation unit that includes httplib.h (it
+// changes cpp-httplib's classes): `degrade::etcd` carries it when its
+// cpp-httplib has OpenSSL; define it yourself only to match.
 //
 // Thread safety: `EtcdClient` is thread-safe; requests are serialised on one
 // connection object (a second caller waits for the first). `Interrupt()`
@@ -59,6 +87,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -91,17 +120,53 @@ namespace etcd {
 
 // EtcdClientOptions
 //
-// `endpoint` is "host:port" (an IPv4 address or name; plain HTTP). The
+// `endpoint` is "host:port" (an IPv4 address or name; HTTPS with
+// `tls.enabled`, plain HTTP otherwise). The
 // timeouts bound each phase of one request (`connect_timeout` the connect,
 // `request_timeout` each socket read and write), and their sum the whole
 // request: a response that has not arrived complete by then is
 // DEADLINE_EXCEEDED however steadily its bytes trickle in (a watchdog
 // thread, started with the first request, interrupts it). Each must be at
 // least 1 ms (smaller values are raised to 1 ms).
+// EtcdTlsOptions
+//
+// HTTPS to etcd's gateway (etcd started with --cert-file/--key-file, and
+// --client-cert-auth --trusted-ca-file to require client certificates).
+// Files are PEM and read when the first connection is made; one that
+// cannot be read or parsed is INVALID_ARGUMENT naming the option and the
+// file. A build whose cpp-httplib lacks OpenSSL support answers every
+// request FAILED_PRECONDITION when `enabled`: never a plain connection.
+struct EtcdTlsOptions {
+  bool enabled = false;
+  // The CA that signed etcd's server certificate; empty: the system's
+  // trust store.
+  std::string ca_file;
+  // The client certificate and its key, both or neither. etcd's gateway
+  // refuses (HTTP 400) a client certificate whose subject has a CommonName
+  // when --client-cert-auth is on (3.4: the gateway cannot map it to a
+  // user), so issue the instances' certificates without one and use
+  // `user`/`password` for identity.
+  std::string cert_file;
+  std::string key_file;
+  // Whether etcd's certificate must name the endpoint's host (a SAN IP or
+  // DNS entry). Off, the chain is still verified against `ca_file`: only
+  // the name is not checked (for a certificate issued to another name).
+  bool verify_server_name = true;
+};
+
 struct EtcdClientOptions {
   std::string endpoint = "127.0.0.1:2379";
   absl::Duration connect_timeout = absl::Seconds(1);
   absl::Duration request_timeout = absl::Seconds(2);  // read and write
+  EtcdTlsOptions tls{};
+  // etcd's user and password (etcd with `auth enable`); an empty `user`
+  // sends no credentials. The client exchanges them for a token
+  // (POST /v3/auth/authenticate) on its first request and sends the token
+  // in the Authorization header of every request; a token etcd no longer
+  // accepts (its --auth-token-ttl passed unused, etcd restarted) is
+  // renewed once and the request retried.
+  std::string user{};
+  std::string password{};
 };
 
 // One key as etcd stores it. `mod_revision` is the revision of its last
@@ -158,11 +223,62 @@ class EtcdClient {
 
   const std::string& endpoint() const { return options_.endpoint; }
 
+  // How many auth tokens this client has obtained: the first, then one per
+  // renewal. Thread-safe (a relaxed read).
+  uint64_t authentications() const {
+    return authentications_.load(std::memory_order_relaxed);
+  }
+
+  // OK when the TLS options can work in this build: INVALID_ARGUMENT for
+  // a certificate without its key (or the other way round), a file that
+  // cannot be read; FAILED_PRECONDITION when TLS is asked for and
+  // cpp-httplib was built without OpenSSL. Touches no network.
+  static absl::Status CheckOptions(const EtcdClientOptions& options);
+
  private:
+  friend class EtcdPrefixWatcher;  // shares the token and the transport
+
   // POSTs `body` to `path`; the parsed JSON object of a 200 response.
+  // With a user: authenticates first when no token is held, and once more
+  // (retrying the request) when etcd refuses the token as invalid or old.
   absl::StatusOr<detail::json::Json> Call(absl::string_view op,
                                           const std::string& path,
                                           const std::string& body);
+  // One exchange, with `token` (if not empty) as the Authorization header.
+  absl::StatusOr<detail::json::Json> Exchange(const std::string& where,
+                                              const std::string& path,
+                                              const std::string& body,
+                                              const std::string& token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes http_ when there is none yet.
+  absl::Status EnsureHttp(absl::string_view where)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Exchanges the user and password for token_.
+  absl::Status Authenticate(const std::string& where)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The token for a watch stream (authenticating when none is held); ""
+  // without a user.
+  absl::StatusOr<std::string> StreamToken(absl::string_view where);
+  // Forgets `stale` (a token etcd refused) so that the next use renews it.
+  void DropToken(const std::string& stale);
+  // Whether etcd refused a request's token: invalid (expired, or etcd
+  // restarted) or issued before the auth store changed.
+  static bool TokenRefused(const absl::Status& s);
+
+  // An httplib client for the endpoint as the options say (HTTPS with
+  // `tls.enabled`); INVALID_ARGUMENT or FAILED_PRECONDITION naming `where`.
+  static absl::StatusOr<std::unique_ptr<httplib::Client>> NewHttp(
+      const EtcdClientOptions& options, absl::string_view where);
+  // A failed exchange as a status: TLS failures named (UNAUTHENTICATED for
+  // a certificate one side refused), others as TransportError says.
+  // `ssl_errors` is what OpenSSL queued on this thread during the request.
+  static absl::Status TransportFailure(const EtcdClientOptions& options,
+                                       absl::string_view where,
+                                       httplib::Error err,
+                                       const httplib::Client& http,
+                                       const std::string& ssl_errors);
+  // Clears OpenSSL's error queue of this thread; returns what it held.
+  static std::string TakeSslErrors();
 
   // header.revision of a response object.
   absl::StatusOr<int64_t> HeaderRevision(absl::string_view op,
@@ -180,6 +296,8 @@ class EtcdClient {
   const EtcdClientOptions options_;
   detail::Mutex mu_;  // one request at a time
   std::unique_ptr<httplib::Client> http_ ABSL_GUARDED_BY(mu_);
+  std::string token_ ABSL_GUARDED_BY(mu_);  // "" none yet, or refused
+  std::atomic<uint64_t> authentications_{0};
   // For Interrupt(): the client of the request in flight. httplib's stop()
   // is safe against a request running on another thread.
   detail::Mutex flight_mu_;
@@ -253,23 +371,24 @@ inline void EtcdClient::Interrupt() {
 inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
     absl::string_view op, const std::string& path, const std::string& body) {
   const std::string where = absl::StrCat("etcd ", options_.endpoint, " ", op);
-  std::string host;
-  int port = 0;
-  if (absl::Status s =
-          detail::etcd::SplitEndpoint(options_.endpoint, &host, &port);
-      !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
-  }
   detail::MutexLock l(&mu_);
-  if (http_ == nullptr) {
-    http_ = std::make_unique<httplib::Client>(host, port);
-    time_t sec = 0, usec = 0;
-    detail::etcd::SplitDuration(options_.connect_timeout, &sec, &usec);
-    http_->set_connection_timeout(sec, usec);
-    detail::etcd::SplitDuration(options_.request_timeout, &sec, &usec);
-    http_->set_read_timeout(sec, usec);
-    http_->set_write_timeout(sec, usec);
+  if (absl::Status s = EnsureHttp(where); !s.ok()) return s;
+  if (options_.user.empty()) return Exchange(where, path, body, "");
+  const bool fresh = token_.empty();
+  if (fresh) {
+    if (absl::Status s = Authenticate(where); !s.ok()) return s;
   }
+  absl::StatusOr<detail::json::Json> res = Exchange(where, path, body, token_);
+  if (fresh || res.ok() || !TokenRefused(res.status())) return res;
+  // Once: a token just issued and refused again is etcd's last word.
+  token_.clear();
+  if (absl::Status s = Authenticate(where); !s.ok()) return s;
+  return Exchange(where, path, body, token_);
+}
+
+inline absl::StatusOr<detail::json::Json> EtcdClient::Exchange(
+    const std::string& where, const std::string& path, const std::string& body,
+    const std::string& token) {
   {
     detail::MutexLock f(&flight_mu_);
     interrupted_ = false;
@@ -295,6 +414,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   req.path = path;
   req.body = body;
   req.set_header("Content-Type", "application/json");
+  if (!token.empty()) req.set_header("Authorization", token);
   int http_status = 0;
   std::string text;
   req.response_handler = [&http_status](const httplib::Response& r) {
@@ -309,7 +429,9 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   // A write to a connection etcd or Interrupt() closed raises SIGPIPE
   // (cpp-httplib does not pass MSG_NOSIGNAL): blocked, it is EPIPE.
   detail::ScopedSigpipeBlock no_sigpipe;
+  (void)TakeSslErrors();  // only this request's causes are reported
   httplib::Result res = http_->send(req);
+  const std::string ssl_errors = TakeSslErrors();
   bool interrupted = false, timed_out = false;
   {
     detail::MutexLock f(&flight_mu_);
@@ -337,7 +459,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
   absl::StatusOr<detail::json::Json> json =
       detail::json::ParseJsonDocument(text, source, "response body");
   if (!res && !(http_status != 0 && json.ok())) {
-    return detail::etcd::TransportError(where, res.error());
+    return TransportFailure(options_, where, res.error(), *http_, ssl_errors);
   }
   if (http_status != 200) {
     absl::StatusCode code = absl::StatusCode::kInternal;
@@ -350,16 +472,15 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
         message = it->get<std::string>();
       }
     }
-    return absl::Status(code, absl::StrCat(where, ": HTTP ", http_status, ": ",
-                                           message));
+    return absl::Status(
+        code, absl::StrCat(where, ": HTTP ", http_status, ": ", message));
   }
   if (!json.ok()) {
     return absl::InternalError(json.status().message());
   }
   if (!json->is_object()) {
-    return absl::InternalError(
-        absl::StrCat(source, ": not a JSON object: ",
-                     detail::json::Describe(*json)));
+    return absl::InternalError(absl::StrCat(
+        source, ": not a JSON object: ", detail::json::Describe(*json)));
   }
   return json;
 }
@@ -373,9 +494,9 @@ inline absl::StatusOr<int64_t> EtcdClient::HeaderRevision(
           ? absl::InternalError("no header")
           : detail::etcd::ReadInt64(*header, "revision", "header", &revision);
   if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("etcd ", options_.endpoint, " ",
-                                               op, ": response: ",
-                                               s.message()));
+    return absl::Status(s.code(),
+                        absl::StrCat("etcd ", options_.endpoint, " ", op,
+                                     ": response: ", s.message()));
   }
   return revision;
 }
@@ -462,5 +583,9 @@ inline absl::Status EtcdClient::Compact(int64_t revision) {
 
 }  // namespace etcd
 DEGRADE_NAMESPACE_END
+
+// TLS and auth: the transport's setup and failures, the token's exchange
+// and renewal, apart so that this header reads as the contract.
+#include "degrade/etcd/detail/client_secure_inl.hpp"  // IWYU pragma: export
 
 #endif  // DEGRADE_ETCD_CLIENT_HPP_

@@ -63,6 +63,14 @@
 //     at once without an event, 3 in a row (a gateway that cancels every
 //     watch as compacted or closes it), are an outage too: UNAVAILABLE,
 //     with the backoff growing, until a stream delivers or lasts.
+//   * TLS and auth. `tls`, `user` and `password` are the client's (client.hpp);
+//     the token goes on the reads and the watch stream. An expired token is
+//     renewed at the next read, transparently; a watch refused for its token
+//     (etcd cancels it at creation) is renewed and re-created from the same
+//     start revision, so no change is missed or delivered twice. A refused
+//     password, a revoked role, an untrusted certificate are an outage
+//     (UNAUTHENTICATED, PERMISSION_DENIED) reported once; the delivered
+//     state stays the caller's (nothing is deleted) until a read succeeds.
 //   * Size limit. A value over `max_value_bytes` is not delivered: on_status
 //     gets INVALID_ARGUMENT naming the key and the size, once per key
 //     revision; the previously delivered value (if any) stays the caller's.
@@ -129,8 +137,14 @@ namespace etcd {
 // Every field has a usable default except `prefix` and the callbacks you
 // care about (an unset callback is skipped).
 struct EtcdWatcherOptions {
-  std::string endpoint = "127.0.0.1:2379";  // host:port, plain HTTP
+  std::string endpoint = "127.0.0.1:2379";  // host:port
   std::string prefix;                       // "" follows every key
+  // HTTPS and etcd's auth, as EtcdClientOptions has them (client.hpp):
+  // the reads and the watch stream use both. A token refused mid-way is
+  // renewed and the watch resumed (see the file comment).
+  EtcdTlsOptions tls{};
+  std::string user{};
+  std::string password{};
   // Values longer than this are refused (not delivered). Default 1 MiB.
   std::size_t max_value_bytes = std::size_t{1} << 20;
   // Full-jitter backoff between attempts after a failure; both > 0 and
@@ -167,15 +181,18 @@ struct EtcdWatcherOptions {
 
 // Counts since construction; each read with relaxed ordering.
 struct EtcdWatcherCounters {
-  uint64_t reconnects = 0;        // watch streams opened after the first
-  uint64_t resyncs = 0;           // reads of the prefix after the first
-  uint64_t compactions = 0;       // watches cancelled by a compaction
+  uint64_t reconnects = 0;   // watch streams opened after the first
+  uint64_t resyncs = 0;      // reads of the prefix after the first
+  uint64_t compactions = 0;  // watches cancelled by a compaction
   // Watch streams whose header showed another cluster_id than the read's,
   // or a revision below one seen (etcd wiped or restored after the read).
   uint64_t cluster_changes = 0;
   uint64_t events_delivered = 0;  // on_put and on_delete calls
   uint64_t values_refused = 0;    // values over max_value_bytes
   uint64_t callback_errors = 0;   // callbacks that threw
+  // Auth tokens obtained: the first, then one per renewal (0 without a
+  // user).
+  uint64_t authentications = 0;
 };
 
 // EtcdPrefixWatcher
@@ -220,6 +237,7 @@ class EtcdPrefixWatcher {
   };
   static constexpr int kEmptyEndsAnOutage = 3;  // see the file comment
 
+  static EtcdClientOptions ClientOptions(const EtcdWatcherOptions& o);
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void Run();
   // Sleeps the backoff for `failures`; false when Stop() came first.
@@ -285,7 +303,7 @@ class EtcdPrefixWatcher {
   EtcdClient client_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::thread::id> worker_{};  // the thread's id once it runs
-  detail::Mutex join_mu_;  // held by the one Stop() that joins
+  detail::Mutex join_mu_;                  // held by the one Stop() that joins
   detail::Mutex mu_;
   detail::CondVar cv_;  // wakes a backoff sleep for Stop()
   bool started_ ABSL_GUARDED_BY(mu_) = false;
@@ -294,18 +312,22 @@ class EtcdPrefixWatcher {
   std::thread thread_;
   // Watcher thread only. The hash tells a key rewritten at the same
   // mod_revision (a cluster remade unseen) from a duplicate.
-  struct Delivered { int64_t rev = 0; uint64_t hash = 0; };
+  struct Delivered {
+    int64_t rev = 0;
+    uint64_t hash = 0;
+  };
   std::map<std::string, Delivered> delivered_;
-  std::map<std::string, int64_t> refused_;    // key -> refused revision
+  std::map<std::string, int64_t> refused_;  // key -> refused revision
   bool in_outage_ = false;
   bool garbled_ = false;  // the outage is a stream that failed once created
-  bool stream_created_ = false;  // the last watch got its "created"
-  uint64_t stream_events_ = 0;   // events the last watch delivered
-  int empty_ends_ = 0;           // quick empty stream ends in a row
-  uint64_t cluster_id_ = 0;      // of the last read; 0 unknown
+  bool stream_created_ = false;   // the last watch got its "created"
+  std::string stream_token_;      // the auth token the last watch sent
+  uint64_t stream_events_ = 0;    // events the last watch delivered
+  int empty_ends_ = 0;            // quick empty stream ends in a row
+  uint64_t cluster_id_ = 0;       // of the last read; 0 unknown
   bool cluster_changed_ = false;  // a stream saw it: the next read starts over
-  int64_t seen_revision_ = 0;    // the highest revision seen
-  int64_t watch_start_ = 0;      // the start_revision of the last watch
+  int64_t seen_revision_ = 0;     // the highest revision seen
+  int64_t watch_start_ = 0;       // the start_revision of the last watch
   detail::SplitMix64 rng_;
   std::atomic<uint64_t> reconnects_{0}, resyncs_{0}, compactions_{0},
       cluster_changes_{0}, events_{0}, refused_count_{0}, callback_errors_{0},
@@ -321,8 +343,7 @@ class EtcdPrefixWatcher {
 
 inline EtcdPrefixWatcher::EtcdPrefixWatcher(EtcdWatcherOptions options)
     : options_(std::move(options)),
-      client_(EtcdClientOptions{options_.endpoint, options_.connect_timeout,
-                                options_.request_timeout}),
+      client_(ClientOptions(options_)),
       rng_(options_.jitter_seed),
       name_(options_.name.empty() ? options_.prefix : options_.name),
       // Last: the view must be complete before a telemetry may read it.
@@ -331,18 +352,16 @@ inline EtcdPrefixWatcher::EtcdPrefixWatcher(EtcdWatcherOptions options)
 
 inline absl::Status EtcdPrefixWatcher::Start() {
   const EtcdWatcherOptions& o = options_;
-  std::string host;
-  int port = 0;
-  if (absl::Status s = detail::etcd::SplitEndpoint(o.endpoint, &host, &port);
-      !s.ok()) {
+  if (absl::Status s = EtcdClient::CheckOptions(ClientOptions(o)); !s.ok()) {
     return s;
   }
   if (o.backoff_initial <= absl::ZeroDuration() ||
       o.backoff_max < o.backoff_initial) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "etcd watcher: backoff_initial (", absl::FormatDuration(
-            o.backoff_initial), ") must be > 0 and <= backoff_max (",
-        absl::FormatDuration(o.backoff_max), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd watcher: backoff_initial (",
+                     absl::FormatDuration(o.backoff_initial),
+                     ") must be > 0 and <= backoff_max (",
+                     absl::FormatDuration(o.backoff_max), ")"));
   }
   detail::MutexLock l(&mu_);
   if (started_ || stopping()) {
@@ -390,6 +409,7 @@ inline EtcdWatcherCounters EtcdPrefixWatcher::counters() const {
   c.events_delivered = events_.load(std::memory_order_relaxed);
   c.values_refused = refused_count_.load(std::memory_order_relaxed);
   c.callback_errors = callback_errors_.load(std::memory_order_relaxed);
+  c.authentications = client_.authentications();
   return c;
 }
 
@@ -444,7 +464,15 @@ inline void EtcdPrefixWatcher::Run() {
     first_watch = false;
     absl::Status status;
     const absl::Time opened = RealClock::Instance().Now();
-    const StreamEnd end = Watch(r->revision + 1, &status);
+    StreamEnd end = Watch(r->revision + 1, &status);
+    if (end == StreamEnd::kFailed && !stream_created_ &&
+        !stream_token_.empty() && EtcdClient::TokenRefused(status)) {
+      // The token lapsed between the read and the watch: renewed, the
+      // watch resumes where it was to start (nothing was delivered since).
+      client_.DropToken(stream_token_);
+      status = absl::OkStatus();
+      end = Watch(watch_start_, &status);
+    }
     if (end == StreamEnd::kStopped) break;
     if (end == StreamEnd::kCompacted) Bump(compactions_);
     if (end == StreamEnd::kClusterChanged) {
@@ -542,8 +570,8 @@ void EtcdPrefixWatcher::Guard(const char* which, F&& f) {
       [&](absl::string_view what) {
         Bump(callback_errors_);
         if (absl::string_view(which) != "on_status") {
-          Report(absl::UnknownError(absl::StrCat(
-              "etcd watcher: callback ", which, " threw: ", what)));
+          Report(absl::UnknownError(absl::StrCat("etcd watcher: callback ",
+                                                 which, " threw: ", what)));
         }
         return false;
       });

@@ -49,6 +49,7 @@ struct WatchMessage {
   uint64_t cluster_id = 0;       // result.header.cluster_id, 0 if absent
   int64_t header_revision = 0;   // result.header.revision, 0 if absent
   std::string canceled_result;   // the result, described, when canceled
+  std::string cancel_reason;     // etcd's result.cancel_reason, if any
   std::vector<WatchEvent> events;
 };
 
@@ -94,8 +95,8 @@ inline absl::Status WatchHttpError(absl::string_view where, int http_status,
   if (json.ok() && CodeOfErrorBody(*json) != absl::StatusCode::kInternal) {
     code = CodeOfErrorBody(*json);
   }
-  return absl::Status(code, absl::StrCat(where, ": HTTP ", http_status, ": ",
-                                         Quoted(body)));
+  return absl::Status(
+      code, absl::StrCat(where, ": HTTP ", http_status, ": ", Quoted(body)));
 }
 
 // Why a watch stream that ended by itself (not stopped, not cut short by
@@ -118,6 +119,32 @@ inline absl::Status StreamEndStatus(absl::string_view where, int http_status,
         absl::StrCat(where, ": stream ended before the watch was created"));
   }
   return absl::OkStatus();
+}
+
+// A watch etcd canceled for `reason` (its cancel_reason, e.g. "rpc error:
+// code = Unauthenticated desc = etcdserver: invalid auth token"): the gRPC
+// code the reason names (UNAUTHENTICATED, PERMISSION_DENIED, ...), else
+// INTERNAL.
+inline absl::Status CancelStatus(absl::string_view where,
+                                 absl::string_view reason) {
+  static constexpr struct {
+    const char* name;
+    absl::StatusCode code;
+  } kCodes[] = {
+      {"code = Unauthenticated", absl::StatusCode::kUnauthenticated},
+      {"code = PermissionDenied", absl::StatusCode::kPermissionDenied},
+      {"code = InvalidArgument", absl::StatusCode::kInvalidArgument},
+      {"code = FailedPrecondition", absl::StatusCode::kFailedPrecondition},
+      {"code = Unavailable", absl::StatusCode::kUnavailable}};
+  absl::StatusCode code = absl::StatusCode::kInternal;
+  for (const auto& c : kCodes) {
+    if (reason.find(c.name) != absl::string_view::npos) code = c.code;
+  }
+  if (reason.find("permission denied") != absl::string_view::npos) {
+    code = absl::StatusCode::kPermissionDenied;
+  }
+  return absl::Status(
+      code, absl::StrCat(where, ": stream: watch canceled: ", reason));
 }
 
 // Parses one message; a message that makes no sense is INTERNAL or
@@ -156,18 +183,22 @@ inline absl::StatusOr<WatchMessage> ParseWatchMessage(absl::string_view text,
   out.created = flag("created");
   out.canceled = flag("canceled");
   if (auto h = r.find("header"); h != r.end()) {
-    absl::Status s = ReadUint64(*h, "cluster_id", "result.header",
-                                &out.cluster_id);
+    absl::Status s =
+        ReadUint64(*h, "cluster_id", "result.header", &out.cluster_id);
     if (s.ok()) {
       s = ReadInt64(*h, "revision", "result.header", &out.header_revision);
     }
     if (!s.ok()) return fail(s.code(), s.message());
   }
   if (out.canceled) {
-    absl::Status s = ReadInt64(r, "compact_revision", "result",
-                               &out.compact_revision);
+    absl::Status s =
+        ReadInt64(r, "compact_revision", "result", &out.compact_revision);
     if (!s.ok()) return fail(s.code(), s.message());
     out.canceled_result = detail::json::Describe(r);
+    if (auto why = r.find("cancel_reason");
+        why != r.end() && why->is_string()) {
+      out.cancel_reason = why->get<std::string>();
+    }
   }
   auto events = r.find("events");
   if (events == r.end()) return out;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -37,14 +38,35 @@
 DEGRADE_NAMESPACE_BEGIN
 namespace etcd {
 
+inline EtcdClientOptions EtcdPrefixWatcher::ClientOptions(
+    const EtcdWatcherOptions& o) {
+  EtcdClientOptions c;
+  c.endpoint = o.endpoint;
+  c.connect_timeout = o.connect_timeout;
+  c.request_timeout = o.request_timeout;
+  c.tls = o.tls;
+  c.user = o.user;
+  c.password = o.password;
+  return c;
+}
+
 inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     int64_t start_revision, absl::Status* status) {
   const std::string where = Where();
   watch_start_ = start_revision;
-  std::string host;
-  int port = 0;
-  (void)detail::etcd::SplitEndpoint(options_.endpoint, &host, &port);
-  httplib::Client http(host, port);
+  stream_created_ = false;
+  stream_token_.clear();
+  const EtcdClientOptions client_options = ClientOptions(options_);
+  absl::StatusOr<std::unique_ptr<httplib::Client>> made =
+      EtcdClient::NewHttp(client_options, where);
+  absl::StatusOr<std::string> token =
+      made.ok() ? client_.StreamToken(where) : made.status();
+  if (!token.ok()) {
+    *status = token.status();
+    return stopping() ? StreamEnd::kStopped : StreamEnd::kFailed;
+  }
+  stream_token_ = *token;
+  httplib::Client& http = **made;
   // While garbled_, a stream silent for Lasting() ends (kEnded, not
   // quick): a healthy quiet stream ends the outage then, not at the idle
   // timeout.
@@ -54,6 +76,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
                                   options_.request_timeout);
   httplib::Request req =
       detail::etcd::WatchRequest(options_.prefix, start_revision);
+  if (!stream_token_.empty()) req.set_header("Authorization", stream_token_);
   int http_status = 0;
   req.response_handler = [&](const httplib::Response& r) {
     http_status = r.status;
@@ -109,7 +132,9 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
     stream_ = &http;
   }
   detail::ScopedSigpipeBlock no_sigpipe;  // Stop() may shut the socket
+  (void)EtcdClient::TakeSslErrors();
   httplib::Result res = http.send(req);
+  const std::string ssl_errors = EtcdClient::TakeSslErrors();
   {
     detail::MutexLock l(&mu_);
     stream_ = nullptr;
@@ -117,6 +142,11 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   stream_created_ = created;
   if (stopping()) return StreamEnd::kStopped;
   if (ended_here) return end;
+  if (!res && !created && http_status == 0 && options_.tls.enabled) {
+    *status = EtcdClient::TransportFailure(client_options, where, res.error(),
+                                           http, ssl_errors);
+    return StreamEnd::kFailed;
+  }
   *status = detail::etcd::StreamEndStatus(where, http_status, error_body, res,
                                           created, splitter.inside());
   return status->ok() ? StreamEnd::kEnded : StreamEnd::kFailed;
@@ -158,6 +188,13 @@ inline bool EtcdPrefixWatcher::HandleMessage(absl::string_view text,
       !moved.ok()) {
     *status = std::move(moved);
     *end = StreamEnd::kClusterChanged;
+    return false;
+  }
+  if (m->canceled && m->compact_revision <= 0 && !m->cancel_reason.empty()) {
+    // Refused at its creation (auth: etcd says "created" and "canceled" at
+    // once): no history to check, nothing delivered.
+    *status = detail::etcd::CancelStatus(Where(), m->cancel_reason);
+    *end = StreamEnd::kFailed;
     return false;
   }
   if (m->created && !*created) {

@@ -173,6 +173,18 @@ TEST(EtcdClientTest, MalformedResponsesAreClearStatuses) {
        absl::StatusCode::kUnavailable, "closing"},
       {"bad cluster_id", 200, "{\"header\":{\"cluster_id\":\"-1\"}}",
        absl::StatusCode::kDataLoss, "header.cluster_id"},
+      // A JSON number above int64's range read into an int64 field: once
+      // wrapped silently to a negative revision; the same value as a
+      // decimal string was already refused.
+      {"revision above int64 as a number", 200,
+       "{\"header\":{\"revision\":18446744073709551615}}",
+       absl::StatusCode::kDataLoss, "header.revision"},
+      {"revision above int64 as a string", 200,
+       "{\"header\":{\"revision\":\"18446744073709551615\"}}",
+       absl::StatusCode::kDataLoss, "header.revision"},
+      {"negative cluster_id as a number", 200,
+       "{\"header\":{\"cluster_id\":-1}}", absl::StatusCode::kDataLoss,
+       "header.cluster_id"},
       {"duplicate keys", 200, "{\"header\":{},\"header\":{}}",
        absl::StatusCode::kInternal, "duplicate"},
   };

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <ctime>
 #include <string>
 
@@ -109,8 +110,16 @@ absl::Status ReadInteger(const detail::json::Json& object, const char* field,
   }
   auto it = object.find(field);
   if (it == object.end()) return absl::OkStatus();
-  if (std::is_signed<T>::value ? it->is_number_integer()
-                               : it->is_number_unsigned()) {
+  // A number above int64's range arrives as an unsigned one: refused like
+  // the same value as a string, never wrapped to a negative revision.
+  const bool fits =
+      std::is_signed<T>::value
+          ? it->is_number_integer() &&
+                !(it->is_number_unsigned() &&
+                  it->template get<uint64_t>() >
+                      static_cast<uint64_t>(std::numeric_limits<T>::max()))
+          : it->is_number_unsigned();
+  if (fits) {
     *out = it->template get<T>();
     return absl::OkStatus();
   }

@@ -151,10 +151,12 @@ class TrustPolicy {
     return out;
   }
 
-  // Whether every claim is believed (TrustAll, or `others` CRITICAL_PLUS):
-  // a server may then skip reading the peer's identity.
+  // Whether every claim is believed (TrustAll, or `others` CRITICAL_PLUS
+  // with no rule and no function that could lower a peer below it): a
+  // server may then skip reading the peer's identity.
   bool trusts_all() const {
-    return rules_->others == Criticality::kCriticalPlus && !rules_->decide;
+    return rules_->others == Criticality::kCriticalPlus && !rules_->decide &&
+           rules_->peers.empty() && rules_->addresses.empty();
   }
 
  private:

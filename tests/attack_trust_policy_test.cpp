@@ -70,6 +70,11 @@ TEST(AttackTrustPolicyTest, ARulePinningAPeerBelowOthersIsNotTrustAll) {
   EXPECT_FALSE(by_address.trusts_all());
 
   EXPECT_TRUE(TrustPolicy::TrustAll().trusts_all());
+  // reads_peer(): whether a server must read the peer to apply the policy.
+  EXPECT_TRUE(by_name.reads_peer());
+  EXPECT_TRUE(by_address.reads_peer());
+  EXPECT_FALSE(TrustPolicy().reads_peer());
+  EXPECT_FALSE(TrustPolicy::TrustAll().reads_peer());
 }
 
 // Attack: a peer with several certificate names, one pinned low and one

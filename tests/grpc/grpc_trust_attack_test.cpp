@@ -316,6 +316,38 @@ TEST_F(GrpcTrustAttackTest, ASecondCommonNameIsNotRead) {
   EXPECT_FALSE(absl::StrContains(a.names, kFront)) << a.names;
 }
 
+// Attack: SANs that are not names: an empty DNS name (with the front's
+// name as the common name, hoping an empty SAN list falls back to it), and
+// the front's name followed by a NUL and more ("front.ranking.svc\0.evil",
+// the classic C-string truncation). Both encoded by hand (openssl's config
+// refuses them in text). gRPC keeps the empty name (so PeerOf does not
+// fall back to the common name) and the NUL name whole: neither is the
+// front, and each claim is capped. Held.
+TEST_F(GrpcTrustAttackTest, EmptyAndNulSansAreNotTheFront) {
+  grpc::ServerOptions options;
+  options.trust = FrontOnly();
+  const struct {
+    const char* file;
+    const char* subject;
+    const char* sans;
+  } certs[] = {
+      {"empty_san", "/CN=front.ranking.svc", "DER:30:02:82:00"},
+      {"nul_san", "/CN=x",
+       "DER:30:19:82:17:66:72:6F:6E:74:2E:72:61:6E:6B:69:6E:67:2E:73:76:63:00:"
+       "2E:65:76:69:6C"},
+  };
+  for (const auto& c : certs) {
+    const auto cert = Leaf(ca_, c.file, c.subject, c.sans);
+    const Answer a = ClaimOverMtls(options, cert);
+    // gRPC 1.51 serves both, and keeps each name as it is: "" (so the
+    // common name is not read) and the 23 bytes with the NUL.
+    EXPECT_EQ(a.code, ::grpc::StatusCode::OK) << c.file;
+    EXPECT_TRUE(a.authenticated) << c.file;
+    EXPECT_EQ(a.served, "CRITICAL:0") << c.file << ": " << a.names;
+    EXPECT_NE(a.names, kFront) << c.file;
+  }
+}
+
 // Attack: SANs that look like the front's: other case, a trailing dot, a
 // wildcard covering it, a longer name ending in it. Names are compared as
 // exact bytes, so each is capped. Held (fails closed).

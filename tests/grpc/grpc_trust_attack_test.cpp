@@ -514,6 +514,42 @@ TEST(GrpcTrustAttackAddressTest, AnIPv6AddressRuleMatchesAnIPv6Peer) {
   EXPECT_EQ(a.served, "CRITICAL_PLUS:0");
 }
 
+// The peer texts gRPC writes, and broken ones, read by PeerOf: a zone
+// survives decoding, a stray or short "%" is kept as it is, an unclosed
+// bracket still yields the host, and nothing but ipv4/ipv6 has an address.
+// A peer's text comes from gRPC, never from the caller, but none of it
+// may crash or read past the text.
+TEST(GrpcTrustAttackAddressTest, PeerTextsAreReadStrictly) {
+  const struct {
+    const char* peer;
+    const char* address;
+  } cases[] = {
+      {"ipv4:10.0.0.7:5100", "10.0.0.7"},
+      {"ipv4:10.0.0.7", "10.0.0.7"},
+      {"ipv4:", ""},
+      {"ipv6:[::1]:5100", "::1"},
+      {"ipv6:%5B::1%5D:5100", "::1"},
+      {"ipv6:%5b::1%5d:5100", "::1"},
+      {"ipv6:%5Bfe80::1%25eth0%5D:5100", "fe80::1%eth0"},
+      {"ipv6:[fe80::1%25eth0]:5100", "fe80::1%eth0"},
+      {"ipv6:%5B::ffff:127.0.0.1%5D:1", "::ffff:127.0.0.1"},
+      {"ipv6:%5B::1", "::1"},
+      {"ipv6:%", "%"},
+      {"ipv6:%5", "%5"},
+      {"ipv6:%zz", "%zz"},
+      {"ipv6:", ""},
+      {"unix:/tmp/s.sock", ""},
+      {"unix-abstract:x", ""},
+      {"inproc", ""},
+      {"", ""},
+      {"IPV4:10.0.0.7:1", ""},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(::degrade::detail::grpc::PeerAddress(c.peer), c.address)
+        << c.peer;
+  }
+}
+
 // Attack: an IPv4 rule and a dual-stack listener, from IPv4 and IPv6
 // clients (see above). Held.
 TEST(GrpcTrustAttackAddressTest, DualStackPeersAndAddressRules) {

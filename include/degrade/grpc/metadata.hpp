@@ -99,6 +99,39 @@ absl::StatusOr<std::optional<absl::string_view>> OneValue(const Multimap& md,
       absl::string_view(range.first->second.data(), range.first->second.size()));
 }
 
+// The IP in gRPC's peer text (ServerContext::peer()): "ipv4:10.0.0.7:5100"
+// -> "10.0.0.7"; "ipv6:[::1]:5100" -> "::1", possibly with a zone inside
+// the brackets; "" for anything else (a Unix socket, an in-process
+// channel). gRPC writes the peer as a URI, and 1.51 percent-encodes the
+// brackets too ("ipv6:%5B::1%5D:5100"), so the text is decoded first:
+// read as it came, no IPv6 address rule could ever match.
+inline std::string PeerAddress(absl::string_view text) {
+  if (absl::ConsumePrefix(&text, "ipv4:")) {
+    return std::string(text.substr(0, text.rfind(':')));
+  }
+  if (!absl::ConsumePrefix(&text, "ipv6:")) return std::string();
+  std::string decoded;
+  decoded.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() &&
+        absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      int byte = 0;
+      for (std::size_t k = i + 1; k <= i + 2; ++k) {
+        const char c = absl::ascii_tolower(static_cast<unsigned char>(text[k]));
+        byte = byte * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
+      }
+      decoded.push_back(static_cast<char>(byte));
+      i += 2;
+    } else {
+      decoded.push_back(text[i]);
+    }
+  }
+  absl::string_view host = decoded;
+  if (absl::ConsumePrefix(&host, "[")) host = host.substr(0, host.find(']'));
+  return std::string(host);
+}
+
 // `status` with the key it came from in front of its message.
 inline absl::Status NamingKey(absl::string_view key, const absl::Status& status) {
   return absl::Status(status.code(),
@@ -183,37 +216,7 @@ inline PeerIdentity PeerOf(const ::grpc::ServerContextBase& context) {
       if (!peer.names.empty()) break;
     }
   }
-  const std::string where = context.peer();
-  absl::string_view text = where;
-  if (absl::ConsumePrefix(&text, "ipv4:")) {
-    peer.address = std::string(text.substr(0, text.rfind(':')));
-  } else if (absl::ConsumePrefix(&text, "ipv6:")) {
-    // "[addr]:port", possibly with a zone ("%25eth0") inside the brackets.
-    // gRPC writes the peer as a URI, and 1.51 percent-encodes the brackets
-    // too ("ipv6:%5B::1%5D:5100"), so the text is decoded first: read as
-    // it came, no IPv6 address rule could ever match.
-    std::string decoded;
-    decoded.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] == '%' && i + 2 < text.size() &&
-          absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-          absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-        int byte = 0;
-        for (std::size_t k = i + 1; k <= i + 2; ++k) {
-          const char c =
-              absl::ascii_tolower(static_cast<unsigned char>(text[k]));
-          byte = byte * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
-        }
-        decoded.push_back(static_cast<char>(byte));
-        i += 2;
-      } else {
-        decoded.push_back(text[i]);
-      }
-    }
-    absl::string_view host = decoded;
-    if (absl::ConsumePrefix(&host, "[")) host = host.substr(0, host.find(']'));
-    peer.address = std::string(host);
-  }
+  peer.address = ::degrade::detail::grpc::PeerAddress(context.peer());
   return peer;
 }
 

@@ -19,8 +19,8 @@
 //
 // Endpoints:
 //   GET /infer    headers: x-degrade-class: SHEDDABLE_PLUS:17 (default
-//                 CRITICAL:0; malformed -> 400; capped by the trust policy,
-//                 below), x-degrade-deadline-ms: 1000
+//                 CRITICAL:0; malformed or repeated -> 400; capped by the
+//                 trust policy, below), x-degrade-deadline-ms: 1000
 //                 (default 1000; malformed -> 400). 200 when served; 503
 //                 with Retry-After when shed, and x-degrade-drop naming why.
 //   GET /stats    one line of key=value counters (batches, drops, limit...),
@@ -38,10 +38,13 @@
 // the peer's address: the addresses in --trust (a front end, a sidecar)
 // may claim any class; every other peer at most CRITICAL, what a request
 // without the header gets, so forging the header buys nothing. A lowered
-// claim is served at the cap and counted (`class_capped=` in /stats). Plain
-// HTTP proves no identity, so an address is the only key here; a server
-// reachable beyond a private network belongs behind mTLS (the gRPC
-// adapter's PeerOf reads certificate names).
+// claim is served at the cap and counted (`class_capped=` in /stats). A
+// proxy named in --trust vouches for every request it forwards, so it must
+// set the header itself, never pass a client's through; X-Forwarded-For
+// is not read (any client can write it). Plain HTTP proves no identity,
+// so an address is the only key here; a server reachable beyond a private
+// network belongs behind mTLS (the gRPC adapter's PeerOf reads certificate
+// names).
 //
 // The discipline's delays are given in full batches (defaults: admission
 // target 1, CoDel target 1 of an interval of 5; Gradient2's tolerance 3):
@@ -79,6 +82,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/admission.hpp"
@@ -537,6 +541,14 @@ int main(int argc, char** argv) {
     auto job = std::make_shared<Job>();
     job->arrival = absl::Now();
     if (req.has_header("x-degrade-class")) {
+      // Sent twice is malformed, as in the gRPC adapter: read first-wins, a
+      // trusted proxy that appends its own class behind the client's would
+      // pass the client's claim on under the proxy's trusted address.
+      if (req.get_header_value_count("x-degrade-class") > 1) {
+        res.status = 400;
+        res.set_content("x-degrade-class: sent more than once\n", "text/plain");
+        return;
+      }
       absl::StatusOr<degrade::RequestClass> rc =
           degrade::DecodeRequestClass(req.get_header_value("x-degrade-class"));
       if (!rc.ok()) {
@@ -546,6 +558,13 @@ int main(int argc, char** argv) {
       }
       degrade::PeerIdentity peer;
       peer.address = req.remote_addr;
+      // Bound to "::", an IPv4 client is "::ffff:a.b.c.d": the --trust
+      // entry for a.b.c.d is that peer.
+      absl::string_view v4 = peer.address;
+      if (absl::ConsumePrefix(&v4, "::ffff:") &&
+          v4.find('.') != absl::string_view::npos) {
+        peer.address = std::string(v4);
+      }
       bool lowered = false;
       job->rc = trust.Apply(*rc, peer, &lowered);
       if (lowered)

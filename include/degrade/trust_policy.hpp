@@ -151,10 +151,19 @@ class TrustPolicy {
     return out;
   }
 
-  // Whether every claim is believed (TrustAll, or `others` CRITICAL_PLUS):
-  // a server may then skip reading the peer's identity.
+  // Whether every claim is believed (TrustAll, or `others` CRITICAL_PLUS
+  // with no rule and no function that could lower a peer below it): a
+  // server may then skip the policy.
   bool trusts_all() const {
-    return rules_->others == Criticality::kCriticalPlus && !rules_->decide;
+    return rules_->others == Criticality::kCriticalPlus && !reads_peer();
+  }
+
+  // Whether the cap can differ from peer to peer (a name or address rule,
+  // or a function). When not, every peer gets `others`, and a server may
+  // apply the policy to an empty PeerIdentity without reading the peer.
+  bool reads_peer() const {
+    return static_cast<bool>(rules_->decide) || !rules_->peers.empty() ||
+           !rules_->addresses.empty();
   }
 
  private:

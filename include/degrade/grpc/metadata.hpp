@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,6 +53,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -95,6 +97,39 @@ absl::StatusOr<std::optional<absl::string_view>> OneValue(const Multimap& md,
   }
   return std::optional<absl::string_view>(
       absl::string_view(range.first->second.data(), range.first->second.size()));
+}
+
+// The IP in gRPC's peer text (ServerContext::peer()): "ipv4:10.0.0.7:5100"
+// -> "10.0.0.7"; "ipv6:[::1]:5100" -> "::1", possibly with a zone inside
+// the brackets; "" for anything else (a Unix socket, an in-process
+// channel). gRPC writes the peer as a URI, and 1.51 percent-encodes the
+// brackets too ("ipv6:%5B::1%5D:5100"), so the text is decoded first:
+// read as it came, no IPv6 address rule could ever match.
+inline std::string PeerAddress(absl::string_view text) {
+  if (absl::ConsumePrefix(&text, "ipv4:")) {
+    return std::string(text.substr(0, text.rfind(':')));
+  }
+  if (!absl::ConsumePrefix(&text, "ipv6:")) return std::string();
+  std::string decoded;
+  decoded.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() &&
+        absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      int byte = 0;
+      for (std::size_t k = i + 1; k <= i + 2; ++k) {
+        const char c = absl::ascii_tolower(static_cast<unsigned char>(text[k]));
+        byte = byte * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
+      }
+      decoded.push_back(static_cast<char>(byte));
+      i += 2;
+    } else {
+      decoded.push_back(text[i]);
+    }
+  }
+  absl::string_view host = decoded;
+  if (absl::ConsumePrefix(&host, "[")) host = host.substr(0, host.find(']'));
+  return std::string(host);
 }
 
 // `status` with the key it came from in front of its message.
@@ -158,8 +193,15 @@ inline absl::StatusOr<std::optional<RequestClass>> ReadRequestClass(
 // verified client certificate (mTLS), `authenticated` and the
 // certificate's subject alternative names (its common name when it has
 // none); always the peer's IP (from context.peer(), "ipv4:10.0.0.7:5100"
-// -> "10.0.0.7", "ipv6:[::1]:5100" -> "::1"; empty for a Unix socket or
-// an in-process channel). Touches only `context`.
+// -> "10.0.0.7", "ipv6:[::1]:5100" or "ipv6:%5B::1%5D:5100" -> "::1",
+// with a zone "fe80::1%eth0"; empty for a Unix socket or an in-process
+// channel). Touches only `context`.
+// REQUIRES, for the names to mean anything: the server's credentials
+// verify client certificates (GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_
+// CERTIFICATE_AND_VERIFY, or ..._REQUEST_CLIENT_CERTIFICATE_AND_VERIFY).
+// gRPC calls a peer authenticated whenever it presented a certificate, so
+// with a *_BUT_DONT_VERIFY setting any self-made certificate's names come
+// back here as `authenticated`, and PeerOf cannot tell.
 inline PeerIdentity PeerOf(const ::grpc::ServerContextBase& context) {
   PeerIdentity peer;
   const std::shared_ptr<const ::grpc::AuthContext> auth =
@@ -174,15 +216,7 @@ inline PeerIdentity PeerOf(const ::grpc::ServerContextBase& context) {
       if (!peer.names.empty()) break;
     }
   }
-  const std::string where = context.peer();
-  absl::string_view text = where;
-  if (absl::ConsumePrefix(&text, "ipv4:")) {
-    peer.address = std::string(text.substr(0, text.rfind(':')));
-  } else if (absl::ConsumePrefix(&text, "ipv6:")) {
-    // "[addr]:port", possibly with a zone ("%25eth0") inside the brackets.
-    if (absl::ConsumePrefix(&text, "[")) text = text.substr(0, text.find(']'));
-    peer.address = std::string(text);
-  }
+  peer.address = ::degrade::detail::grpc::PeerAddress(context.peer());
   return peer;
 }
 

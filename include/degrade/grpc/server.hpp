@@ -14,6 +14,8 @@
 //     (an mTLS certificate's names, its address): by default no caller
 //     may claim more than CRITICAL, so CRITICAL_PLUS is for the peers a
 //     rule names. A claim above the cap is lowered to it and counted;
+//     the default is capped the same way (uncounted), so a peer pinned
+//     below it gains nothing by claiming nothing;
 //   * reads the caller's deadline. A call whose deadline passed before
 //     its handler began (it waited in gRPC's queue, or behind busy
 //     threads) is not admitted: DEADLINE_EXCEEDED, counted as expired,
@@ -211,7 +213,9 @@ struct ServerOptions {
   // default: an unlabelled caller is not shed before labelled sheddable
   // traffic.
   RequestClass default_class{};
-  // The most important class each caller may claim (trust_policy.hpp).
+  // The most important class each caller may claim (trust_policy.hpp),
+  // and the most important it is served at: a call that claims nothing
+  // gets default_class capped by the same policy.
   // The default caps every peer at CRITICAL; name the front ends allowed
   // CRITICAL_PLUS (by mTLS name or address), or ask for TrustPolicy::
   // TrustAll() on a back end only trusted front ends can reach. Lowering
@@ -257,20 +261,24 @@ class ServerCall {
     if (!rc.ok()) {
       metadata_error_ = rc.status();
       Count(ServerCounters::kMalformedMetadata);
-    } else if (rc->has_value()) {
-      request_class_ = **rc;
-      // The peer is read only for a claim the policy might lower.
-      if (!options.trust.trusts_all() &&
-          request_class_.criticality != Criticality::kSheddable) {
-        bool lowered = false;
-        request_class_ =
-            options.trust.Apply(request_class_, PeerOf(*context), &lowered);
-        if (lowered) {
-          claimed_ = **rc;
-          Count(static_cast<ServerCounters::Slot>(
-              ServerCounters::kCappedCriticalPlus +
-              static_cast<std::size_t>(claimed_->criticality)));
-        }
+    }
+    const bool claimed = rc.ok() && rc->has_value();
+    if (claimed) request_class_ = **rc;
+    // The default is capped too: a peer pinned below it must not escape
+    // the pin by claiming nothing, or something malformed. The peer is read
+    // only when the policy tells peers apart.
+    if (!options.trust.trusts_all() &&
+        request_class_.criticality != Criticality::kSheddable) {
+      bool lowered = false;
+      request_class_ = options.trust.Apply(
+          request_class_,
+          options.trust.reads_peer() ? PeerOf(*context) : PeerIdentity(),
+          &lowered);
+      if (lowered && claimed) {
+        claimed_ = **rc;
+        Count(static_cast<ServerCounters::Slot>(
+            ServerCounters::kCappedCriticalPlus +
+            static_cast<std::size_t>(claimed_->criticality)));
       }
     }
     if (deadline_.expired()) {
@@ -329,8 +337,9 @@ class ServerCall {
   // The identity the per-caller limit was asked for ("" for the anonymous
   // caller, and when there is no per-caller limit).
   const std::string& caller() const { return caller_; }
-  // The class the call is admitted by: the caller's claim, capped by the
-  // trust policy, or the default (see metadata_error()).
+  // The class the call is admitted by: the caller's claim, or the default
+  // when it sent none or a malformed one (see metadata_error()), capped by
+  // the trust policy either way.
   const RequestClass& request_class() const { return request_class_; }
   // The class the caller claimed when the trust policy lowered it, else
   // nullopt.

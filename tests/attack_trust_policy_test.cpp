@@ -140,11 +140,13 @@ TEST(AttackTrustPolicyTest, APinnedNameIsNotRaisedByATrustedAddress) {
 }
 
 // Attack: addresses written the other ways an IP can be written. Matching
-// is the exact text, so an IPv4-mapped IPv6 peer ("::ffff:127.0.0.1", what
-// a dual-stack listener sees for an IPv4 client), a non-canonical IPv6
-// form, or a port suffix does not match a rule for the plain address: such
-// a peer gets `others`. Held (fails closed). PeerOf in the gRPC adapter
-// turns the IPv4-mapped form into the IPv4 one (grpc_trust_attack_test).
+// is of one address in canonical form, so an IPv4-mapped IPv6 peer
+// ("::ffff:127.0.0.1", what a dual-stack listener sees for an IPv4
+// client), a port suffix or a short IPv4 form does not match a rule for
+// the plain address: such a peer gets `others`. Held (fails closed). PeerOf
+// in the gRPC adapter turns the IPv4-mapped form into the IPv4 one
+// (grpc_trust_attack_test). A longer spelling of the same IPv6 address is
+// the same address, and matches.
 TEST(AttackTrustPolicyTest, OtherSpellingsOfAnAddressGetOthers) {
   TrustPolicySettings s;
   s.addresses = {{"127.0.0.1", Criticality::kCriticalPlus},
@@ -152,11 +154,13 @@ TEST(AttackTrustPolicyTest, OtherSpellingsOfAnAddressGetOthers) {
   const TrustPolicy p = MustCreate(std::move(s));
   EXPECT_EQ(p.CapFor(Peer({}, "127.0.0.1", false)), Criticality::kCriticalPlus);
   for (const char* address :
-       {"::ffff:127.0.0.1", "127.0.0.1:5100", "0:0:0:0:0:0:0:1", "127.1",
-        "127.000.000.001", "[::1]", " 127.0.0.1", "127.0.0.2"}) {
+       {"::ffff:127.0.0.1", "127.0.0.1:5100", "127.1", "127.000.000.001",
+        "[::1]", " 127.0.0.1", "127.0.0.2"}) {
     EXPECT_EQ(p.CapFor(Peer({}, address, false)), Criticality::kCritical)
         << address;
   }
+  EXPECT_EQ(p.CapFor(Peer({}, "0:0:0:0:0:0:0:1", false)),
+            Criticality::kCriticalPlus);
 }
 
 // Attack (by the deployment): an address rule that is not an address, a
@@ -165,16 +169,30 @@ TEST(AttackTrustPolicyTest, OtherSpellingsOfAnAddressGetOthers) {
 // match a peer: the front end the operator meant to trust silently gets
 // `others`. It fails closed (no attacker gains), but the operator is not
 // told, against the library's rule that bad input gets a status naming the
-// place. NEEDS A DECISION: validate (and canonicalise) address rules as IP
-// literals in Create() (inet_pton in a core header, or a parser of its
-// own), or document that an address rule is compared as exact text.
-TEST(AttackTrustPolicyTest, DISABLED_AnAddressRuleThatIsNoAddressIsRefused) {
+// place. Decided and fixed: Create() takes one IPv4 or IPv6 address per
+// rule and compares it in canonical form.
+TEST(AttackTrustPolicyTest, AnAddressRuleThatIsNoAddressIsRefused) {
   for (const char* bad : {"10.0.0.0/8", "localhost", "127.0.0.1:8080", "[::1]",
                           "ipv4:127.0.0.1"}) {
     TrustPolicySettings s;
     s.addresses = {{bad, Criticality::kCriticalPlus}};
-    EXPECT_FALSE(TrustPolicy::Create(std::move(s)).ok()) << bad;
+    const absl::Status st = TrustPolicy::Create(std::move(s)).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("addresses[0]"), absl::string_view::npos) << st;
   }
+  // Another spelling of the same address is the same rule, either way.
+  TrustPolicySettings s;
+  s.addresses = {{"0:0::0001", Criticality::kCriticalPlus}};
+  const TrustPolicy p = MustCreate(std::move(s));
+  PeerIdentity peer;
+  peer.address = "::1";
+  EXPECT_EQ(p.CapFor(peer), Criticality::kCriticalPlus);
+  peer.address = "0::1";
+  EXPECT_EQ(p.CapFor(peer), Criticality::kCriticalPlus);
+  TrustPolicySettings twice;
+  twice.addresses = {{"::1", Criticality::kCritical},
+                     {"0::1", Criticality::kCriticalPlus}};
+  EXPECT_FALSE(TrustPolicy::Create(std::move(twice)).ok());
 }
 
 // Attack: a decide function that throws for some peer, or answers a value

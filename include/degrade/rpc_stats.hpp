@@ -134,10 +134,11 @@ struct GrpcServerStats {
   // Calls whose caller identity was malformed or repeated; they were
   // limited as the anonymous caller.
   uint64_t malformed_caller = 0;
-  // Claims the trust policy lowered (ServerOptions::trust), by the class
-  // claimed: [0] CRITICAL_PLUS, [1] CRITICAL, [2] SHEDDABLE_PLUS. The
-  // calls were served at their cap, so they are also in the counts above.
-  std::array<uint64_t, 3> class_capped{};
+  // Claims the trust policy lowered (ServerOptions::trust), by the
+  // criticality claimed (indexed by Criticality; a SHEDDABLE claim only by
+  // its cohort, below an unlabelled call's). The calls were served at
+  // their cap, so they are also in the counts above.
+  std::array<uint64_t, 4> class_capped{};
   // Calls whose deadline had passed before their handler began: answered
   // DEADLINE_EXCEEDED, not run, not in `accepted` or `shed`.
   uint64_t expired = 0;

@@ -53,6 +53,10 @@
 #ifndef DEGRADE_TRUST_POLICY_HPP_
 #define DEGRADE_TRUST_POLICY_HPP_
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -100,16 +104,17 @@ struct TrustPolicySettings {
   // gets the most important cap among them. A rule may also cap a peer
   // below `others` (a batch client pinned to SHEDDABLE).
   std::vector<TrustRule> peers;
-  // Peer addresses (exact IP text) and their caps; asked only for a peer
-  // that no name rule matched.
+  // Peer addresses (one IPv4 or IPv6 address each, compared in canonical
+  // form; Create() refuses a port, a range or a host name) and their caps;
+  // asked only for a peer that no name rule matched.
   std::vector<TrustRule> addresses;
   // Asked first when set: the cap for `peer`, or nullopt to fall through
   // to the rules (so does one that throws). It runs on the serving
   // thread of every call, so it should be quick.
   std::function<std::optional<Criticality>(const PeerIdentity& peer)> decide;
   // The cap of a peer nothing above matched: CRITICAL, what an unlabelled
-  // call gets by default. If a server lowers its default class, lower
-  // this with it, or a forged class still beats unlabelled calls.
+  // call gets by default. (grpc::ServerCall also ranks such a peer's claim
+  // no higher than its default class, should that be lower.)
   Criticality others = Criticality::kCritical;
 };
 
@@ -158,6 +163,9 @@ class TrustPolicy {
     return rules_->others == Criticality::kCriticalPlus && !reads_peer();
   }
 
+  // The cap of a peer that no rule or function places elsewhere.
+  Criticality others() const { return rules_->others; }
+
   // Whether the cap can differ from peer to peer (a name or address rule,
   // or a function). When not, every peer gets `others`, and a server may
   // apply the policy to an empty PeerIdentity without reading the peer.
@@ -183,9 +191,30 @@ class TrustPolicy {
 
 namespace detail {
 
+// `text` as one IPv4 or IPv6 address in its canonical form ("::1" for
+// "0:0::0001"), or nullopt when it is not exactly one address: a range, a
+// host name or an address with its port never matches a peer, so a rule
+// written that way is refused rather than silently never applying.
+inline std::optional<std::string> CanonicalIp(absl::string_view text) {
+  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+  char in[INET6_ADDRSTRLEN];
+  text.copy(in, text.size());
+  in[text.size()] = '\0';
+  unsigned char bytes[sizeof(in6_addr)];
+  char out[INET6_ADDRSTRLEN];
+  for (int family : {AF_INET, AF_INET6}) {
+    if (::inet_pton(family, in, bytes) == 1 &&
+        ::inet_ntop(family, bytes, out, sizeof out) != nullptr) {
+      return std::string(out);
+    }
+  }
+  return std::nullopt;
+}
+
 inline absl::Status AddTrustRules(
     const std::vector<TrustRule>& rules, absl::string_view field,
-    absl::flat_hash_map<std::string, Criticality>* into) {
+    absl::flat_hash_map<std::string, Criticality>* into,
+    bool addresses = false) {
   constexpr std::size_t kMaxMatch = 1024;
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const TrustRule& r = rules[i];
@@ -201,7 +230,18 @@ inline absl::Status AddTrustRules(
           absl::StrCat(where, ": cap ", static_cast<int>(r.cap),
                        " is not a criticality (0..3)"));
     }
-    if (!into->emplace(r.match, r.cap).second) {
+    std::string match = r.match;
+    if (addresses) {
+      std::optional<std::string> ip = CanonicalIp(r.match);
+      if (!ip.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": \"", Abbreviated(r.match, 64),
+            "\" is not one IPv4 or IPv6 address (no port, range or host "
+            "name: a rule matches the peer's address exactly)"));
+      }
+      match = *std::move(ip);
+    }
+    if (!into->emplace(std::move(match), r.cap).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": \"", Abbreviated(r.match, 64), "\" is listed twice"));
     }
@@ -217,7 +257,8 @@ inline absl::StatusOr<TrustPolicy> TrustPolicy::Create(
   absl::Status s =
       detail::AddTrustRules(settings.peers, "peers", &rules->peers);
   if (!s.ok()) return s;
-  s = detail::AddTrustRules(settings.addresses, "addresses", &rules->addresses);
+  s = detail::AddTrustRules(settings.addresses, "addresses", &rules->addresses,
+                            /*addresses=*/true);
   if (!s.ok()) return s;
   if (static_cast<std::size_t>(settings.others) >= kNumCriticalities) {
     return absl::InvalidArgumentError(
@@ -255,7 +296,9 @@ inline Criticality TrustPolicy::CapFor(const PeerIdentity& peer) const {
     if (found) return best;
   }
   if (!peer.address.empty() && !r.addresses.empty()) {
-    auto it = r.addresses.find(peer.address);
+    // Compared in canonical form, as the rules were stored.
+    const std::optional<std::string> ip = detail::CanonicalIp(peer.address);
+    auto it = ip.has_value() ? r.addresses.find(*ip) : r.addresses.end();
     if (it != r.addresses.end()) return it->second;
   }
   return r.others;

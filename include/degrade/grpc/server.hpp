@@ -145,10 +145,11 @@ class ServerCounters {
     kRateLimitedClass,
     kMalformedCaller,
     // Claims lowered by the trust policy, by the class claimed (a claim of
-    // SHEDDABLE is never above a cap).
+    // SHEDDABLE only by its cohort, below an unlabelled call's).
     kCappedCriticalPlus,
     kCappedCritical,
     kCappedSheddablePlus,
+    kCappedSheddable,
     kExpired,
     kNumSlots
   };
@@ -181,7 +182,7 @@ class ServerCounters {
     st.rate_limited_class = counts_.Load(kRateLimitedClass);
     st.malformed_caller = counts_.Load(kMalformedCaller);
     st.expired = counts_.Load(kExpired);
-    for (std::size_t c = 0; c + 1 < kNumCriticalities; ++c) {
+    for (std::size_t c = 0; c < kNumCriticalities; ++c) {
       st.class_capped[c] = counts_.Load(kCappedCriticalPlus + c);
     }
     return st;
@@ -218,8 +219,9 @@ struct ServerOptions {
   // gets default_class capped by the same policy.
   // The default caps every peer at CRITICAL; name the front ends allowed
   // CRITICAL_PLUS (by mTLS name or address), or ask for TrustPolicy::
-  // TrustAll() on a back end only trusted front ends can reach. Lowering
-  // default_class? Lower the policy's `others` with it.
+  // TrustAll() on a back end only trusted front ends can reach. A peer
+  // trusted no further than `others` is never ranked above an unlabelled
+  // call, whatever default_class is.
   TrustPolicy trust;
   // The clock the call's Deadline runs on. nullptr means the real clock.
   const Clock* clock = nullptr;
@@ -265,20 +267,36 @@ class ServerCall {
     const bool claimed = rc.ok() && rc->has_value();
     if (claimed) request_class_ = **rc;
     // The default is capped too: a peer pinned below it must not escape
-    // the pin by claiming nothing, or something malformed. The peer is read
-    // only when the policy tells peers apart.
-    if (!options.trust.trusts_all() &&
-        request_class_.criticality != Criticality::kSheddable) {
-      bool lowered = false;
-      request_class_ = options.trust.Apply(
-          request_class_,
-          options.trust.reads_peer() ? PeerOf(*context) : PeerIdentity(),
-          &lowered);
+    // the pin by claiming nothing, or something malformed. And a peer the
+    // policy trusts no further than `others` gains nothing by claiming: its
+    // claim never ranks above an unlabelled call's, however low the server
+    // set its default class (criticality or cohort). The peer is read only
+    // when the policy tells peers apart.
+    const TrustPolicy& trust = options.trust;
+    if (!trust.trusts_all()) {
+      const Criticality cap =
+          trust.CapFor(trust.reads_peer() ? PeerOf(*context) : PeerIdentity());
+      RequestClass admitted = request_class_;
+      if (static_cast<int>(admitted.criticality) < static_cast<int>(cap)) {
+        admitted.criticality = cap;
+      }
+      if (claimed && cap == trust.others() &&
+          trust.others() != Criticality::kCriticalPlus) {
+        RequestClass floor = options.default_class;
+        if (static_cast<int>(floor.criticality) < static_cast<int>(cap)) {
+          floor.criticality = cap;
+        }
+        if (Rank(admitted) < Rank(floor)) admitted = floor;
+      }
+      const bool lowered = admitted != request_class_;
+      request_class_ = admitted;
       if (lowered && claimed) {
         claimed_ = **rc;
         Count(static_cast<ServerCounters::Slot>(
             ServerCounters::kCappedCriticalPlus +
-            static_cast<std::size_t>(claimed_->criticality)));
+            std::min<std::size_t>(
+                static_cast<std::size_t>(claimed_->criticality),
+                kNumCriticalities - 1)));
       }
     }
     if (deadline_.expired()) {

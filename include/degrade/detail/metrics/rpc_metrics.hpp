@@ -100,8 +100,8 @@ inline void WriteGrpcServerMetrics(const GrpcServerStats& st,
   constexpr absl::string_view kCappedHelp =
       "Calls whose claimed request class was above what the trust policy "
       "lets their peer claim; served at the cap. By the class claimed.";
-  constexpr std::array<absl::string_view, 3> kClaimed = {
-      "CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS"};
+  constexpr std::array<absl::string_view, 4> kClaimed = {
+      "CRITICAL_PLUS", "CRITICAL", "SHEDDABLE_PLUS", "SHEDDABLE"};
   for (std::size_t c = 0; c < kClaimed.size(); ++c) {
     w.Counter("degrade_grpc_server_class_capped_total", kCappedHelp,
               {{label, name}, {"claimed", std::string(kClaimed[c])}},

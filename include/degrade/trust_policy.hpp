@@ -57,11 +57,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -76,6 +78,12 @@
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
+
+namespace detail {
+// An IP address as its family and bytes, so that every spelling of one
+// address ("::1", "0:0::0001") is the same key.
+using IpKey = std::array<unsigned char, 1 + sizeof(in6_addr)>;
+}  // namespace detail
 
 // PeerIdentity
 //
@@ -177,7 +185,7 @@ class TrustPolicy {
  private:
   struct Rules {
     absl::flat_hash_map<std::string, Criticality> peers;
-    absl::flat_hash_map<std::string, Criticality> addresses;
+    absl::flat_hash_map<detail::IpKey, Criticality> addresses;
     std::function<std::optional<Criticality>(const PeerIdentity&)> decide;
     Criticality others = Criticality::kCritical;
   };
@@ -191,30 +199,33 @@ class TrustPolicy {
 
 namespace detail {
 
-// `text` as one IPv4 or IPv6 address in its canonical form ("::1" for
-// "0:0::0001"), or nullopt when it is not exactly one address: a range, a
-// host name or an address with its port never matches a peer, so a rule
-// written that way is refused rather than silently never applying.
-inline std::optional<std::string> CanonicalIp(absl::string_view text) {
-  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+// `text` as exactly one IPv4 or IPv6 address, into `key`; false for
+// anything else: a range, a host name or an address with its port never
+// matches a peer, so a rule written that way is refused rather than
+// silently never applying. Parses only (no formatting, no allocation): it
+// runs per call.
+inline bool ParseIp(absl::string_view text, IpKey* key) {
+  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return false;
   char in[INET6_ADDRSTRLEN];
   text.copy(in, text.size());
   in[text.size()] = '\0';
-  unsigned char bytes[sizeof(in6_addr)];
-  char out[INET6_ADDRSTRLEN];
-  for (int family : {AF_INET, AF_INET6}) {
-    if (::inet_pton(family, in, bytes) == 1 &&
-        ::inet_ntop(family, bytes, out, sizeof out) != nullptr) {
-      return std::string(out);
-    }
+  key->fill(0);
+  if (::inet_pton(AF_INET, in, key->data() + 1) == 1) {
+    (*key)[0] = 4;
+    return true;
   }
-  return std::nullopt;
+  if (::inet_pton(AF_INET6, in, key->data() + 1) == 1) {
+    (*key)[0] = 6;
+    return true;
+  }
+  return false;
 }
 
-inline absl::Status AddTrustRules(
-    const std::vector<TrustRule>& rules, absl::string_view field,
-    absl::flat_hash_map<std::string, Criticality>* into,
-    bool addresses = false) {
+// Adds `rules` to `into` (keyed by name, or by IpKey for addresses).
+template <typename Key>
+absl::Status AddTrustRules(const std::vector<TrustRule>& rules,
+                           absl::string_view field,
+                           absl::flat_hash_map<Key, Criticality>* into) {
   constexpr std::size_t kMaxMatch = 1024;
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const TrustRule& r = rules[i];
@@ -230,16 +241,16 @@ inline absl::Status AddTrustRules(
           absl::StrCat(where, ": cap ", static_cast<int>(r.cap),
                        " is not a criticality (0..3)"));
     }
-    std::string match = r.match;
-    if (addresses) {
-      std::optional<std::string> ip = CanonicalIp(r.match);
-      if (!ip.has_value()) {
+    Key match;
+    if constexpr (std::is_same_v<Key, IpKey>) {
+      if (!ParseIp(r.match, &match)) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ": \"", Abbreviated(r.match, 64),
             "\" is not one IPv4 or IPv6 address (no port, range or host "
             "name: a rule matches the peer's address exactly)"));
       }
-      match = *std::move(ip);
+    } else {
+      match = r.match;
     }
     if (!into->emplace(std::move(match), r.cap).second) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -257,8 +268,7 @@ inline absl::StatusOr<TrustPolicy> TrustPolicy::Create(
   absl::Status s =
       detail::AddTrustRules(settings.peers, "peers", &rules->peers);
   if (!s.ok()) return s;
-  s = detail::AddTrustRules(settings.addresses, "addresses", &rules->addresses,
-                            /*addresses=*/true);
+  s = detail::AddTrustRules(settings.addresses, "addresses", &rules->addresses);
   if (!s.ok()) return s;
   if (static_cast<std::size_t>(settings.others) >= kNumCriticalities) {
     return absl::InvalidArgumentError(
@@ -297,8 +307,9 @@ inline Criticality TrustPolicy::CapFor(const PeerIdentity& peer) const {
   }
   if (!peer.address.empty() && !r.addresses.empty()) {
     // Compared in canonical form, as the rules were stored.
-    const std::optional<std::string> ip = detail::CanonicalIp(peer.address);
-    auto it = ip.has_value() ? r.addresses.find(*ip) : r.addresses.end();
+    detail::IpKey ip;
+    auto it = detail::ParseIp(peer.address, &ip) ? r.addresses.find(ip)
+                                                 : r.addresses.end();
     if (it != r.addresses.end()) return it->second;
   }
   return r.others;

@@ -285,6 +285,8 @@ class EtcdClient {
                                          const detail::json::Json& res) const;
 
   static constexpr std::size_t kMaxResponseBytes = std::size_t{256} << 20;
+  // etcd's tokens are tens (simple) to hundreds (JWT) of bytes.
+  static constexpr std::size_t kMaxTokenBytes = std::size_t{16} << 10;
 
   // The watchdog's loop: stops the request in flight once its deadline has
   // passed (and again every 10 ms while it stays in flight: a stop during

@@ -313,6 +313,14 @@ class EtcdClient {
   bool closing_ ABSL_GUARDED_BY(flight_mu_) = false;
   bool watchdog_started_ ABSL_GUARDED_BY(flight_mu_) = false;
   std::thread watchdog_;  // set once, under flight_mu_; joined at the end
+  // A duplicate of the request's socket (-1: none), taken as cpp-httplib
+  // makes it: its stop() waits for the TLS handshake (its socket mutex is
+  // held throughout), and a peer trickling the handshake would hold it
+  // past every bound. Shut down directly, it fails at once. A leaf lock.
+  // `close`: the request is over; forget the duplicate.
+  void ShutSocket(bool close = false);
+  detail::Mutex socket_mu_;
+  int socket_dup_ ABSL_GUARDED_BY(socket_mu_) = -1;
 };
 
 inline EtcdClient::EtcdClient(EtcdClientOptions options)
@@ -351,6 +359,7 @@ inline void EtcdClient::Watchdog() {
         detail::RemainingUntil(deadline, RealClock::Instance().Now());
     if (left <= absl::ZeroDuration()) {
       timed_out_ = true;
+      ShutSocket();
       request->stop();  // safe against the request running on its thread
     }
     // Until the deadline (or 10 ms after a stop), or until this request
@@ -367,7 +376,9 @@ inline void EtcdClient::Watchdog() {
 inline void EtcdClient::Interrupt() {
   detail::MutexLock l(&flight_mu_);
   interrupted_ = true;
-  if (in_flight_ != nullptr) in_flight_->stop();
+  if (in_flight_ == nullptr) return;
+  ShutSocket();
+  in_flight_->stop();
 }
 
 inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
@@ -437,6 +448,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Exchange(
   bool interrupted = false, timed_out = false;
   {
     detail::MutexLock f(&flight_mu_);
+    ShutSocket(/*close=*/true);
     in_flight_ = nullptr;
     deadline_ = absl::InfiniteFuture();
     interrupted = interrupted_;

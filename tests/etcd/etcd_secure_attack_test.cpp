@@ -6,7 +6,12 @@
 // cpp-httplib servers (plain and HTTPS, with certificates made by
 // etcd_pki.hpp) on free loopback ports, scripted per test.
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -26,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "degrade/etcd/client.hpp"
+#include "degrade/etcd/watcher.hpp"
 #include "etcd/etcd_pki.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -35,6 +41,8 @@ namespace DEGRADE_TEST_UNIT {
 
 using degrade::etcd::EtcdClient;
 using degrade::etcd::EtcdClientOptions;
+using degrade::etcd::EtcdPrefixWatcher;
+using degrade::etcd::EtcdWatcherOptions;
 using degrade::etcd::RangeResult;
 using degrade_tests::EtcdPki;
 using degrade_tests::TrickleServer;
@@ -149,6 +157,112 @@ class AuthGateway {
   std::vector<std::string> bodies_;
   std::vector<std::string> headers_;
   std::atomic<bool> quit_{false};
+};
+
+// A loopback listener that forwards its first connection byte for byte to
+// `target_port` and answers every later one, after the client's first
+// bytes, with `trickle` one byte per `interval`: a read that works, then a
+// watch whose TLS handshake never completes. Stopped by the destructor.
+class FirstThenTrickle {
+ public:
+  FirstThenTrickle(int target_port, std::string trickle,
+                   absl::Duration interval)
+      : target_port_(target_port),
+        trickle_(std::move(trickle)),
+        interval_(interval) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener_ < 0 ||
+        ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) !=
+            0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) !=
+            0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    threads_.emplace_back([this] { Accept(); });
+  }
+  FirstThenTrickle(const FirstThenTrickle&) = delete;
+  FirstThenTrickle& operator=(const FirstThenTrickle&) = delete;
+  ~FirstThenTrickle() {
+    quit_.store(true);
+    for (std::thread& t : threads_) t.join();
+    if (listener_ >= 0) ::close(listener_);
+  }
+  int port() const { return port_; }
+  int trickled() const { return trickled_.load(); }
+
+ private:
+  static bool Readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 10) > 0;
+  }
+  void Accept() {
+    int accepted = 0;
+    while (!quit_.load()) {
+      if (!Readable(listener_)) continue;
+      const int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) continue;
+      if (accepted++ == 0) {
+        Forward(fd);
+      } else {
+        Trickle(fd);
+      }
+    }
+  }
+  // One connection at a time is all the tests need: the read, then the
+  // watch (each on this thread, in turn).
+  void Forward(int fd) {
+    const int up = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(target_port_));
+    if (::connect(up, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      char buf[16384];
+      bool open = true;
+      while (open && !quit_.load()) {
+        pollfd p[2] = {{fd, POLLIN, 0}, {up, POLLIN, 0}};
+        if (::poll(p, 2, 10) <= 0) continue;
+        for (int i = 0; i < 2 && open; ++i) {
+          if (p[i].revents == 0) continue;
+          const ssize_t n = ::read(p[i].fd, buf, sizeof buf);
+          open = n > 0 && ::send(p[1 - i].fd, buf, static_cast<size_t>(n),
+                                 MSG_NOSIGNAL) == n;
+        }
+      }
+    }
+    ::close(up);
+    ::close(fd);
+  }
+  void Trickle(int fd) {
+    while (!quit_.load() && !Readable(fd)) {
+    }
+    char buf[4096];
+    (void)::read(fd, buf, sizeof buf);
+    for (char c : trickle_) {
+      const absl::Time next = absl::Now() + interval_;
+      while (absl::Now() < next && !quit_.load()) {
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+      if (quit_.load() || ::send(fd, &c, 1, MSG_NOSIGNAL) != 1) break;
+      trickled_.fetch_add(1);
+    }
+    ::close(fd);
+  }
+
+  const int target_port_;
+  const std::string trickle_;
+  const absl::Duration interval_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> quit_{false};
+  std::atomic<int> trickled_{0};
+  std::vector<std::thread> threads_;
 };
 
 EtcdClientOptions With(const std::string& endpoint) {
@@ -483,6 +597,35 @@ TEST_F(EtcdSecureAttackTlsTest, ATrickledHandshakeIsBoundedByTheDeadline) {
   EXPECT_FALSE(s.ok());
   EXPECT_LT(took, absl::Seconds(3)) << s;
   EXPECT_THAT(s.message(), Not(HasSubstr(kPassword)));
+}
+
+// The watch stream's handshake trickled by the peer (the read before it
+// worked): Stop() returns promptly, as it does for a stream.
+TEST_F(EtcdSecureAttackTlsTest, StopEndsAWatchHandshakeThePeerTrickles) {
+  AuthGateway gw(Https("server"));
+  gw.AcceptAll(true);
+  std::string reply = "\x16\x03\x03\x40\x00";
+  reply.append(4000, '\x02');
+  FirstThenTrickle peer(gw.port(), reply, absl::Milliseconds(20));
+  ASSERT_GT(peer.port(), 0);
+  EtcdWatcherOptions o;
+  o.endpoint = absl::StrCat("127.0.0.1:", peer.port());
+  o.prefix = "/p/";
+  o.tls.enabled = true;
+  o.tls.ca_file = pki_.Path("ca.crt");
+  o.connect_timeout = absl::Seconds(30);
+  o.request_timeout = absl::Seconds(30);
+  EtcdPrefixWatcher watcher(o);
+  ASSERT_TRUE(watcher.Start().ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (peer.trickled() < 3 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_GE(peer.trickled(), 3) << "the watch never reached its handshake";
+  EXPECT_EQ(gw.ranges(), 1);
+  const absl::Time asked = absl::Now();
+  watcher.Stop();
+  EXPECT_LT(absl::Now() - asked, absl::Seconds(2));
 }
 
 #endif  // CPPHTTPLIB_OPENSSL_SUPPORT

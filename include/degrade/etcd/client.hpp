@@ -313,14 +313,9 @@ class EtcdClient {
   bool closing_ ABSL_GUARDED_BY(flight_mu_) = false;
   bool watchdog_started_ ABSL_GUARDED_BY(flight_mu_) = false;
   std::thread watchdog_;  // set once, under flight_mu_; joined at the end
-  // A duplicate of the request's socket (-1: none), taken as cpp-httplib
-  // makes it: its stop() waits for the TLS handshake (its socket mutex is
-  // held throughout), and a peer trickling the handshake would hold it
-  // past every bound. Shut down directly, it fails at once. A leaf lock.
-  // `close`: the request is over; forget the duplicate.
-  void ShutSocket(bool close = false);
-  detail::Mutex socket_mu_;
-  int socket_dup_ ABSL_GUARDED_BY(socket_mu_) = -1;
+  // The request's socket, for the watchdog and Interrupt() to shut down
+  // even during a TLS handshake (see RequestSocket).
+  detail::etcd::RequestSocket socket_;
 };
 
 inline EtcdClient::EtcdClient(EtcdClientOptions options)
@@ -359,7 +354,7 @@ inline void EtcdClient::Watchdog() {
         detail::RemainingUntil(deadline, RealClock::Instance().Now());
     if (left <= absl::ZeroDuration()) {
       timed_out_ = true;
-      ShutSocket();
+      socket_.Shut();
       request->stop();  // safe against the request running on its thread
     }
     // Until the deadline (or 10 ms after a stop), or until this request
@@ -377,7 +372,7 @@ inline void EtcdClient::Interrupt() {
   detail::MutexLock l(&flight_mu_);
   interrupted_ = true;
   if (in_flight_ == nullptr) return;
-  ShutSocket();
+  socket_.Shut();
   in_flight_->stop();
 }
 
@@ -448,7 +443,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Exchange(
   bool interrupted = false, timed_out = false;
   {
     detail::MutexLock f(&flight_mu_);
-    ShutSocket(/*close=*/true);
+    socket_.Forget();
     in_flight_ = nullptr;
     deadline_ = absl::InfiniteFuture();
     interrupted = interrupted_;

@@ -15,10 +15,7 @@
 #ifndef DEGRADE_ETCD_DETAIL_CLIENT_SECURE_INL_HPP_
 #define DEGRADE_ETCD_DETAIL_CLIENT_SECURE_INL_HPP_
 
-#include <fcntl.h>
 #include <httplib.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
 #include <openssl/err.h>
@@ -161,24 +158,8 @@ inline absl::Status EtcdClient::EnsureHttp(absl::string_view where) {
   detail::etcd::SplitDuration(options_.request_timeout, &sec, &usec);
   http_->set_read_timeout(sec, usec);
   http_->set_write_timeout(sec, usec);
-  http_->set_socket_options([this](socket_t sock) {
-    detail::MutexLock s(&socket_mu_);
-    if (socket_dup_ >= 0) ::close(socket_dup_);
-    socket_dup_ = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
-  });
+  http_->set_socket_options(socket_.Taker());
   return absl::OkStatus();
-}
-
-inline void EtcdClient::ShutSocket(bool close) {
-  detail::MutexLock s(&socket_mu_);
-  if (socket_dup_ < 0) return;
-  if (!close) {
-    // The socket, not this descriptor: cpp-httplib's reads fail at once.
-    ::shutdown(socket_dup_, SHUT_RDWR);
-    return;
-  }
-  ::close(socket_dup_);
-  socket_dup_ = -1;
 }
 
 inline std::string EtcdClient::TakeSslErrors() {

@@ -96,6 +96,14 @@ class AuthGateway {
         res.set_content(kInvalidToken, "application/json");
       }
     });
+    // Every watch is refused for its token.
+    server_->Post("/v3/watch",
+                  [this](const httplib::Request&, httplib::Response& res) {
+                    std::lock_guard<std::mutex> l(mu_);
+                    ++watches_;
+                    res.status = 401;
+                    res.set_content(kInvalidToken, "application/json");
+                  });
     port_ = server_->bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_->listen_after_bind(); });
     // stop() before the loop runs would be lost (and the join would hang).
@@ -137,6 +145,10 @@ class AuthGateway {
     std::lock_guard<std::mutex> l(mu_);
     return ranges_;
   }
+  int watches() {
+    std::lock_guard<std::mutex> l(mu_);
+    return watches_;
+  }
   std::vector<std::string> headers() {
     std::lock_guard<std::mutex> l(mu_);
     return headers_;
@@ -153,7 +165,7 @@ class AuthGateway {
   absl::Duration auth_hold_;
   std::string refused_token_;
   bool accept_all_ = false;
-  int auths_ = 0, ranges_ = 0;
+  int auths_ = 0, ranges_ = 0, watches_ = 0;
   std::vector<std::string> bodies_;
   std::vector<std::string> headers_;
   std::atomic<bool> quit_{false};
@@ -428,6 +440,44 @@ TEST(EtcdSecureAttackTest, ThePasswordIsInNoStatus) {
   absl::Status s = client.Range("/p/").status();
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), Not(HasSubstr(kPassword))) << s;
+}
+
+// Watches always refused for their token (reads accepted): the watcher
+// renews once per attempt and backs off, never a loop against
+// /v3/auth/authenticate; the status says why, without the password.
+TEST(EtcdSecureAttackTest, AWatchAlwaysRefusedForItsTokenBacksOff) {
+  AuthGateway gw(std::make_unique<httplib::Server>());
+  gw.AuthReplies({R"({"token":"t"})"});
+  EtcdWatcherOptions o;
+  o.endpoint = gw.endpoint();
+  o.prefix = "/p/";
+  o.user = "instance";
+  o.password = kPassword;
+  o.backoff_initial = absl::Milliseconds(1);
+  o.backoff_max = absl::Milliseconds(2);
+  std::mutex mu;
+  std::vector<std::string> statuses;
+  o.on_status = [&](const absl::Status& s) {
+    std::lock_guard<std::mutex> l(mu);
+    statuses.push_back(s.ToString());
+  };
+  EtcdPrefixWatcher watcher(o);
+  ASSERT_TRUE(watcher.Start().ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (gw.watches() < 20 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  watcher.Stop();
+  ASSERT_GE(gw.watches(), 20);
+  // Each attempt: one read, a watch refused, one renewal, the watch again.
+  EXPECT_LE(gw.auths(), gw.ranges() + 1);
+  EXPECT_LE(gw.watches(), 2 * gw.ranges());
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_FALSE(statuses.empty());
+  for (const std::string& s : statuses) {
+    EXPECT_THAT(s, Not(HasSubstr(kPassword)));
+  }
+  EXPECT_THAT(statuses.front(), HasSubstr("invalid auth token"));
 }
 
 // ---- TLS a deployment got wrong, or a peer that is not etcd ----

@@ -285,6 +285,8 @@ class EtcdClient {
                                          const detail::json::Json& res) const;
 
   static constexpr std::size_t kMaxResponseBytes = std::size_t{256} << 20;
+  // etcd's tokens are tens (simple) to hundreds (JWT) of bytes.
+  static constexpr std::size_t kMaxTokenBytes = std::size_t{16} << 10;
 
   // The watchdog's loop: stops the request in flight once its deadline has
   // passed (and again every 10 ms while it stays in flight: a stop during
@@ -311,6 +313,9 @@ class EtcdClient {
   bool closing_ ABSL_GUARDED_BY(flight_mu_) = false;
   bool watchdog_started_ ABSL_GUARDED_BY(flight_mu_) = false;
   std::thread watchdog_;  // set once, under flight_mu_; joined at the end
+  // The request's socket, for the watchdog and Interrupt() to shut down
+  // even during a TLS handshake (see RequestSocket).
+  detail::etcd::RequestSocket socket_;
 };
 
 inline EtcdClient::EtcdClient(EtcdClientOptions options)
@@ -349,6 +354,7 @@ inline void EtcdClient::Watchdog() {
         detail::RemainingUntil(deadline, RealClock::Instance().Now());
     if (left <= absl::ZeroDuration()) {
       timed_out_ = true;
+      socket_.Shut();
       request->stop();  // safe against the request running on its thread
     }
     // Until the deadline (or 10 ms after a stop), or until this request
@@ -365,7 +371,9 @@ inline void EtcdClient::Watchdog() {
 inline void EtcdClient::Interrupt() {
   detail::MutexLock l(&flight_mu_);
   interrupted_ = true;
-  if (in_flight_ != nullptr) in_flight_->stop();
+  if (in_flight_ == nullptr) return;
+  socket_.Shut();
+  in_flight_->stop();
 }
 
 inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
@@ -435,6 +443,7 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Exchange(
   bool interrupted = false, timed_out = false;
   {
     detail::MutexLock f(&flight_mu_);
+    socket_.Forget();
     in_flight_ = nullptr;
     deadline_ = absl::InfiniteFuture();
     interrupted = interrupted_;

@@ -309,6 +309,7 @@ class EtcdPrefixWatcher {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   httplib::Client* stream_ ABSL_GUARDED_BY(mu_) = nullptr;
+  detail::etcd::RequestSocket stream_socket_;  // Stop() ends its handshake
   std::thread thread_;
   // Watcher thread only. The hash tells a key rewritten at the same
   // mod_revision (a cluster remade unseen) from a duplicate.
@@ -391,7 +392,10 @@ inline void EtcdPrefixWatcher::Stop() {
     client_.Interrupt();
     detail::MutexLock l(&mu_);
     if (!started_ || done_) break;
-    if (stream_ != nullptr) stream_->stop();
+    if (stream_ != nullptr) {
+      stream_socket_.Shut();
+      stream_->stop();
+    }
     cv_.SignalAll();
     cv_.WaitFor(&mu_, absl::Milliseconds(10),
                 [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; });

@@ -24,6 +24,7 @@
 #include <openssl/x509_vfy.h>
 #endif
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -157,6 +158,7 @@ inline absl::Status EtcdClient::EnsureHttp(absl::string_view where) {
   detail::etcd::SplitDuration(options_.request_timeout, &sec, &usec);
   http_->set_read_timeout(sec, usec);
   http_->set_write_timeout(sec, usec);
+  http_->set_socket_options(socket_.Taker());
   return absl::OkStatus();
 }
 
@@ -255,7 +257,20 @@ inline absl::Status EtcdClient::Authenticate(const std::string& where) {
     return absl::InternalError(
         absl::StrCat(at, ": response: no token (is auth enabled in etcd?)"));
   }
-  token_ = token->get<std::string>();
+  // etcd's tokens (simple, JWT) are short printable ASCII. Anything else
+  // would be cut from the Authorization header by cpp-httplib (a CR LF:
+  // the request then goes out without credentials) or cost every request
+  // a header block etcd refuses. Not quoted: it is a credential.
+  const std::string& value = token->get_ref<const std::string&>();
+  if (value.size() > kMaxTokenBytes ||
+      !std::all_of(value.begin(), value.end(),
+                   [](char c) { return c > ' ' && c < '\x7f'; })) {
+    return absl::InternalError(
+        absl::StrCat(at, ": response: the token (", value.size(),
+                     " bytes) is not printable ASCII of at most ",
+                     kMaxTokenBytes, " bytes; not a token etcd issues"));
+  }
+  token_ = value;
   authentications_.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }

@@ -9,12 +9,15 @@
 #ifndef DEGRADE_ETCD_DETAIL_GATEWAY_HPP_
 #define DEGRADE_ETCD_DETAIL_GATEWAY_HPP_
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <ctime>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -24,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "degrade/detail/json_document.hpp"
+#include "degrade/detail/mutex.hpp"
 #include "degrade/version.hpp"
 
 DEGRADE_NAMESPACE_BEGIN
@@ -65,6 +69,47 @@ void SplitDuration(absl::Duration d, time_t* sec, time_t* usec);
 // A failed HTTP exchange as a status: connection refused or lost
 // UNAVAILABLE, a connect timeout DEADLINE_EXCEEDED, anything else INTERNAL.
 absl::Status TransportError(absl::string_view where, httplib::Error err);
+
+// A duplicate of the socket cpp-httplib makes for a request, so that the
+// request can be ended from another thread even during its TLS handshake:
+// cpp-httplib's stop() waits for the handshake (its socket mutex is held
+// throughout), and a peer trickling it renews the connect timeout with each
+// byte. Shut() shuts the socket itself down (not just this descriptor): the
+// handshake fails at once. Thread-safe; its lock is a leaf (nothing else
+// is taken under it).
+//
+//   http->set_socket_options(socket.Taker());   // before send()
+//   ... Shut() from another thread, then http->stop() ...
+//   socket.Forget();                            // once send() returned
+class RequestSocket {
+ public:
+  RequestSocket() = default;
+  RequestSocket(const RequestSocket&) = delete;
+  RequestSocket& operator=(const RequestSocket&) = delete;
+  ~RequestSocket() { Forget(); }
+
+  // For set_socket_options: keeps a duplicate of each socket made.
+  httplib::SocketOptions Taker() {
+    return [this](socket_t sock) {
+      MutexLock l(&mu_);
+      if (dup_ >= 0) ::close(dup_);
+      dup_ = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    };
+  }
+  void Shut() {
+    MutexLock l(&mu_);
+    if (dup_ >= 0) ::shutdown(dup_, SHUT_RDWR);
+  }
+  void Forget() {
+    MutexLock l(&mu_);
+    if (dup_ >= 0) ::close(dup_);
+    dup_ = -1;
+  }
+
+ private:
+  Mutex mu_;
+  int dup_ ABSL_GUARDED_BY(mu_) = -1;
+};
 
 // ---- Implementation details ----
 

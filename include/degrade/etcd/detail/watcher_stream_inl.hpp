@@ -74,6 +74,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
       garbled_ ? Lasting() : options_.stream_idle_timeout;
   detail::etcd::SetStreamTimeouts(&http, options_.connect_timeout, idle,
                                   options_.request_timeout);
+  http.set_socket_options(stream_socket_.Taker());
   httplib::Request req =
       detail::etcd::WatchRequest(options_.prefix, start_revision);
   if (!stream_token_.empty()) req.set_header("Authorization", stream_token_);
@@ -138,6 +139,7 @@ inline EtcdPrefixWatcher::StreamEnd EtcdPrefixWatcher::Watch(
   {
     detail::MutexLock l(&mu_);
     stream_ = nullptr;
+    stream_socket_.Forget();
   }
   stream_created_ = created;
   if (stopping()) return StreamEnd::kStopped;

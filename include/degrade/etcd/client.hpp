@@ -160,11 +160,11 @@ struct EtcdClientOptions {
   absl::Duration request_timeout = absl::Seconds(2);  // read and write
   EtcdTlsOptions tls{};
   // etcd's user and password (etcd with `auth enable`); an empty `user`
-  // sends no credentials. The client exchanges them for a token
-  // (POST /v3/auth/authenticate) on its first request and sends the token
-  // in the Authorization header of every request; a token etcd no longer
-  // accepts (its --auth-token-ttl passed unused, etcd restarted) is
-  // renewed once and the request retried.
+  // sends no credentials (a password without one is refused). The client
+  // exchanges them for a token (POST /v3/auth/authenticate) on its first
+  // request and sends the token in the Authorization header of every request; a
+  // token etcd no longer accepts (its --auth-token-ttl passed unused, etcd
+  // restarted) is renewed once and the request retried.
   std::string user{};
   std::string password{};
 };
@@ -380,6 +380,12 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Call(
     absl::string_view op, const std::string& path, const std::string& body) {
   const std::string where = absl::StrCat("etcd ", options_.endpoint, " ", op);
   detail::MutexLock l(&mu_);
+  {
+    // Per call, not per exchange: an Interrupt() between the token's
+    // exchange and the request's must not be forgotten.
+    detail::MutexLock f(&flight_mu_);
+    interrupted_ = false;
+  }
   if (absl::Status s = EnsureHttp(where); !s.ok()) return s;
   if (options_.user.empty()) return Exchange(where, path, body, "");
   const bool fresh = token_.empty();
@@ -399,7 +405,9 @@ inline absl::StatusOr<detail::json::Json> EtcdClient::Exchange(
     const std::string& token) {
   {
     detail::MutexLock f(&flight_mu_);
-    interrupted_ = false;
+    if (interrupted_) {
+      return absl::CancelledError(absl::StrCat(where, ": interrupted"));
+    }
     timed_out_ = false;
     in_flight_ = http_.get();
     deadline_ = detail::SatAdd(RealClock::Instance().Now(), RequestBound());

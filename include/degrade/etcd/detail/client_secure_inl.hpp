@@ -51,6 +51,11 @@ inline absl::Status EtcdClient::CheckOptions(const EtcdClientOptions& o) {
       !s.ok()) {
     return s;
   }
+  if (o.user.empty() && !o.password.empty()) {
+    // A password without a user would silently send no credentials.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd ", o.endpoint, ": a password is set but user is empty"));
+  }
   const EtcdTlsOptions& t = o.tls;
   if (!t.enabled) {
     if (!t.ca_file.empty() || !t.cert_file.empty() || !t.key_file.empty()) {

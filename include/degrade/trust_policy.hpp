@@ -135,8 +135,9 @@ class TrustPolicy {
   TrustPolicy() : TrustPolicy(std::make_shared<Rules>()) {}
 
   // Validates `settings`: INVALID_ARGUMENT naming the rule for an empty or
-  // over-long match (more than 1,024 bytes), a duplicate, or a criticality
-  // out of range.
+  // over-long match (more than 1,024 bytes), an address rule that is not
+  // one IPv4 or IPv6 address, a duplicate (two spellings of one address
+  // included), or a criticality out of range.
   static absl::StatusOr<TrustPolicy> Create(TrustPolicySettings settings);
 
   // Every claim believed. For a back end that only trusted front ends can

@@ -25,9 +25,10 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ratios import TO_NS, parse_and_load  # noqa: E402  (same directory)
+from ratios import TO_NS, medians_and_allocs, parse_and_load  # noqa: E402  (same directory)
 
-NAME_RE = re.compile(r"^BM_(\w+?)/")
+# A row and its thread count: "BM_ApplyByName/real_time/threads:2".
+NAME_RE = re.compile(r"^BM_(\w+/\S*threads:\d+)$")
 TARGETS = {"ApplyDefault": 0.5, "ApplyByName": 2.0, "ApplyByAddressV4": 5.0,
            "ApplyByAddressV6": 5.0}
 
@@ -37,17 +38,11 @@ def main():
     if data is None:
         return 2
     med, allocs = {}, {}
-    have_aggregates = any(b.get("run_type") == "aggregate" for b in data["benchmarks"])
-    for b in data["benchmarks"]:
-        m = NAME_RE.match(b.get("run_name", b["name"]))
-        if not m:
-            continue
-        key = (m.group(1), int(b["threads"]))
-        agg = b.get("aggregate_name") if have_aggregates else "median"
-        if agg == "median":
-            med[key] = b["real_time"] * TO_NS[b.get("time_unit", "ns")]
-        if agg == "mean" or not have_aggregates:
-            allocs[key] = b.get("allocs_per_call", float("nan"))
+    by_run = medians_and_allocs(data, NAME_RE,
+                                lambda b: b["real_time"] * TO_NS[b.get("time_unit", "ns")])
+    for out, values in zip((med, allocs), by_run):
+        for run, v in values.items():
+            out[(run.split("/")[0], int(run.rsplit(":", 1)[1]))] = v
     print("| thr | row | ns | / DecodeClaim | target | allocs | result |")
     print("|-----|-----|----|---------------|--------|--------|--------|")
     failed = False
